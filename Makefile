@@ -1,0 +1,49 @@
+# alibi-viz: two commands do everything on a fresh machine.
+#   make run   create .venv, install, start the app on http://localhost:8501
+#   make test  install (with dev tools and chromium), lint, run the whole test suite
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+PORT   ?= 8501
+
+.PHONY: run test install install-dev chromium lint bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+# Stamp files re-run pip only when a requirements file changes.
+$(VENV)/.installed: requirements.txt | $(BIN)/python
+	$(BIN)/pip install --quiet -r requirements.txt
+	touch $@
+
+$(VENV)/.installed-dev: requirements.txt requirements-dev.txt $(VENV)/.installed
+	$(BIN)/pip install --quiet -r requirements.txt -r requirements-dev.txt
+	touch $@
+
+install: $(VENV)/.installed
+install-dev: $(VENV)/.installed-dev
+
+# Debian's chromium drives the browser tests (never `playwright install`: it downloads a browser).
+chromium:
+	@if [ -x /usr/bin/chromium ]; then :; \
+	elif [ "$$(id -u)" = 0 ]; then \
+		echo "installing Debian's chromium for the browser tests"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	else echo "chromium missing and not root: browser tests will be skipped (apt-get install chromium)"; fi
+
+run: install
+	$(BIN)/streamlit run app/main.py --server.address localhost --server.port $(PORT) \
+		--browser.gatherUsageStats false
+
+lint: install-dev
+	$(BIN)/ruff check .
+
+test: install-dev chromium lint
+	$(BIN)/python -m pytest
+
+bench: install-dev chromium
+	$(BIN)/python bench/run_all.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache test-artifacts

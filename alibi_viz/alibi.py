@@ -1,0 +1,293 @@
+"""ALiBi: Attention with Linear Biases (Press, Smith & Lewis, 2021, arXiv:2108.12409).
+
+ALiBi adds no position embeddings. Instead, each head h adds a fixed penalty to the
+pre-softmax attention score that grows linearly with the distance between query i and key j:
+
+    score_ij = q_i . k_j / sqrt(d)  +  B_ij,      B_ij = -m_h * (i - j)    (causal, j <= i)
+                                                  B_ij = -m_h * |i - j|    (symmetric/encoder)
+
+The slope m_h is fixed, not learned, and differs per head, so some heads look far and some
+look only at their neighbours. This module computes the slopes, the bias matrices (full or
+sampled at a few indices for drawing), and what the bias alone does to attention.
+
+Read top to bottom: input checks, slopes, bias matrices, the row-constant form real code uses,
+then the decay intuition (implied attention, half-life, span, mean distance).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+from .errors import AlibiVizError, BudgetError
+
+MAX_HEADS = 1024
+MAX_SEQ_LEN = 1_048_576
+DEFAULT_BUDGET_BYTES = 1 << 30  # 1 GiB: refuse to materialise anything larger
+SCHEDULES = ("official", "geometric", "mpt")
+MODES = ("causal", "symmetric")
+
+
+# ----------------------------------------------------------------------------- input checks
+
+def check_int(value, name: str, low: int, high: int) -> int:
+    """Return `value` as an int if it is an integer in [low, high]; else raise AlibiVizError."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise AlibiVizError(f"{name} must be a whole number in [{low}, {high}], got {value!r}.")
+    value = int(value)
+    if not low <= value <= high:
+        raise AlibiVizError(f"{name} must be in [{low}, {high}], got {value}.")
+    return value
+
+
+def check_num_heads(num_heads) -> int:
+    return check_int(num_heads, "num_heads", 1, MAX_HEADS)
+
+
+def check_seq_len(seq_len, name: str = "seq_len") -> int:
+    return check_int(seq_len, name, 1, MAX_SEQ_LEN)
+
+
+def check_mode(mode) -> str:
+    if mode not in MODES:
+        raise AlibiVizError(f"mode must be one of {MODES}, got {mode!r}.")
+    return mode
+
+
+def check_slopes(slopes) -> np.ndarray:
+    """Return slopes as a 1-D float64 array of positive finite numbers, shape (num_heads,)."""
+    try:
+        slopes = np.asarray(slopes, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise AlibiVizError(f"slopes must be a 1-D array of numbers: {exc}") from None
+    if slopes.ndim != 1 or slopes.size == 0:
+        raise AlibiVizError(f"slopes must be a non-empty 1-D array, got shape {slopes.shape}.")
+    check_num_heads(slopes.size)
+    if not np.all(np.isfinite(slopes)) or np.any(slopes <= 0):
+        raise AlibiVizError("slopes must be positive finite numbers.")
+    return slopes
+
+
+def check_budget(nbytes: int, budget_bytes: int | None, what: str) -> None:
+    """Raise BudgetError when `nbytes` exceeds `budget_bytes` (None: no limit)."""
+    if budget_bytes is not None and nbytes > budget_bytes:
+        raise BudgetError(
+            f"{what} would need {nbytes / 2**20:,.0f} MiB, over the budget of "
+            f"{budget_bytes / 2**20:,.0f} MiB. Use fewer heads or a shorter sequence, "
+            "or alibi_bias_sampled() to evaluate only the entries you need."
+        )
+
+
+# ----------------------------------------------------------------------------- slopes
+
+def alibi_slopes(num_heads: int, schedule: str = "official", max_bias: float = 8.0) -> np.ndarray:
+    """Per-head ALiBi slopes m_h, shape (num_heads,), float64, all in (0, 1].
+
+    schedule:
+      "official"  the rule of the authors' fairseq code and of HF BLOOM's `build_alibi_tensor`.
+                  For n a power of two: m_h = 2^(-max_bias*h/n), h = 1..n. Otherwise, with c the
+                  largest power of two below n: the c slopes of the c-head schedule, then the
+                  odd-position slopes 2^(-max_bias*h/(2c)), h = 1, 3, 5, ... of the 2c-head
+                  schedule for the remaining n - c heads. The result is NOT monotonic: n=12
+                  gives 2^-1 .. 2^-8, then 2^-0.5, 2^-1.5, 2^-2.5, 2^-3.5.
+      "geometric" 2^(-max_bias*h/n) for every n: the formula as printed in the paper (and
+                  PyTorch FlexAttention's ALiBi example). Monotonic for every n.
+      "mpt"       MPT / llm-foundry `gen_slopes` (HF `build_mpt_alibi_tensor`): with
+                  p = 2^ceil(log2 n), the p-head geometric schedule reordered as its
+                  even-numbered heads (2, 4, ...) then its odd-numbered ones, cut to n. It is
+                  written differently from "official" but, measured for every n in 1..1024 and
+                  derivable by hand (the c-head slopes are the even-numbered 2c-head slopes),
+                  it yields exactly the same slopes. MPT differs from BLOOM in the row constant
+                  it adds (see `alibi_bias_row_constant`), not in its slopes.
+    max_bias: the paper's 8 (the last head's slope is 2^-max_bias for a power of two n).
+    """
+    num_heads = check_num_heads(num_heads)
+    if schedule not in SCHEDULES:
+        raise AlibiVizError(f"schedule must be one of {SCHEDULES}, got {schedule!r}.")
+    if isinstance(max_bias, bool) or not isinstance(max_bias, numbers.Real):
+        raise AlibiVizError(f"max_bias must be a number, got {max_bias!r}.")
+    max_bias = float(max_bias)
+    if not (math.isfinite(max_bias) and 0 < max_bias <= 64):
+        raise AlibiVizError(f"max_bias must be in (0, 64], got {max_bias}.")
+
+    def geometric(n: int) -> np.ndarray:
+        return 2.0 ** (-max_bias * np.arange(1, n + 1) / n)
+
+    if schedule == "geometric":
+        return geometric(num_heads)
+    if schedule == "mpt":
+        p = 2 ** math.ceil(math.log2(num_heads))
+        slopes = geometric(p)
+        if p != num_heads:
+            slopes = np.concatenate([slopes[1::2], slopes[::2]])[:num_heads]
+        return slopes
+    # official (fairseq / BLOOM)
+    c = 2 ** math.floor(math.log2(num_heads))
+    slopes = geometric(c)
+    if c != num_heads:
+        extra = geometric(2 * c)[0::2][: num_heads - c]  # h = 1, 3, 5, ... of the 2c schedule
+        slopes = np.concatenate([slopes, extra])
+    return slopes
+
+
+def is_power_of_two(n: int) -> bool:
+    return n > 0 and n & (n - 1) == 0
+
+
+def describe_schedule(num_heads: int, schedule: str = "official", max_bias: float = 8.0) -> str:
+    """One sentence on the order of the slopes, for the app: why a schedule zigzags or not."""
+    n = check_num_heads(num_heads)
+    if n == 1:
+        return f"A single head gets the slope 2^-{max_bias:g}."
+    if schedule == "geometric" or is_power_of_two(n):
+        return (f"With {n} heads the slopes form one geometric sequence, from 2^-{max_bias / n:g} "
+                f"down to 2^-{max_bias:g}, steepest head first: monotonic.")
+    if schedule == "official":
+        c = 2 ** math.floor(math.log2(n))
+        return (f"{n} is not a power of two, so the official rule (fairseq, BLOOM) gives heads "
+                f"1-{c} the {c}-head slopes and heads {c + 1}-{n} every other slope of the "
+                f"{2 * c}-head schedule, which fall in between: the order is not monotonic.")
+    p = 2 ** math.ceil(math.log2(n))
+    return (f"{n} is not a power of two, so MPT takes the {p}-head schedule, lists its "
+            f"even-numbered slopes then its odd-numbered ones, and keeps the first {n}: the order "
+            "is not monotonic, and it comes out exactly equal to the official rule.")
+
+
+# ----------------------------------------------------------------------------- bias matrices
+
+def alibi_bias_sampled(slopes, rows, cols, mode: str = "causal") -> np.ndarray:
+    """The ALiBi bias evaluated only at query positions `rows` and key positions `cols`.
+
+    Returns float64 of shape (num_heads, len(rows), len(cols)) with entry [h, a, b] equal to
+    -m_h * (rows[a] - cols[b]) (causal; -inf where the key is in the future, cols[b] > rows[a])
+    or -m_h * |rows[a] - cols[b]| (symmetric). Costs len(rows) * len(cols) per head whatever
+    the sequence length, which is what lets the app draw a 65,536-token matrix at screen size.
+    """
+    slopes = check_slopes(slopes)
+    mode = check_mode(mode)
+    rows = np.asarray(rows, dtype=np.int64).reshape(-1)
+    cols = np.asarray(cols, dtype=np.int64).reshape(-1)
+    dist = rows[:, None] - cols[None, :]  # (R, C): i - j
+    bias = -slopes[:, None, None] * np.abs(dist)[None]  # (H, R, C)
+    if mode == "causal":
+        bias[:, dist < 0] = -np.inf
+    return bias
+
+
+def alibi_bias(slopes, seq_len: int, mode: str = "causal", key_len: int | None = None,
+               budget_bytes: int | None = DEFAULT_BUDGET_BYTES) -> np.ndarray:
+    """Full ALiBi bias, shape (num_heads, seq_len, key_len or seq_len), float64.
+
+    Causal: B_ij = -m (i - j) for j <= i, -inf above the diagonal (the causal mask).
+    Symmetric: B_ij = -m |i - j| (bidirectional models; the paper's encoder variant).
+    With key_len > seq_len the queries are the last seq_len positions (bottom-right aligned,
+    as when decoding with a KV cache): query row q sits at position q + key_len - seq_len.
+    Raises BudgetError if the matrix would exceed `budget_bytes`.
+    """
+    slopes = check_slopes(slopes)
+    seq_len = check_seq_len(seq_len)
+    key_len = seq_len if key_len is None else check_seq_len(key_len, "key_len")
+    if key_len < seq_len:
+        raise AlibiVizError(f"key_len ({key_len}) must be >= seq_len ({seq_len}).")
+    check_budget(slopes.size * seq_len * key_len * 8, budget_bytes, "This bias matrix")
+    rows = np.arange(seq_len) + (key_len - seq_len)
+    return alibi_bias_sampled(slopes, rows, np.arange(key_len), mode)
+
+
+def alibi_bias_row_constant(slopes, key_len: int) -> np.ndarray:
+    """The bias as BLOOM and the official fairseq code actually add it: +m_h * j.
+
+    Shape (num_heads, 1, key_len), float64, broadcast over every query row. It differs from
+    the textbook -m_h * (i - j) only by m_h * i, a constant within each query row i, and
+    softmax(x + c) = softmax(x) for any constant c, so after the causal mask and softmax the
+    attention probabilities are identical. It saves building an L x L tensor per head, which
+    is why HF's `build_alibi_tensor` returns shape (batch * heads, 1, key_len). The pre-softmax
+    scores differ, so compare the two forms only after masking and softmax.
+    (MPT adds m_h * (j - (L - 1)) instead: another row constant, same probabilities.)
+    """
+    slopes = check_slopes(slopes)
+    key_len = check_seq_len(key_len, "key_len")
+    return slopes[:, None, None] * np.arange(key_len)[None, None, :]
+
+
+# ----------------------------------------------------------------------------- decay intuition
+
+def implied_attention(slopes, query_pos: int, mode: str = "causal",
+                      seq_len: int | None = None) -> np.ndarray:
+    """Softmax of the bias alone for one query: the attention a head gives with no content signal.
+
+    If every q.k is equal, the scores differ only by the bias, so query i attends to key j
+    with weight proportional to exp(-m |i - j|): a geometric decay with ratio e^-m per token.
+    Returns (num_heads, seq_len) float64, rows summing to 1; seq_len defaults to query_pos + 1
+    (every earlier key). Causal: future keys get 0.
+    """
+    slopes = check_slopes(slopes)
+    query_pos = check_int(query_pos, "query_pos", 0, MAX_SEQ_LEN - 1)
+    seq_len = query_pos + 1 if seq_len is None else check_seq_len(seq_len)
+    if query_pos >= seq_len:
+        raise AlibiVizError(f"query_pos ({query_pos}) must be < seq_len ({seq_len}).")
+    check_budget(slopes.size * seq_len * 8 * 2, DEFAULT_BUDGET_BYTES, "This attention row")
+    bias = alibi_bias_sampled(slopes, [query_pos], np.arange(seq_len), mode)[:, 0, :]  # (H, L)
+    bias -= bias.max(axis=1, keepdims=True)
+    weights = np.exp(bias)
+    return weights / weights.sum(axis=1, keepdims=True)
+
+
+def half_life(slopes) -> np.ndarray:
+    """ln 2 / m_h, shape (num_heads,): the distance (in tokens) over which the bias alone
+    halves a key's attention weight, since exp(-m d) = 1/2 at d = ln 2 / m."""
+    return math.log(2) / check_slopes(slopes)
+
+
+def _geometric_sums(r: np.ndarray, n: float) -> tuple[np.ndarray, np.ndarray]:
+    """S0 = sum_{d=0}^{n} r^d and S1 = sum_{d=0}^{n} d r^d, elementwise; n may be inf."""
+    one_minus_r = -np.expm1(np.log(r))  # 1 - r, accurate for r close to 1
+    if math.isinf(n):
+        return 1.0 / one_minus_r, r / one_minus_r**2
+    rn1 = r ** (n + 1)
+    s0 = (1.0 - rn1) / one_minus_r
+    s1 = r * (1.0 - (n + 1) * r**n + n * rn1) / one_minus_r**2
+    return s0, s1
+
+
+def _check_context(context) -> float:
+    return math.inf if context is None else float(check_seq_len(context, "context"))
+
+
+def attention_span(slopes, mass: float = 0.9, mode: str = "causal", context: int | None = None
+                   ) -> np.ndarray:
+    """Smallest distance D such that the bias-only attention within distance D holds `mass`.
+
+    Shape (num_heads,), float64 holding whole numbers of tokens. `context` is how many keys the
+    query can see on each side (None: unbounded, i.e. a query far into a long sequence). With
+    weights exp(-m d), causal mass within D is (1 - r^(D+1)) / (1 - r^context), r = e^-m;
+    symmetric counts each distance d >= 1 twice.
+    """
+    slopes = check_slopes(slopes)
+    mode = check_mode(mode)
+    if not (isinstance(mass, numbers.Real) and 0 < mass < 1):
+        raise AlibiVizError(f"mass must be a number in (0, 1), got {mass!r}.")
+    n = _check_context(context) - 1  # largest distance on one side
+    r = np.exp(-slopes)
+    s0_total, _ = _geometric_sums(r, n)
+    if mode == "causal":
+        need = mass * s0_total  # sum_{d<=D} r^d >= need
+    else:
+        need = (mass * (2 * s0_total - 1) + 1) / 2
+    # sum_{d<=D} r^d = (1 - r^(D+1)) / (1 - r) >= need  <=>  r^(D+1) <= 1 - need (1 - r)
+    target = 1.0 - need * -np.expm1(-slopes)
+    span = np.ceil(np.log(np.maximum(target, 1e-300)) / -slopes - 1.0 - 1e-9)
+    return np.clip(span, 0.0, n)
+
+
+def mean_distance(slopes, mode: str = "causal", context: int | None = None) -> np.ndarray:
+    """Expected |i - j| under the bias-only attention, shape (num_heads,), in tokens.
+
+    Unbounded causal context gives 1 / (e^m - 1), about 1/m for small slopes.
+    """
+    slopes = check_slopes(slopes)
+    mode = check_mode(mode)
+    s0, s1 = _geometric_sums(np.exp(-slopes), _check_context(context) - 1)
+    return s1 / s0 if mode == "causal" else 2 * s1 / (2 * s0 - 1)

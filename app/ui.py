@@ -1,0 +1,52 @@
+"""Small Streamlit helpers shared by the pages: URL state, figures, downloads.
+
+Only display code lives here; everything a page shows is computed in `alibi_viz`.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from alibi_viz.params import Param, parse_param
+
+PLOT_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
+
+
+def seed_from_url(prefix: str, specs: list[Param]) -> None:
+    """Once per session and page, set each control's state from the URL (or its default).
+
+    Widget keys are f"{prefix}_{name}". Bad values fall back to defaults with a visible warning.
+    """
+    flag = f"_{prefix}_seeded"
+    if st.session_state.get(flag):
+        return
+    warnings = []
+    for spec in specs:
+        raw = st.query_params.get_all(spec.name) or None
+        value, warning = parse_param(spec, raw)
+        st.session_state[f"{prefix}_{spec.name}"] = value
+        if warning:
+            warnings.append(warning)
+    st.session_state[flag] = True
+    st.session_state[f"_{prefix}_url_warnings"] = warnings
+
+
+def show_url_warnings(prefix: str) -> None:
+    """Show (once) the warnings collected when the URL was read."""
+    for warning in st.session_state.pop(f"_{prefix}_url_warnings", []):
+        st.warning(f"URL parameter ignored: {warning}", icon="⚠️")
+
+
+def write_url(values: dict) -> None:
+    """Mirror the page's controls in the URL so it can be shared (only when something changed)."""
+    wanted = {k: str(v) for k, v in values.items() if v is not None}
+    current = {k: st.query_params.get_all(k) for k in st.query_params}
+    if current != {k: [v] for k, v in wanted.items()}:
+        st.query_params.from_dict(wanted)
+
+
+def show_figure(fig, filename: str, key: str | None = None) -> None:
+    """st.plotly_chart with a modebar that saves a 2x PNG named `filename`."""
+    config = {**PLOT_CONFIG,
+              "toImageButtonOptions": {**PLOT_CONFIG["toImageButtonOptions"], "filename": filename}}
+    st.plotly_chart(fig, width="stretch", config=config, key=key, theme=None)

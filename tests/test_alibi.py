@@ -1,0 +1,303 @@
+"""The ALiBi core, checked against transformers' own builders (BLOOM, MPT, Falcon)."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from transformers.models.bloom.modeling_bloom import build_alibi_tensor as bloom_alibi
+from transformers.models.falcon.modeling_falcon import build_alibi_tensor as falcon_alibi
+from transformers.models.mpt.modeling_mpt import build_mpt_alibi_tensor
+
+from alibi_viz import (
+    AlibiVizError,
+    BudgetError,
+    alibi_bias,
+    alibi_bias_row_constant,
+    alibi_bias_sampled,
+    alibi_slopes,
+    attention_span,
+    half_life,
+    implied_attention,
+    mean_distance,
+)
+from alibi_viz.alibi import describe_schedule, is_power_of_two
+
+
+def bloom_slopes(num_heads: int) -> np.ndarray:
+    """Slopes as BLOOM builds them: the bias at key position 1 is m * 1."""
+    alibi = bloom_alibi(torch.ones(1, 2), num_heads, torch.float32)  # (heads, 1, 2)
+    return alibi[:, 0, 1].double().numpy()
+
+
+def masked_softmax(scores: np.ndarray) -> np.ndarray:
+    """Causal mask then softmax over keys, float64, for (..., L, L) scores."""
+    length = scores.shape[-1]
+    scores = np.where(np.tril(np.ones((length, length), bool)), scores, -np.inf)
+    scores = scores - scores.max(-1, keepdims=True)
+    weights = np.exp(scores)
+    return weights / weights.sum(-1, keepdims=True)
+
+
+# ----------------------------------------------------------------------------- slopes vs transformers
+
+@pytest.mark.parametrize("num_heads", range(1, 129))
+def test_official_slopes_equal_bloom(num_heads):
+    """The official schedule equals BLOOM's build_alibi_tensor for every head count 1..128."""
+    np.testing.assert_allclose(alibi_slopes(num_heads), bloom_slopes(num_heads), rtol=1e-6)
+
+
+@pytest.mark.parametrize("num_heads", range(1, 65))
+def test_mpt_slopes_equal_mpt(num_heads):
+    """The mpt schedule equals the per-position step of MPT's build_mpt_alibi_tensor, 1..64 heads."""
+    alibi = build_mpt_alibi_tensor(num_heads, 4, alibi_bias_max=8)  # (heads, 1, 4)
+    steps = (alibi[:, 0, -1] - alibi[:, 0, -2]).double().numpy()
+    np.testing.assert_allclose(alibi_slopes(num_heads, "mpt"), steps, rtol=1e-6)
+
+
+def test_mpt_slopes_follow_alibi_bias_max():
+    """MPT's alibi_bias_max corresponds to our max_bias."""
+    alibi = build_mpt_alibi_tensor(12, 2, alibi_bias_max=4)
+    np.testing.assert_allclose(alibi_slopes(12, "mpt", max_bias=4),
+                               (alibi[:, 0, 1] - alibi[:, 0, 0]).double().numpy(), rtol=1e-6)
+
+
+def test_mpt_and_official_coincide():
+    """MPT's reordering gives exactly the official slopes for every head count (measured fact)."""
+    for n in range(1, 257):
+        np.testing.assert_array_equal(alibi_slopes(n, "mpt"), alibi_slopes(n))
+
+
+@pytest.mark.parametrize("num_heads", [1, 4, 12, 20, 71])
+def test_falcon_builder_is_official_rounded_to_bf16(num_heads):
+    """Falcon builds the official slopes but multiplies in bfloat16."""
+    alibi = falcon_alibi(torch.ones(1, 2), num_heads, torch.float32)  # (heads, 1, 2)
+    ours = torch.tensor(alibi_slopes(num_heads)).float().bfloat16().float()
+    torch.testing.assert_close(alibi[:, 0, 1], ours, rtol=0, atol=0)
+
+
+def test_official_twelve_heads_not_monotonic():
+    """n=12 gives 2^-1..2^-8 then 2^-0.5, 2^-1.5, 2^-2.5, 2^-3.5 (the issue's worked example)."""
+    expected = 2.0 ** -np.array([1, 2, 3, 4, 5, 6, 7, 8, 0.5, 1.5, 2.5, 3.5])
+    np.testing.assert_allclose(alibi_slopes(12), expected)
+
+
+def test_geometric_is_paper_formula():
+    """geometric gives 2^(-max_bias*h/n) for any n."""
+    np.testing.assert_allclose(alibi_slopes(12, "geometric"), 2.0 ** (-8 * np.arange(1, 13) / 12))
+    np.testing.assert_allclose(alibi_slopes(5, "geometric", 4.0), 2.0 ** (-4 * np.arange(1, 6) / 5))
+
+
+@given(st.integers(1, 1024), st.sampled_from(["official", "geometric", "mpt"]))
+def test_slopes_in_unit_interval(num_heads, schedule):
+    """Every schedule gives slopes in (0, 1]."""
+    slopes = alibi_slopes(num_heads, schedule)
+    assert slopes.shape == (num_heads,) and slopes.dtype == np.float64
+    assert np.all(slopes > 0) and np.all(slopes <= 1)
+
+
+@given(st.integers(1, 1024))
+def test_official_monotonic_iff_power_of_two(num_heads):
+    """The official schedule is strictly decreasing exactly when n is a power of two."""
+    decreasing = bool(np.all(np.diff(alibi_slopes(num_heads)) < 0))
+    assert decreasing == is_power_of_two(num_heads)
+
+
+def test_describe_schedule_names_the_zigzag():
+    """The explanation mentions non-monotonic order only when there is one."""
+    assert "not monotonic" in describe_schedule(12)
+    assert "not monotonic" not in describe_schedule(16)
+    assert "not monotonic" not in describe_schedule(12, "geometric")
+
+
+# ----------------------------------------------------------------------------- bias vs transformers
+
+@pytest.mark.parametrize("num_heads", [1, 8, 12])
+def test_causal_bias_matches_bloom_after_mask_and_softmax(num_heads):
+    """Textbook bias and BLOOM's row-constant tensor give the same attention on random logits."""
+    length = 40
+    logits = np.random.default_rng(0).normal(size=(num_heads, length, length)) * 3
+    ours = masked_softmax(logits + alibi_bias(alibi_slopes(num_heads), length))
+    theirs = bloom_alibi(torch.ones(1, length), num_heads, torch.float32).double().numpy()
+    np.testing.assert_allclose(ours, masked_softmax(logits + theirs), atol=1e-6)
+
+
+def test_causal_bias_matches_mpt_after_mask_and_softmax():
+    """MPT's m*(j-(L-1)) form gives the same attention as the textbook bias."""
+    num_heads, length = 12, 33
+    logits = np.random.default_rng(1).normal(size=(num_heads, length, length))
+    theirs = build_mpt_alibi_tensor(num_heads, length).double().numpy()  # (heads, 1, L)
+    np.testing.assert_allclose(masked_softmax(logits + alibi_bias(alibi_slopes(num_heads), length)),
+                               masked_softmax(logits + theirs), atol=1e-6)
+
+
+def test_row_constant_form_equals_bloom_tensor():
+    """alibi_bias_row_constant is BLOOM's +m*j tensor, shape (heads, 1, L)."""
+    theirs = bloom_alibi(torch.ones(1, 50), 12, torch.float32).double().numpy()
+    np.testing.assert_allclose(alibi_bias_row_constant(alibi_slopes(12), 50), theirs, rtol=1e-6)
+
+
+def test_row_constant_differs_by_a_constant_per_row():
+    """textbook - row-constant form is m*i in row i (masked entries aside)."""
+    slopes, length = alibi_slopes(4), 9
+    diff = alibi_bias(slopes, length) - alibi_bias_row_constant(slopes, length)
+    lower = np.tril_indices(length)
+    expected = -slopes[:, None] * lower[0][None, :]
+    np.testing.assert_allclose(diff[:, lower[0], lower[1]], expected)
+
+
+# ----------------------------------------------------------------------------- bias properties
+
+@settings(max_examples=50, deadline=None)
+@given(st.integers(1, 16), st.integers(1, 64), st.sampled_from(["causal", "symmetric"]))
+def test_bias_zero_on_diagonal_and_nonpositive(num_heads, length, mode):
+    """B_ii = 0 and B_ij <= 0 everywhere (masked entries are -inf)."""
+    bias = alibi_bias(alibi_slopes(num_heads), length, mode)
+    assert bias.shape == (num_heads, length, length)
+    assert np.all(np.diagonal(bias, axis1=1, axis2=2) == 0)
+    assert np.all(bias <= 0)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(1, 16), st.integers(1, 64))
+def test_symmetric_bias_is_symmetric(num_heads, length):
+    """Symmetric mode gives B = B^T for every head."""
+    bias = alibi_bias(alibi_slopes(num_heads), length, "symmetric")
+    np.testing.assert_array_equal(bias, bias.transpose(0, 2, 1))
+
+
+def test_causal_bias_masks_future_keys():
+    """Causal mode puts -inf exactly above the diagonal."""
+    bias = alibi_bias(alibi_slopes(2), 5)
+    assert np.array_equal(np.isinf(bias[0]), np.triu(np.ones((5, 5), bool), 1))
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.integers(1, 12), st.integers(1, 80), st.sampled_from(["causal", "symmetric"]), st.data())
+def test_sampled_equals_full(num_heads, length, mode, data):
+    """alibi_bias_sampled at random indices equals indexing the full matrix."""
+    index = st.lists(st.integers(0, length - 1), min_size=1, max_size=10)
+    rows, cols = np.array(data.draw(index)), np.array(data.draw(index))
+    slopes = alibi_slopes(num_heads)
+    full = alibi_bias(slopes, length, mode)
+    np.testing.assert_array_equal(alibi_bias_sampled(slopes, rows, cols, mode),
+                                  full[:, rows][:, :, cols])
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 8), st.integers(1, 40), st.integers(0, 40),
+       st.sampled_from(["causal", "symmetric"]))
+def test_key_len_offsets_are_bottom_right_aligned(num_heads, seq_len, extra, mode):
+    """With key_len > seq_len the queries are the last seq_len rows of the full matrix."""
+    key_len = seq_len + extra
+    slopes = alibi_slopes(num_heads)
+    np.testing.assert_array_equal(alibi_bias(slopes, seq_len, mode, key_len=key_len),
+                                  alibi_bias(slopes, key_len, mode)[:, extra:, :])
+
+
+def test_sampled_costs_only_the_pixels_drawn():
+    """A 65,536-token matrix sampled at 100 x 100 returns 100 x 100 per head."""
+    rows = np.linspace(0, 65_535, 100).astype(int)
+    bias = alibi_bias_sampled(alibi_slopes(128), rows, rows)
+    assert bias.shape == (128, 100, 100)
+    assert bias[0, -1, 0] == -alibi_slopes(128)[0] * 65_535
+
+
+# ----------------------------------------------------------------------------- decay
+
+def test_implied_attention_is_softmax_of_bias_row():
+    """implied_attention equals softmax of the bias row, with zeros on future keys."""
+    slopes = alibi_slopes(8)
+    row = alibi_bias(slopes, 30)[:, 20, :]
+    expected = np.exp(row - row.max(1, keepdims=True))
+    expected /= expected.sum(1, keepdims=True)
+    np.testing.assert_allclose(implied_attention(slopes, 20, seq_len=30), expected)
+    assert np.all(implied_attention(slopes, 20, seq_len=30)[:, 21:] == 0)
+
+
+def test_half_life_halves_the_weight():
+    """At distance ln2/m the bias-only weight is half the weight of the query's own position."""
+    slopes = alibi_slopes(8)
+    np.testing.assert_allclose(np.exp(-slopes * half_life(slopes)), 0.5)
+    np.testing.assert_allclose(half_life([0.5]), [2 * math.log(2)])
+
+
+@pytest.mark.parametrize("mode", ["causal", "symmetric"])
+@pytest.mark.parametrize("context", [1, 7, 300, 5000])
+def test_mean_distance_matches_brute_force(mode, context):
+    """Closed-form mean distance equals the sum over the implied attention."""
+    slopes = alibi_slopes(8)
+    if mode == "causal":
+        weights = implied_attention(slopes, context - 1)  # (H, context)
+        distance = np.arange(context - 1, -1, -1)
+    else:
+        weights = implied_attention(slopes, context - 1, "symmetric", 2 * context - 1)
+        distance = np.abs(np.arange(2 * context - 1) - (context - 1))
+    np.testing.assert_allclose(mean_distance(slopes, mode, context), (weights * distance).sum(1),
+                               rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("mode", ["causal", "symmetric"])
+@pytest.mark.parametrize("context", [1, 10, 1000])
+@pytest.mark.parametrize("mass", [0.5, 0.9])
+def test_attention_span_matches_brute_force(mode, context, mass):
+    """attention_span is the smallest distance whose cumulative bias-only attention reaches mass."""
+    slopes = alibi_slopes(8)
+    if mode == "causal":
+        per_distance = implied_attention(slopes, context - 1)[:, ::-1]  # (H, D) by distance
+    else:
+        weights = implied_attention(slopes, context - 1, "symmetric", 2 * context - 1)
+        per_distance = weights[:, context - 1:].copy()
+        per_distance[:, 1:] *= 2
+    expected = np.argmax(np.cumsum(per_distance, 1) >= mass - 1e-12, axis=1)
+    np.testing.assert_array_equal(attention_span(slopes, mass, mode, context), expected)
+
+
+def test_unbounded_mean_distance_is_one_over_expm1():
+    """With unbounded causal context the mean distance is 1 / (e^m - 1)."""
+    slopes = alibi_slopes(16)
+    np.testing.assert_allclose(mean_distance(slopes), 1 / np.expm1(slopes))
+
+
+# ----------------------------------------------------------------------------- bad input
+
+@pytest.mark.parametrize("bad", [0, -3, 1025, 2.5, "8", True, None])
+def test_bad_num_heads_raises(bad):
+    """num_heads outside [1, 1024] or not an int raises a clear AlibiVizError."""
+    with pytest.raises(AlibiVizError, match="num_heads"):
+        alibi_slopes(bad)
+
+
+@pytest.mark.parametrize("bad", [0, -1, 2**20 + 1, 3.0, "64"])
+def test_bad_seq_len_raises(bad):
+    """seq_len outside [1, 1,048,576] or not an int raises a clear AlibiVizError."""
+    with pytest.raises(AlibiVizError, match="seq_len"):
+        alibi_bias(alibi_slopes(2), bad)
+
+
+def test_bad_mode_and_schedule_raise():
+    """Unknown modes and schedules are refused by name."""
+    with pytest.raises(AlibiVizError, match="mode"):
+        alibi_bias(alibi_slopes(2), 4, "bidirectional")
+    with pytest.raises(AlibiVizError, match="schedule"):
+        alibi_slopes(4, "bloom")
+
+
+def test_key_len_shorter_than_seq_len_raises():
+    """key_len < seq_len is refused."""
+    with pytest.raises(AlibiVizError, match="key_len"):
+        alibi_bias(alibi_slopes(2), 8, key_len=4)
+
+
+def test_budget_refuses_huge_matrix_before_allocating():
+    """A 128-head 65,536-token matrix (4 TiB) raises BudgetError instead of exhausting memory."""
+    with pytest.raises(BudgetError, match="MiB"):
+        alibi_bias(alibi_slopes(128), 65_536)
+
+
+def test_budget_is_configurable():
+    """A small explicit budget refuses a matrix the default allows."""
+    with pytest.raises(BudgetError):
+        alibi_bias(alibi_slopes(8), 100, budget_bytes=1000)
