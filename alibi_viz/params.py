@@ -63,7 +63,7 @@ def parse_param(spec: Param, raw) -> tuple[object, str | None]:
     if spec.kind == "heads":
         return text or spec.default, None  # checked against the head count by parse_head_selection
     if spec.kind == "int":
-        if not re.fullmatch(r"[+-]?\d{1,12}", text):
+        if not re.fullmatch(r"[+-]?[0-9]{1,12}", text):
             return spec.default, (f"'{spec.name}' must be a whole number in [{spec.low:g}, "
                                   f"{spec.high:g}]; got {_clip_repr(raw)}, {fallback}.")
         value = int(text)
@@ -95,7 +95,7 @@ def parse_head_selection(text: str, num_heads: int) -> tuple[list[int], str | No
     chosen: set[int] = set()
     bad = []
     for part in text.replace(" ", "").split(","):
-        match = re.fullmatch(r"(\d{1,6})(?:-(\d{1,6}))?", part)
+        match = re.fullmatch(r"([0-9]{1,6})(?:-([0-9]{1,6}))?", part)
         if not match:
             bad.append(part)
             continue

@@ -1,0 +1,110 @@
+"""Shared fixtures: a real `streamlit run` server and Debian's chromium driven by playwright.
+
+Browser tests are marked `browser`. They use /usr/bin/chromium (make test installs it as root);
+playwright's own browser downloads are never used. Screenshots go to test-artifacts/ (git-ignored),
+or to $ALIBI_VIZ_SCREENSHOTS when set (the README's screenshots are made that way).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+ARTIFACTS = ROOT / "test-artifacts"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def start_streamlit(port: int, env: dict | None = None, log_name: str = "streamlit.log"):
+    """Start `streamlit run app/main.py` on 127.0.0.1:port; return (process, base url)."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    log = open(ARTIFACTS / log_name, "w")  # noqa: SIM115 (closed with the process)
+    cmd = [sys.executable, "-m", "streamlit", "run", "app/main.py", "--server.port", str(port),
+           "--server.headless", "true", "--server.address", "127.0.0.1",
+           "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+                            env={**os.environ, **(env or {})})
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"streamlit exited early; see {ARTIFACTS / log_name}")
+        try:
+            with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as response:
+                if response.read().strip() == b"ok":
+                    return proc, url
+        except OSError:
+            time.sleep(0.3)
+    proc.kill()
+    raise RuntimeError("streamlit did not become healthy within 60 s")
+
+
+@pytest.fixture(scope="session")
+def server_url():
+    """Base URL of a streamlit server running the app for the whole session."""
+    proc, url = start_streamlit(free_port())
+    yield url
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """Debian's chromium, headless, through playwright (skipped when chromium is missing)."""
+    if not os.path.exists(CHROMIUM):
+        pytest.skip("chromium is not installed (make test installs it as root: apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS,
+                                             headless=True)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser):
+    """A fresh browser page (own context, so own Streamlit session)."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    page.set_default_timeout(60_000)
+    yield page
+    context.close()
+
+
+def screenshot(page, name: str) -> None:
+    """Save a full-page screenshot to test-artifacts/ (and $ALIBI_VIZ_SCREENSHOTS if set)."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+    target = os.environ.get("ALIBI_VIZ_SCREENSHOTS")
+    if target:
+        Path(target).mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(Path(target) / f"{name}.png"), full_page=False)
+
+
+def wait_for_app(page) -> None:
+    """Wait until Streamlit has finished running the script (no running indicator)."""
+    page.wait_for_selector("[data-testid='stApp']")
+    page.wait_for_function(
+        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')"
+        " || !document.querySelector('[data-testid=\"stStatusWidget\"]').innerText.includes('Running')"
+    )
+    page.wait_for_timeout(300)

@@ -1,0 +1,95 @@
+"""The bias explorer page under Streamlit's AppTest: controls, URL state, bad parameters."""
+
+from apptest_utils import figure_titles, figures, run_app, warnings
+
+
+def grid(at) -> dict:
+    return figures(at)[1]
+
+
+def panel_titles(at) -> list[str]:
+    return next(t for t in grid(at)["data"] if t.get("mode") == "text")["text"]
+
+
+def test_page_loads_without_exception():
+    """The landing page runs and shows the slope, grid and decay charts."""
+    at = run_app()
+    assert not at.exception
+    assert len(figures(at)) == 3
+    assert len(panel_titles(at)) == 8
+
+
+def test_head_count_changes_the_grid():
+    """Setting 12 heads draws 12 panels and puts heads=12 in the URL."""
+    at = run_app()
+    at.number_input(key="be_heads").set_value(12).run()
+    assert len(panel_titles(at)) == 12
+    assert at.query_params["heads"] == "12"
+
+
+def test_non_power_of_two_explains_zigzag():
+    """12 heads under the official schedule explain the non-monotonic order."""
+    at = run_app(params={"heads": "12"})
+    assert any("not monotonic" in w for w in warnings(at))
+
+
+def test_sequence_length_changes_the_matrices():
+    """A longer sequence is drawn downsampled and says so."""
+    at = run_app()
+    at.number_input(key="be_len").set_value(65_536).run()
+    assert "downsampled from 65,536x65,536" in figure_titles(at)[1]
+
+
+def test_mode_changes_the_matrices():
+    """Switching to symmetric mode retitles the grid and drops the mask note."""
+    at = run_app()
+    at.radio(key="be_mode").set_value("symmetric").run()
+    assert "symmetric" in figure_titles(at)[1] and "masked" not in figure_titles(at)[1]
+
+
+def test_schedule_changes_the_highlighted_line():
+    """Choosing the geometric schedule makes its line the thick one."""
+    at = run_app()
+    at.selectbox(key="be_schedule").set_value("geometric").run()
+    lines = {t["name"]: t["line"]["width"] for t in figures(at)[0]["data"]}
+    assert lines["geometric"] > lines["official"]
+
+
+def test_max_bias_changes_the_slopes():
+    """max_bias 4 makes the first of 8 heads' slope 2^-0.5."""
+    at = run_app()
+    at.number_input(key="be_max_bias").set_value(4.0).run()
+    assert "m=0.707" in panel_titles(at)[0]
+
+
+def test_head_selection_limits_panels():
+    """Showing heads 1-3 draws three panels."""
+    at = run_app()
+    at.text_input(key="be_show").set_value("1-3").run()
+    assert len(panel_titles(at)) == 3
+    assert at.query_params["show"] == "1-3"
+
+
+def test_url_restores_state():
+    """?heads=12&len=512&mode=symmetric restores exactly those controls."""
+    at = run_app(params={"heads": "12", "len": "512", "mode": "symmetric"})
+    assert at.number_input(key="be_heads").value == 12
+    assert at.number_input(key="be_len").value == 512
+    assert at.radio(key="be_mode").value == "symmetric"
+    assert len(panel_titles(at)) == 12
+
+
+def test_bad_parameters_warn_and_fall_back():
+    """heads=-3, len=10**12 and max_bias=abc give warnings and defaults, no exception."""
+    at = run_app(params={"heads": "-3", "len": str(10**12), "max_bias": "abc", "mode": "sideways"})
+    assert not at.exception
+    assert len([w for w in warnings(at) if w.startswith("URL parameter ignored")]) == 4
+    assert at.number_input(key="be_heads").value == 8
+    assert at.number_input(key="be_len").value == 64
+
+
+def test_downloads_offered():
+    """Small matrices offer both .npy and CSV downloads."""
+    at = run_app()
+    labels = [b.proto.label for b in at.get("download_button")]
+    assert labels == ["Download .npy", "Download CSV"]

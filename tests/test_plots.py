@@ -1,0 +1,121 @@
+"""Plot builders: bounded payloads, images instead of float arrays, honest labels."""
+
+import json
+
+import numpy as np
+import pytest
+
+from alibi_viz import AlibiVizError, alibi_bias, alibi_slopes
+from alibi_viz.export import matrices_to_csv, to_npy_bytes
+from alibi_viz.plots import (
+    bias_display_values,
+    bias_grid_figure,
+    colorize,
+    decay_figure,
+    display_positions,
+    head_summary,
+    slope_schedule_figure,
+)
+
+MB = 1_000_000
+
+
+@pytest.mark.parametrize("heads,length", [(8, 512), (64, 16_384), (128, 65_536)])
+def test_bias_grid_payload_is_bounded(heads, length):
+    """The grid's JSON stays under 2 MB whatever the size."""
+    assert len(bias_grid_figure(alibi_slopes(heads), length).to_json()) < 2 * MB
+
+
+def test_bias_grid_is_an_image_with_a_colour_bar():
+    """The matrices travel as one PNG image; a shared colour bar spans [-m_max (L-1), 0]."""
+    fig = bias_grid_figure(alibi_slopes(8), 100)
+    images = [t for t in fig.data if t.type == "image"]
+    assert len(images) == 1 and images[0].source.startswith("data:image/png;base64,")
+    assert fig.layout.coloraxis.cmax == 0
+    assert fig.layout.coloraxis.cmin == pytest.approx(-0.5 * 99)
+
+
+def test_bias_grid_hover_values_are_the_bias():
+    """Hover cells carry the bias at their (i, j), with the head and distance in customdata."""
+    fig = bias_grid_figure(alibi_slopes(4), 20, mode="symmetric")
+    heat = next(t for t in fig.data if t.type == "heatmap")
+    z = np.asarray(heat.z, dtype=float)
+    custom = np.asarray(heat.customdata)
+    slopes = alibi_slopes(4)
+    finite = np.isfinite(z)
+    head, i, j = custom[..., 0][finite], custom[..., 1][finite], custom[..., 2][finite]
+    np.testing.assert_allclose(z[finite], -slopes[head - 1] * np.abs(i - j), rtol=1e-6)
+
+
+def test_bias_grid_says_when_downsampled():
+    """The title names the drawn and the original size when downsampled, and not otherwise."""
+    assert "downsampled from 65,536x65,536" in bias_grid_figure(alibi_slopes(8), 65_536).layout.title.text
+    assert "downsampled" not in bias_grid_figure(alibi_slopes(8), 64).layout.title.text
+
+
+def test_display_values_match_full_matrix():
+    """The drawn values are exact entries of the full bias matrix."""
+    slopes = alibi_slopes(8)
+    values, rows, cols, _ = bias_display_values(slopes, 1000, "causal", [0, 5], budget=20_000)
+    full = alibi_bias(slopes, 1000)
+    np.testing.assert_array_equal(values, full[[0, 5]][:, rows][:, :, cols])
+
+
+def test_display_positions_cover_the_range():
+    """Display positions are all indices when they fit, else evenly spread within [0, L)."""
+    assert list(display_positions(5, 10)) == [0, 1, 2, 3, 4]
+    pos = display_positions(65_536, 256)
+    assert pos.size == 256 and pos[0] >= 0 and pos[-1] < 65_536 and np.all(np.diff(pos) > 0)
+
+
+def test_colorize_greys_out_masked_cells():
+    """-inf (masked) cells get the mask colour, finite cells a colour from the scale."""
+    rgb = colorize(np.array([[0.0, -np.inf]]), -1.0, 0.0, "Viridis")
+    assert tuple(rgb[0, 1]) == (215, 215, 215) and tuple(rgb[0, 0]) != (215, 215, 215)
+
+
+def test_slope_figure_one_trace_per_schedule_on_log_axis():
+    """The slope chart plots each schedule's slopes on a log axis."""
+    fig = slope_schedule_figure(12)
+    assert [t.name for t in fig.data] == ["official", "geometric", "mpt"]
+    assert fig.layout.yaxis.type == "log"
+    np.testing.assert_allclose(fig.data[0].y, alibi_slopes(12))
+
+
+def test_decay_figure_attention_is_normalised():
+    """The no-content attention curves of a short sequence sum to 1 over distances."""
+    fig = decay_figure(alibi_slopes(4), 50)
+    attention = [t for t in fig.data if t.type == "scatter" and t.xaxis == "x2"]
+    for trace in attention:
+        assert np.sum(trace.y) == pytest.approx(1.0)
+
+
+def test_decay_figure_caps_curves_for_many_heads():
+    """128 heads draw 16 curves per panel but a bar for every head, and say so."""
+    fig = decay_figure(alibi_slopes(128), 1000)
+    assert sum(t.xaxis == "x" for t in fig.data) == 16
+    assert len(fig.data[-1].x) == 128
+    assert "16 of 128" in fig.layout.title.text
+
+
+def test_head_summary_rows():
+    """One row per head with slope, half-life and span."""
+    rows = head_summary(alibi_slopes(8), 512)
+    assert len(rows) == 8 and rows[0]["slope m"] == 0.5
+
+
+def test_bad_heads_selection_raises():
+    """Out-of-range head indices are refused with an AlibiVizError."""
+    with pytest.raises(AlibiVizError):
+        bias_grid_figure(alibi_slopes(4), 10, heads=[4])
+
+
+def test_exports_round_trip():
+    """.npy loads back without pickle and CSV has one line per cell, masked ones empty."""
+    values, rows, cols, _ = bias_display_values(alibi_slopes(2), 3)
+    loaded = np.load(__import__("io").BytesIO(to_npy_bytes(values)), allow_pickle=False)
+    np.testing.assert_array_equal(loaded, values)
+    csv = matrices_to_csv(values, rows, cols, [1, 2]).splitlines()
+    assert csv[0] == "head,i,j,value" and len(csv) == 1 + 2 * 3 * 3
+    assert "1,0,1," in csv  # a masked cell
+    assert json.dumps(csv)  # plain text
