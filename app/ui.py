@@ -50,3 +50,26 @@ def show_figure(fig, filename: str, key: str | None = None) -> None:
     config = {**PLOT_CONFIG,
               "toImageButtonOptions": {**PLOT_CONFIG["toImageButtonOptions"], "filename": filename}}
     st.plotly_chart(fig, width="stretch", config=config, key=key, theme=None)
+
+
+@st.cache_resource(max_entries=4, show_spinner="Loading the model...")
+def cached_model(path: str, stamp: tuple):
+    """Load a model once for all sessions: (model, tokenizer, info).
+
+    `stamp` (see `model_stamp`) changes when the folder's files change, so a replaced or
+    corrupted checkpoint is loaded (and refused) again instead of served stale.
+    """
+    from alibi_viz.loading import load_model
+
+    return load_model(path)
+
+
+def model_stamp(path: str) -> tuple:
+    """(name, size, mtime) of the files in a model folder: the cache key of `cached_model`."""
+    from pathlib import Path
+
+    folder = Path(path)
+    if not folder.is_dir():
+        return ()
+    return tuple(sorted((f.name, f.stat().st_size, f.stat().st_mtime_ns)
+                        for f in folder.iterdir() if f.is_file()))
