@@ -60,6 +60,16 @@ def panel_resolution(length: int, num_panels: int, budget: int, cap: int = MAX_P
     return max(2, min(length, cap, int(math.sqrt(budget / max(1, num_panels)))))
 
 
+def check_heads(heads, num_heads: int) -> list[int]:
+    """0-based head indices to draw (None: all), each checked to be in [0, num_heads)."""
+    if heads is None:
+        return list(range(num_heads))
+    heads = list(heads)
+    if not heads or not all(isinstance(h, (int, np.integer)) and 0 <= h < num_heads for h in heads):
+        raise AlibiVizError(f"heads must be a non-empty list of indices in [0, {num_heads - 1}].")
+    return [int(h) for h in heads]
+
+
 # ----------------------------------------------------------------------------- colour
 
 @functools.lru_cache(maxsize=16)
@@ -220,9 +230,7 @@ def bias_display_values(slopes, seq_len: int, mode: str = "causal", heads=None,
     key_len = seq_len if key_len is None else check_seq_len(key_len, "key_len")
     if key_len < seq_len:
         raise AlibiVizError(f"key_len ({key_len}) must be >= seq_len ({seq_len}).")
-    heads = list(range(slopes.size)) if heads is None else [int(h) for h in heads]
-    if not heads or min(heads) < 0 or max(heads) >= slopes.size:
-        raise AlibiVizError(f"heads must be a non-empty list of indices in [0, {slopes.size - 1}].")
+    heads = check_heads(heads, slopes.size)
     side = panel_resolution(key_len, len(heads), budget, cap)
     rows, cols = display_positions(seq_len, side), display_positions(key_len, side)
     values = alibi_bias_sampled(slopes[heads], rows + (key_len - seq_len), cols, mode)  # (H, R, C)
@@ -304,7 +312,7 @@ def decay_figure(slopes, seq_len: int, mode: str = "causal", heads=None,
     slopes = check_slopes(slopes)
     mode = check_mode(mode)
     seq_len = check_seq_len(seq_len)
-    heads = list(range(slopes.size)) if heads is None else [int(h) for h in heads]
+    heads = check_heads(heads, slopes.size)
     log_distance = seq_len > 256 if log_distance is None else log_distance
     d = decay_distances(seq_len - 1, points=200, log=log_distance)
     bars = heads

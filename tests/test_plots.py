@@ -119,3 +119,9 @@ def test_exports_round_trip():
     assert csv[0] == "head,i,j,value" and len(csv) == 1 + 2 * 3 * 3
     assert "1,0,1," in csv  # a masked cell
     assert json.dumps(csv)  # plain text
+
+
+def test_decay_figure_refuses_negative_heads():
+    """A negative head index is refused rather than wrapping around to the last head."""
+    with pytest.raises(AlibiVizError):
+        decay_figure(alibi_slopes(4), 10, heads=[-1])
