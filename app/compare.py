@@ -1,6 +1,247 @@
-"""Compare positional methods (placeholder until the comparison page lands)."""
+"""Compare positional methods: ALiBi beside T5 buckets, sinusoidal, RoPE, KERPLE and Sandwich."""
 
+import math
+
+import numpy as np
 import streamlit as st
 
+from alibi_viz.compare_plots import (
+    DEFAULT_METHODS,
+    check_selection,
+    format_params,
+    parse_methods,
+    score_display_values,
+    score_matrices_figure,
+    score_vs_distance_figure,
+)
+from alibi_viz.errors import AlibiVizError
+from alibi_viz.export import to_npy_bytes
+from alibi_viz.params import Param
+from alibi_viz.positional import METHODS
+
+import ui
+
+PREFIX = "cmp"
+MAX_LEN = 65_536
+MODES = ("causal", "symmetric")
+XSCALES = ("linear", "log")
+
+
+def param_key(method: str, name: str) -> str:
+    """URL name of a method's parameter, e.g. "alibi.slope" (its widget key is "cmp_alibi.slope")."""
+    return f"{method}.{name}"
+
+
+def method_param_specs() -> list[Param]:
+    """One URL parameter per method parameter, with the range METHODS gives it."""
+    specs = []
+    for method in METHODS.values():
+        for p in method.params:
+            key = param_key(method.name, p.name)
+            if p.kind == "bool":
+                specs.append(Param(key, "choice", p.default, choices=(True, False)))
+            else:
+                specs.append(Param(key, p.kind, p.default, p.low, p.high))
+    return specs
+
+
+PARAMS = [
+    Param("methods", "text", ",".join(DEFAULT_METHODS)),
+    Param("len", "int", 512, 1, MAX_LEN),
+    Param("mode", "choice", "causal", choices=MODES),
+    Param("xscale", "choice", "linear", choices=XSCALES),
+    *method_param_specs(),
+]
+DEFAULTS = {spec.name: spec.default for spec in PARAMS} | {"methods": list(DEFAULT_METHODS)}
+
+
+def finish_seeding() -> None:
+    """Once, right after the URL was read: turn `methods` into a list and check that each
+    method's parameters go together (e.g. an even d_model); bad ones fall back to defaults."""
+    flag = f"_{PREFIX}_checked"
+    if st.session_state.get(flag):
+        return
+    warnings = []
+    methods, warning = parse_methods(st.session_state[f"{PREFIX}_methods"])
+    st.session_state[f"{PREFIX}_methods"] = methods
+    if warning:
+        warnings.append(warning)
+    mode = st.session_state[f"{PREFIX}_mode"]
+    for method in METHODS.values():
+        keys = {p.name: f"{PREFIX}_{param_key(method.name, p.name)}" for p in method.params}
+        try:
+            check_selection({method.name: {n: st.session_state[k] for n, k in keys.items()}}, mode)
+        except AlibiVizError as exc:
+            warnings.append(f"{method.label}: {exc} Using its default parameters.")
+            for p in method.params:
+                st.session_state[keys[p.name]] = p.default
+    st.session_state[flag] = True
+    st.session_state[f"_{PREFIX}_more_warnings"] = warnings
+
+
+def float_step(p) -> float:
+    """Step of a float input: the parameter's own, else a tenth of its default's decade."""
+    return float(p.step) if p.step else 10.0 ** (math.floor(math.log10(p.default)) - 1)
+
+
+def method_params_ui(name: str) -> dict:
+    """Inputs for one method's parameters, in a sidebar expander. Returns {param: value}."""
+    method = METHODS[name]
+    values = {}
+    with st.expander(f"{method.label} parameters"):
+        for p in method.params:
+            key = f"{PREFIX}_{param_key(name, p.name)}"
+            st.session_state.setdefault(key, p.default)  # e.g. after the method was deselected
+            if p.kind == "bool":
+                values[p.name] = bool(st.checkbox(p.label, key=key, help=p.help or None))
+            elif p.kind == "int":
+                values[p.name] = int(st.number_input(
+                    p.label, int(p.low), int(p.high), step=int(p.step or 1), key=key,
+                    help=p.help or None))
+            else:
+                values[p.name] = float(st.number_input(
+                    p.label, float(p.low), float(p.high), step=float_step(p), format="%g",
+                    key=key, help=p.help or None))
+    return values
+
+
+def controls_ui():
+    """The controls, seeded from the URL on the first run. Returns their values."""
+    ui.seed_from_url(PREFIX, PARAMS)
+    finish_seeding()
+    for name in ("methods", "len", "mode", "xscale"):  # widgets dropped on another page
+        st.session_state.setdefault(f"{PREFIX}_{name}", DEFAULTS[name])
+    with st.sidebar:
+        st.header("Compare methods")
+        methods = st.multiselect(
+            "Methods", list(METHODS), key="cmp_methods", format_func=lambda n: METHODS[n].label,
+            help="Positional schemes to draw side by side.")
+        seq_len = st.number_input(
+            "Sequence length", 1, MAX_LEN, step=1, key="cmp_len",
+            help="Tokens (1-65,536). Curves and matrices are evaluated only where drawn, so "
+                 "any length is fast.")
+        mode = st.radio(
+            "Mode", MODES, key="cmp_mode", horizontal=True,
+            help="causal: decoder, keys after the query are masked (T5 uses its decoder "
+                 "buckets). symmetric: encoder, both sides (T5 splits its buckets per side).")
+        xscale = st.radio("Distance axis", XSCALES, key="cmp_xscale", horizontal=True,
+                          help="log shows short and long range at once (distances >= 1).")
+        params = {name: method_params_ui(name) for name in methods}
+    return methods, int(seq_len), mode, xscale, params
+
+
+def checked_selection(params: dict, mode: str) -> dict:
+    """{method: params} with each method's parameters validated; a combination the library
+    refuses (an odd d_model typed in, T5's max_distance within its exact buckets) is drawn
+    with the defaults, with a warning."""
+    selection = {}
+    for name, values in params.items():
+        try:
+            selection |= check_selection({name: values}, mode)
+        except AlibiVizError as exc:
+            st.warning(f"{METHODS[name].label}: {exc} Drawing it with its default parameters.",
+                       icon="⚠️")
+            selection[name] = METHODS[name].defaults()
+    return selection
+
+
+def url_state(methods, seq_len, mode, xscale, selection) -> dict:
+    """What the URL holds: the main controls, and each shown method's non-default parameters."""
+    state = {"methods": ",".join(methods), "len": seq_len, "mode": mode, "xscale": xscale}
+    for name, values in selection.items():
+        for p in METHODS[name].params:
+            value = values[p.name]
+            if value != p.default:
+                state[param_key(name, p.name)] = str(value).lower() if p.kind == "bool" else value
+    return state
+
+
+def selection_key(selection: dict) -> tuple:
+    """A hashable, ordered form of {method: params} for st.cache_data."""
+    return tuple((name, tuple(sorted(values.items()))) for name, values in selection.items())
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def cached_figures(key: tuple, seq_len: int, mode: str, log_distance: bool):
+    selection = {name: dict(items) for name, items in key}
+    return (score_vs_distance_figure(selection, seq_len, mode, log_distance),
+            score_matrices_figure(selection, seq_len, mode))
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
+def cached_npy(key: tuple, seq_len: int, mode: str) -> bytes:
+    values, _, _ = score_display_values({name: dict(items) for name, items in key}, seq_len, mode)
+    return to_npy_bytes(values.astype(np.float32))
+
+
+methods, seq_len, mode, xscale, params = controls_ui()
 st.title("Compare positional methods")
-st.info("Coming soon.")
+st.caption("Each scheme reduced to one number per query-key pair that depends only on the "
+           "distance d = i − j. Bias methods add it to the pre-softmax score; sinusoidal and "
+           "RoPE only shape q·k, so they get their own panel.")
+ui.show_url_warnings(PREFIX)
+for warning in st.session_state.pop(f"_{PREFIX}_more_warnings", []):
+    st.warning(f"URL parameter ignored: {warning}", icon="⚠️")
+selection = checked_selection(params, mode)
+ui.write_url(url_state(methods, seq_len, mode, xscale, selection))
+
+if not selection:
+    st.info("Choose at least one method in the sidebar.")
+    st.stop()
+
+try:
+    curve_fig, matrix_fig = cached_figures(selection_key(selection), seq_len, mode,
+                                           xscale == "log")
+except AlibiVizError as exc:  # the controls keep values valid; this guards the library's checks
+    st.error(str(exc))
+    st.stop()
+
+tag = f"{'-'.join(selection)}_L{seq_len}_{mode}"
+st.subheader("1. Contribution to the score vs distance")
+ui.show_figure(curve_fig, f"positional_vs_distance_{tag}", key="cmp_fig_curves")
+st.caption("At long lengths ALiBi's line dwarfs the others, and that is the point: it keeps "
+           "falling while the rest level off. Drag on the chart to zoom, double-click to reset.")
+
+st.subheader("2. As matrices")
+ui.show_figure(matrix_fig, f"positional_matrices_{tag}", key="cmp_fig_matrices")
+st.download_button(
+    "Download .npy", cached_npy(selection_key(selection), seq_len, mode),
+    f"positional_matrices_{tag}.npy", "application/octet-stream", key="cmp_dl_npy",
+    help="The matrices as drawn, unscaled: (methods, rows, cols) float32, -inf where masked.")
+st.caption("Each panel is divided by its own largest |value| (the divisor is in its title): "
+           "the methods differ by orders of magnitude, so compare shapes here and sizes in "
+           "the curves above.")
+
+st.subheader("3. The methods")
+st.markdown("\n".join(
+    f"- **{METHODS[name].label}** ({METHODS[name].kind}; {format_params(name, values)}): "
+    f"{METHODS[name].description} *{METHODS[name].source}.*"
+    for name, values in selection.items()))
+
+st.subheader("4. What the comparison shows")
+st.markdown(
+    "- **ALiBi is a fixed linear penalty.** -m·d with no learned parameters: every extra "
+    "token of distance costs m logits, without limit, so far keys are down-weighted more and "
+    "more but never cut off, and nothing depends on the training length.\n"
+    "- **T5 learns one value per bucket, and is flat beyond max_distance.** Nearby distances "
+    "get their own buckets, further ones log-spaced buckets, and every distance at or beyond "
+    "max_distance shares the last one: T5 cannot tell 200 tokens from 20,000. The values "
+    "drawn are illustrative (the ALiBi line sampled where each bucket starts); trained tables "
+    "need not decay or be monotonic.\n"
+    "- **Sinusoidal and RoPE add nothing to the score.** Position acts through q·k. What is "
+    "drawn is the positional part of q·k in the simplest case (identity projections for "
+    "sinusoidal; all-ones q and k, or RoFormer's bound, for RoPE). Their long-range \"decay\" "
+    "is an average or an upper bound, not a guaranteed penalty: learned projections can make "
+    "q·k large at any distance, and the sinusoidal dot product oscillates instead of decaying "
+    "steadily.\n"
+    "- **KERPLE generalises ALiBi.** Its power variant -r1·d^r2 with r2 = 1 *is* ALiBi with "
+    "slope r1; r2 < 1 and the log variant -r1·log(1 + r2·d) are steep nearby and flatten "
+    "far away, with r1 and r2 learned per head.\n"
+    "- **Sandwich is ALiBi-like, derived from sinusoidal dot products.** The sinusoidal inner "
+    "product, shifted to 0 at d = 0 and divided by a per-head scale, is added to the score as "
+    "a bias with no learned parameters: it falls over the first tokens, then levels off "
+    "(with ripples) near -d'/(2·scale).\n"
+    "- **Softmax only sees differences within a row.** Adding a constant to a bias changes "
+    "nothing; what matters is how fast it falls and whether it keeps falling. A bias that "
+    "levels off (T5, Sandwich, nearly KERPLE-log) stops telling far keys apart; ALiBi keeps "
+    "penalising them in proportion to distance.")

@@ -13,22 +13,30 @@ PLOT_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "
 
 
 def seed_from_url(prefix: str, specs: list[Param]) -> None:
-    """Once per session and page, set each control's state from the URL (or its default).
+    """Set each control's state from the URL on a session's first visit, and keep it after.
 
-    Widget keys are f"{prefix}_{name}". Bad values fall back to defaults with a visible warning.
+    Widget keys are f"{prefix}_{name}". Bad URL values fall back to defaults with a visible
+    warning. Streamlit forgets the state of widgets that a run does not draw, so visiting
+    another page would reset this page's controls to their minimum: each run therefore keeps
+    a copy of the values, and restores any that Streamlit dropped.
     """
-    flag = f"_{prefix}_seeded"
-    if st.session_state.get(flag):
-        return
-    warnings = []
+    flag, last_key = f"_{prefix}_seeded", f"_{prefix}_last"
+    if not st.session_state.get(flag):
+        warnings = []
+        for spec in specs:
+            value, warning = parse_param(spec, st.query_params.get_all(spec.name) or None)
+            st.session_state[f"{prefix}_{spec.name}"] = value
+            if warning:
+                warnings.append(warning)
+        st.session_state[flag] = True
+        st.session_state[f"_{prefix}_url_warnings"] = warnings
+    last = st.session_state.get(last_key, {})
     for spec in specs:
-        raw = st.query_params.get_all(spec.name) or None
-        value, warning = parse_param(spec, raw)
-        st.session_state[f"{prefix}_{spec.name}"] = value
-        if warning:
-            warnings.append(warning)
-    st.session_state[flag] = True
-    st.session_state[f"_{prefix}_url_warnings"] = warnings
+        key = f"{prefix}_{spec.name}"
+        if key not in st.session_state:
+            st.session_state[key] = last.get(spec.name, spec.default)
+    st.session_state[last_key] = {spec.name: st.session_state[f"{prefix}_{spec.name}"]
+                                  for spec in specs}
 
 
 def show_url_warnings(prefix: str) -> None:

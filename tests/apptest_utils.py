@@ -11,14 +11,22 @@ MAIN = str(Path(__file__).resolve().parents[1] / "app" / "main.py")
 
 
 def run_app(path: str = "", params: dict | None = None, timeout: float = 120) -> AppTest:
-    """Run the app at URL path `path` ("" is the landing page) with query parameters."""
+    """Run the app at URL path `path` ("" is the landing page) with query parameters.
+
+    AppTest always starts on the landing page, which rewrites the URL with its own controls;
+    for another page the parameters are set after that first run, just before switching, as
+    a browser opening /path?params would have them.
+    """
     at = AppTest.from_file(MAIN, default_timeout=timeout)
+    if not path:
+        for key, value in (params or {}).items():
+            at.query_params[key] = value
+        return at.run()
+    at.run()
+    at.query_params.clear()
     for key, value in (params or {}).items():
         at.query_params[key] = value
-    at.run()
-    if path:
-        at.switch_page(f"{path}.py" if not path.endswith(".py") else path).run()
-    return at
+    return at.switch_page(path if path.endswith(".py") else f"{path}.py").run()
 
 
 def figures(at: AppTest) -> list[dict]:
