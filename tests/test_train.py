@@ -1,0 +1,191 @@
+"""Training data, the training CLI and the perplexity evaluation, on tiny random models."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+from alibi_viz import data, train
+from alibi_viz.errors import AlibiVizError
+from alibi_viz.evaluate import evaluate_length, merge_results, perplexity
+
+TINY = dict(layers=1, heads=2, hidden=16)
+
+
+@pytest.fixture(scope="module")
+def tiny_alibi():
+    torch.manual_seed(0)
+    return train.build_model("alibi", attn_implementation="eager", **TINY).eval()
+
+
+@pytest.fixture(scope="module")
+def ids():
+    return torch.randint(3, data.VOCAB_SIZE, (101,), generator=torch.Generator().manual_seed(1))
+
+
+def test_bytes_to_ids_matches_tokenizer():
+    """The fast corpus encoding gives the tokenizer's ids (minus its trailing eos)."""
+    text = "def f(x):\n    return x ** 2  # é, ü, 😀\n"
+    expected = data.make_tokenizer()(text)["input_ids"]
+    assert expected[-1] == data.EOS_ID
+    assert data.bytes_to_ids(text.encode()).tolist() == expected[:-1]
+
+
+def test_tokenizer_round_trips_and_reloads(tmp_path):
+    """The byte tokenizer decodes what it encodes, has 259 ids, and reloads from save_pretrained."""
+    tok = data.make_tokenizer()
+    text = data.CODE_EXAMPLE + "naïve ∑"
+    assert len(tok) == data.VOCAB_SIZE
+    assert tok.decode(tok(text)["input_ids"], skip_special_tokens=True) == text
+    tok.save_pretrained(tmp_path)
+    again = AutoTokenizer.from_pretrained(tmp_path, local_files_only=True)
+    assert again(text)["input_ids"] == tok(text)["input_ids"]
+
+
+def test_split_is_by_file_and_disjoint():
+    """No file is in both splits, and about one in ten is held out."""
+    train_files, valid_files = data.corpus_files("train"), data.corpus_files("valid")
+    assert not set(train_files) & set(valid_files)
+    assert 0.05 < len(valid_files) / (len(train_files) + len(valid_files)) < 0.2
+    assert train_files == sorted(train_files)
+
+
+def test_example_texts_are_ready_for_the_app():
+    """Three examples: short prose, short code, and a held-out document of several thousand chars."""
+    examples = data.example_texts()
+    assert len(examples) == 3
+    lengths = sorted(len(t) for t in examples.values())
+    assert lengths[0] > 100 and lengths[-1] >= 4000
+    long_text = examples["Python module (long, held out)"]
+    valid_texts = [p.read_text() for p in data.corpus_files("valid")]
+    assert any(t.startswith(long_text) for t in valid_texts)
+
+
+def test_random_batches_are_reproducible():
+    """The same seed gives the same windows, each seq_len + 1 consecutive tokens of the stream."""
+    stream = np.arange(1000, dtype=np.int64)
+    a = next(data.random_batches(stream, 4, 8, seed=3))
+    b = next(data.random_batches(stream, 4, 8, seed=3))
+    assert a.shape == (4, 9) and torch.equal(a, b)
+    assert torch.equal(a[:, 1:] - a[:, :-1], torch.ones(4, 8, dtype=torch.long))
+
+
+def test_learning_rate_warms_up_then_decays():
+    """Linear warmup to the peak, cosine decay to lr * min_lr_ratio at the last step."""
+    cfg = train.TrainConfig(arch="alibi", out="", steps=100, warmup=10, lr=1.0, min_lr_ratio=0.1)
+    assert train.lr_at(0, cfg) == pytest.approx(0.1)
+    assert train.lr_at(9, cfg) == pytest.approx(1.0)
+    assert train.lr_at(100, cfg) == pytest.approx(0.1)
+
+
+def test_learning_rate_follows_a_wall_clock_budget():
+    """With --max-minutes the decay follows elapsed time when that is further along than steps."""
+    cfg = train.TrainConfig(arch="alibi", out="", steps=100, warmup=10, lr=1.0, min_lr_ratio=0.1,
+                            max_minutes=1.0)
+    assert train.lr_at(20, cfg, elapsed_s=60.0) == pytest.approx(0.1)
+    assert train.lr_at(20, cfg, elapsed_s=0.0) == train.lr_at(20, cfg)
+
+
+@pytest.mark.parametrize("arch", train.ARCHS)
+def test_training_cli_writes_a_loadable_model(tmp_path, arch):
+    """A few CLI steps on a tiny config save a model, tokenizer, training.json and card that load."""
+    out = tmp_path / arch
+    train.main(["--arch", arch, "--out", str(out), "--steps", "3", "--seq-len", "16",
+                "--layers", "1", "--heads", "2", "--hidden", "16", "--batch-size", "2",
+                "--warmup", "1", "--log-every", "2", "--threads", "1"])
+    model = AutoModelForCausalLM.from_pretrained(out, local_files_only=True)
+    tok = AutoTokenizer.from_pretrained(out, local_files_only=True)
+    info = json.loads((out / "training.json").read_text())
+    assert model.config.vocab_size == len(tok) == data.VOCAB_SIZE
+    assert info["arch"] == arch and info["train_seq_len"] == 16 and info["steps"] == 3
+    assert [p["step"] for p in info["loss_curve"]] == [2, 3]
+    assert info["command"].startswith("python -m alibi_viz.train --arch " + arch)
+    assert (out / "training.log").is_file() and "## Regenerate" in (out / "README.md").read_text()
+
+
+def test_learned_baseline_can_be_evaluated_at_4096():
+    """The learned-position baseline has a position table long enough for the longest evaluation."""
+    assert train.model_config("learned", **TINY).n_positions >= 4096
+
+
+@pytest.mark.parametrize("arch", ["learned", "rope"])
+def test_sdpa_gives_eager_logits(arch):
+    """Evaluation may use sdpa for the baselines: it gives the eager path's logits."""
+    torch.manual_seed(0)
+    eager = train.build_model(arch, attn_implementation="eager", **TINY).eval()
+    sdpa = train.build_model(arch, attn_implementation="sdpa", **TINY).eval()
+    sdpa.load_state_dict(eager.state_dict())
+    x = torch.randint(3, data.VOCAB_SIZE, (2, 40))
+    with torch.inference_mode():
+        torch.testing.assert_close(sdpa(input_ids=x).logits, eager(input_ids=x).logits,
+                                   rtol=1e-5, atol=1e-5)
+
+
+def _reference_nll(model, ids, target, start):
+    """-log p(ids[target]) reading ids[start:target] in one forward pass."""
+    with torch.inference_mode():
+        logits = model(input_ids=ids[start:target][None]).logits[0, -1]
+    return F.cross_entropy(logits[None], ids[target][None]).item()
+
+
+@pytest.mark.parametrize("length", [7, 16, 100, 200])
+def test_nonoverlapping_matches_window_by_window_loop(tiny_alibi, ids, length):
+    """Non-overlapping: every target is scored once, with context back to its window's start."""
+    nll = [_reference_nll(tiny_alibi, ids, t, ((t - 1) // length) * length)
+           for t in range(1, ids.numel())]
+    out = perplexity(tiny_alibi, ids, length, tokens_per_batch=20)
+    assert out["tokens"] == ids.numel() - 1
+    assert out["ppl"] == pytest.approx(np.exp(np.mean(nll)), rel=1e-5)
+
+
+@pytest.mark.parametrize(("length", "stride", "score_from"), [(16, 4, 16), (16, 1, 20), (32, 16, 1)])
+def test_sliding_matches_token_by_token_loop(tiny_alibi, ids, length, stride, score_from):
+    """Sliding: each target is scored once, in the window that ends with its block of `stride`."""
+    nll = []
+    for t in range(score_from, ids.numel()):
+        last = min(score_from + (t - score_from) // stride * stride + stride - 1, ids.numel() - 1)
+        nll.append(_reference_nll(tiny_alibi, ids, t, max(0, last - length)))
+    out = perplexity(tiny_alibi, ids, length, "sliding", stride=stride, score_from=score_from)
+    assert out["tokens"] == len(nll)
+    assert out["ppl"] == pytest.approx(np.exp(np.mean(nll)), rel=1e-5)
+
+
+@pytest.mark.parametrize("protocol", ["nonoverlapping", "sliding"])
+def test_every_length_scores_the_same_tokens(tiny_alibi, ids, protocol):
+    """With score_from at the longest length, every length scores the same targets."""
+    counts = {perplexity(tiny_alibi, ids, n, protocol, stride=4, score_from=32)["tokens"]
+              for n in (8, 16, 32)}
+    assert len(counts) == 1
+
+
+def test_progress_reports_every_window(tiny_alibi, ids):
+    """The progress callback ends at (total, total)."""
+    calls = []
+    perplexity(tiny_alibi, ids, 10, progress=lambda done, total: calls.append((done, total)))
+    assert calls[-1] == (10, 10)
+
+
+def test_bad_protocol_is_a_typed_error(tiny_alibi, ids):
+    """An unknown protocol raises AlibiVizError naming the valid ones."""
+    with pytest.raises(AlibiVizError, match="nonoverlapping"):
+        perplexity(tiny_alibi, ids, 16, protocol="strided")
+
+
+@pytest.mark.parametrize("protocol", ["nonoverlapping", "sliding"])
+def test_evaluate_length_scores_the_requested_held_out_tokens(tiny_alibi, protocol):
+    """evaluate_length (the app's live call) scores `tokens` held-out targets at any length."""
+    out = evaluate_length(tiny_alibi, 16, protocol, tokens=48, stride=8, max_length=32)
+    assert out["tokens"] == 48 and out["ppl"] > 1
+
+
+def test_merge_keeps_other_models_evaluated_with_the_same_settings():
+    """Re-evaluating one model keeps the others' rows if lengths, protocols and tokens agree."""
+    base = {"lengths": [8], "protocols": {}, "stride": 4, "corpus": {},
+            "check": {"token_ids": [1, 2], "ppl": {"a": 1.0}}, "models": {"a": {}}}
+    new = {**base, "check": {"token_ids": [1, 2], "ppl": {"b": 2.0}}, "models": {"b": {}}}
+    assert list(merge_results(base, new)["models"]) == ["a", "b"]
+    assert merge_results(base, new)["check"]["ppl"] == {"a": 1.0, "b": 2.0}
+    assert list(merge_results({**base, "stride": 2}, new)["models"]) == ["b"]
