@@ -5,6 +5,8 @@ comparison (`positional`), plot builders (`plots`), and, for real models, loadin
 inspection. It never imports streamlit, so every number the app shows can be tested plainly.
 """
 
+import importlib
+
 from .alibi import (
     DEFAULT_BUDGET_BYTES,
     MODES,
@@ -19,14 +21,43 @@ from .alibi import (
     mean_distance,
 )
 from .errors import AlibiVizError, BudgetError, ModelLoadError
+from .positional import METHODS, score_matrix, score_matrix_sampled, score_vs_distance
+
+# Model inspection needs torch and transformers (seconds to import): loaded on first use, so
+# `from alibi_viz import alibi_slopes` stays instant.
+_LAZY = {
+    "AttentionResult": "heads", "Decomposition": "heads", "HeadStatistics": "heads",
+    "attention_maps": "heads", "head_statistics": "heads", "score_decomposition": "heads",
+    "ModelInfo": "loading", "load_model": "loading", "resolve_model_path": "loading",
+}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        module = importlib.import_module(f".{_LAZY[name]}", __name__)
+        return getattr(module, name)
+    raise AttributeError(f"module 'alibi_viz' has no attribute {name!r}")
 
 __all__ = [
     "DEFAULT_BUDGET_BYTES",
+    "METHODS",
     "MODES",
     "SCHEDULES",
     "AlibiVizError",
+    "AttentionResult",
     "BudgetError",
+    "Decomposition",
+    "HeadStatistics",
+    "ModelInfo",
     "ModelLoadError",
+    "attention_maps",
+    "head_statistics",
+    "load_model",
+    "resolve_model_path",
+    "score_decomposition",
+    "score_matrix",
+    "score_matrix_sampled",
+    "score_vs_distance",
     "alibi_bias",
     "alibi_bias_row_constant",
     "alibi_bias_sampled",

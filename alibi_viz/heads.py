@@ -1,0 +1,640 @@
+"""Inspect a loaded model's heads: attention maps, content vs positional bias, head statistics.
+
+Data contract (the one bertviz uses): attention maps are transformers' `outputs.attentions`
+for one sequence, one float32 numpy array per layer shaped (heads, query, key), each row a
+probability distribution over keys. They come from the eager attention path only, which is
+how `load_model` loads every model.
+
+Three entry points, in the order a page uses them:
+
+* `attention_maps(model, tokenizer, text)`: tokens and the per-layer maps.
+* `score_decomposition(model, tokenizer, text, layer)`: for one layer, the pre-softmax score
+  of every head split into its content term (QK^T / sqrt(d)) and the positional bias the model
+  adds, recomputed from the attention module's own inputs and weights (captured with hooks,
+  transformers untouched) and checked against the model's own probabilities.
+* `head_statistics(maps, slopes)`: per layer and head, mean attention distance, entropy, share
+  of attention within k tokens, and an effective slope fitted to how the attention decays
+  with distance, beside the slope the model was configured with.
+
+Long inputs are cut (never silently): the token count is capped by a memory budget
+(layers x heads x T^2 x 4 bytes for the maps), by `max_tokens`, and by a learned position
+table's length; the result's `truncated` field says what was cut and why.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from .alibi import DEFAULT_BUDGET_BYTES, check_int
+from .errors import AlibiVizError, BudgetError
+from .loading import bias_form, learned_positions, model_dims
+
+DECOMPOSITION_ARRAYS = 8  # float32 (heads, T, T) arrays alive at once in score_decomposition
+REPRODUCE_TOL = 1e-4      # largest |softmax(total) - model probs| accepted as "reproduced"
+REPRODUCE_TOL_16BIT = 2e-2  # the same for bfloat16/float16 models (probabilities rounded)
+FIT_ROWS = 512            # query rows used to fit a head's effective slope
+CHECK_ROWS = 256          # query rows on which score_decomposition checks its reproduction
+VISIBLE = {" ": "␣", "\n": "⏎", "\t": "⇥", "\r": "␍"}
+
+
+# ----------------------------------------------------------------------------- tokens
+
+@dataclass
+class TokenizedText:
+    """Token ids of a text (cut to a cap), readable labels, and what was cut (None: nothing)."""
+
+    ids: list[int]
+    tokens: list[str]
+    truncated: str | None = None
+
+
+def token_labels(tokenizer, ids) -> list[str]:
+    """One readable label per token id, for axis labels: whitespace made visible (␣ ⏎ ⇥).
+
+    A token that is not text on its own (part of a multi-byte character) shows the
+    tokenizer's own name for it, a lone byte as "<0xC3>" (the name LLaMA's byte fallback
+    uses). Labels can repeat, so plot against positions, not labels.
+    """
+    special = set(tokenizer.all_special_ids)
+    names = tokenizer.convert_ids_to_tokens(list(ids))
+    labels = []
+    for token_id, name in zip(ids, names, strict=True):
+        text = name if token_id in special else tokenizer.decode([token_id])
+        if not text or "\ufffd" in text:  # a piece of a multi-byte character
+            name = str(name)
+            lone_byte = len(name) == 1 and 0x80 <= ord(name) <= 0xFF
+            labels.append(f"<0x{ord(name):02X}>" if lone_byte else name)
+        else:
+            labels.append("".join(VISIBLE.get(c, c if c.isprintable() else f"\\x{ord(c):02x}")
+                                  for c in text))
+    return labels
+
+
+def _special_prefix(tokenizer) -> list[int]:
+    """Ids the tokenizer puts before a text (a BOS such as LLaMA's <s>); [] for most.
+
+    Found by encoding "a" with and without special tokens. Ids it appends after the text
+    (ByT5's </s>) are left out: a causal LM reading a text has not seen its end yet.
+    """
+    plain = tokenizer("a", add_special_tokens=False)["input_ids"]
+    full = tokenizer("a", add_special_tokens=True)["input_ids"]
+    for start in range(len(full) - len(plain) + 1):
+        if full[start:start + len(plain)] == plain:
+            return list(full[:start])
+    return []
+
+
+def tokenize_capped(tokenizer, text, max_tokens: int | None = None,
+                    reason: str | None = None) -> TokenizedText:
+    """Tokenize `text` for one forward pass, keeping at most `max_tokens` tokens.
+
+    Raises AlibiVizError for a text that is not a string, is empty or blank, or holds only
+    special tokens. A very long text is cut before tokenizing (a 1 MB paste costs no more
+    than the tokens kept). `reason` says why the cap is what it is, for the `truncated` note.
+    """
+    if not isinstance(text, str):
+        raise AlibiVizError(f"The text must be a string, got {type(text).__name__}.")
+    if not text.strip():
+        raise AlibiVizError("The text is empty: type or paste some text to inspect.")
+    prefix = _special_prefix(tokenizer)
+    room = None if max_tokens is None else max_tokens - len(prefix)
+    if room is not None and room < 1:
+        raise BudgetError(f"Only {max_tokens} token(s) allowed: not enough for any text.")
+
+    limit = None if room is None else 8 * room + 64  # characters; grown if tokens are long
+    while True:
+        piece = text if limit is None or limit >= len(text) else text[:limit]
+        ids = list(tokenizer(piece, add_special_tokens=False)["input_ids"])
+        if room is None or len(ids) >= room + 2 or len(piece) == len(text):
+            break
+        limit *= 4
+
+    special = set(tokenizer.all_special_ids)
+    if not ids:
+        raise AlibiVizError("The text gives no tokens: type or paste some ordinary text.")
+    if all(i in special for i in ids):
+        names = sorted(set(tokenizer.convert_ids_to_tokens(ids)))
+        raise AlibiVizError(f"The text holds only special tokens ({', '.join(names)}): type or "
+                            "paste some ordinary text to inspect.")
+
+    truncated = None
+    if room is not None and len(ids) > room:
+        why = f": {reason}" if reason else ""
+        if len(piece) < len(text):
+            truncated = (f"Kept the first {room:,} tokens of a {len(text):,}-character text{why}.")
+        else:
+            truncated = f"Kept the first {room:,} of {len(ids):,} tokens{why}."
+        ids = ids[:room]
+    ids = prefix + ids
+    return TokenizedText(ids=ids, tokens=token_labels(tokenizer, ids), truncated=truncated)
+
+
+def _token_cap(model, max_tokens, budget_bytes, bytes_per_token_sq: int, what: str):
+    """(cap on the token count, sentence saying which limit sets it)."""
+    if isinstance(budget_bytes, bool) or not isinstance(budget_bytes, int) or budget_bytes <= 0:
+        raise AlibiVizError(f"budget_bytes must be a positive whole number, got {budget_bytes!r}.")
+    budget_cap = math.isqrt(budget_bytes // bytes_per_token_sq)
+    if budget_cap < 1:
+        raise BudgetError(f"A budget of {budget_bytes:,} bytes is too small for even one token.")
+    caps = [(budget_cap, f"the memory budget of {budget_bytes / 2**20:,.0f} MiB allows "
+                         f"{budget_cap:,} tokens for {what}")]
+    if max_tokens is not None:
+        max_tokens = check_int(max_tokens, "max_tokens", 1, 1 << 24)
+        caps.append((max_tokens, f"max_tokens is {max_tokens:,}"))
+    positions = learned_positions(model)
+    if positions is not None:
+        caps.append((positions, f"the model has only {positions:,} learned positions"))
+    if model.config.model_type == "mpt":  # its bias is built at max_seq_len keys, no more
+        longest = int(model.config.max_seq_len)
+        caps.append((longest, f"MPT's config.max_seq_len is {longest:,} (load_model raises it)"))
+    return min(caps)
+
+
+def _input_ids(model, ids: list[int]) -> torch.Tensor:
+    device = model.get_input_embeddings().weight.device
+    return torch.tensor([ids], dtype=torch.long, device=device)  # (1, T)
+
+
+# ----------------------------------------------------------------------------- attention maps
+
+@dataclass
+class AttentionResult:
+    """Tokens and per-layer attention maps; unpacks as `tokens, maps = attention_maps(...)`.
+
+    tokens:    readable label per position (see `token_labels`), length T.
+    maps:      one float32 array (heads, T, T) per layer; row i holds query i's attention
+               over keys 0..T-1 (zeros above the diagonal), summing to 1.
+    truncated: what was cut from the text and why, or None.
+    """
+
+    tokens: list[str]
+    maps: list[np.ndarray]
+    truncated: str | None = None
+
+    def __iter__(self):
+        return iter((self.tokens, self.maps))
+
+
+def attention_maps(model, tokenizer, text, max_tokens: int | None = None,
+                   budget_bytes: int = DEFAULT_BUDGET_BYTES) -> AttentionResult:
+    """Every layer's attention probabilities for `text`, from one eager forward pass.
+
+    The token count T is capped so that layers x heads x T^2 x 4 bytes fits `budget_bytes`
+    (1 GiB by default), by `max_tokens`, and by a learned position table; `truncated` says
+    what was cut. Runs under torch.inference_mode() on the model's base (no LM head, so no
+    T x vocabulary logits). Empty text or only special tokens: AlibiVizError.
+    """
+    layers, heads, _ = model_dims(model)
+    cap, reason = _token_cap(model, max_tokens, budget_bytes, layers * heads * 4,
+                             f"{layers} layers x {heads} heads of attention maps")
+    tokenized = tokenize_capped(tokenizer, text, cap, reason)
+    with torch.inference_mode():
+        out = model.base_model(input_ids=_input_ids(model, tokenized.ids),
+                               output_attentions=True, use_cache=False)
+    attentions = getattr(out, "attentions", None)
+    if not attentions or len(attentions) != layers or any(a is None for a in attentions):
+        raise AlibiVizError("The model returned no attention probabilities: load it with "
+                            "attn_implementation='eager' (load_model does).")
+    maps = [a[0].float().cpu().numpy() for a in attentions]  # each (heads, T, T)
+    return AttentionResult(tokens=tokenized.tokens, maps=maps, truncated=tokenized.truncated)
+
+
+# ----------------------------------------------------------------------------- decomposition
+
+@dataclass
+class Decomposition:
+    """One layer's pre-softmax scores split into content and positional bias, per head.
+
+    Every array is float32, shape (heads, T, T), query i in rows, key j in columns.
+    content: QK^T scaled as the model scales it (1/sqrt(d), or MPT's softmax_scale); for RoPE
+             models q and k are rotated first, so position is already inside it.
+    bias:    everything else the model adds before the softmax, exactly as it adds it, over
+             the full matrix: BLOOM +m*j, MPT m*(j-(T-1)), Falcon 2*m*j/sqrt(d) in its eager
+             path (bfloat16-built); zeros for models without an additive bias.
+    total:   the masked score the softmax sees, computed in the model's own order of
+             operations: -inf where the causal mask hides a key (the model uses the dtype's
+             most negative number there; both give probability exactly 0). Where unmasked,
+             total = content + bias up to float32 rounding.
+    probs:   the model's own attention probabilities for this layer (output_attentions);
+             softmax(total) reproduces them to `max_abs_error` (the largest difference,
+             over all query rows up to 256 tokens, 256 evenly spaced rows beyond).
+    A bias that is the same on every query row (BLOOM, MPT, zeros) is a read-only broadcast
+    view of one row per head: it costs heads x T floats, not heads x T^2 (np.array() copies).
+    """
+
+    content: np.ndarray
+    bias: np.ndarray
+    total: np.ndarray
+    probs: np.ndarray
+    tokens: list[str]
+    layer: int
+    bias_form: str
+    max_abs_error: float
+    truncated: str | None = None
+
+
+class _StopForward(Exception):
+    """Raised by our hook once the inspected layer has run: later layers are not needed."""
+
+
+def attention_modules(model) -> list[torch.nn.Module]:
+    """The self-attention module of every layer, in layer order."""
+    layers, _, _ = model_dims(model)
+    found = {}
+    for module in model.modules():
+        index = getattr(module, "layer_idx", None)
+        if type(module).__name__.endswith("Attention") and isinstance(index, int):
+            found.setdefault(index, module)
+    if sorted(found) != list(range(layers)):
+        raise AlibiVizError(f"Could not find one attention module per layer in {type(model).__name__}.")
+    return [found[i] for i in range(layers)]
+
+
+def _mask_split(mask: torch.Tensor | None, like: torch.Tensor, shape) -> tuple[torch.Tensor, torch.Tensor]:
+    """(masked: bool, finite part: float) of an additive float mask, broadcast to `shape`.
+
+    transformers' eager masks hold 0 where a key is visible and the dtype's minimum where it
+    is not; Falcon also puts its (scaled) ALiBi bias in the visible entries.
+    """
+    if mask is None:
+        return (torch.zeros((), dtype=torch.bool, device=like.device).expand(shape),
+                torch.zeros((), dtype=like.dtype, device=like.device).expand(shape))
+    masked = mask <= torch.finfo(mask.dtype).min / 2
+    return masked.expand(shape), torch.where(masked, 0.0, mask).expand(shape)
+
+
+def _bloom(module, hidden, kwargs):
+    """BloomAttention: fused q/k/v interleaved per head; scores = alibi + QK^T/sqrt(d)."""
+    _, T, _ = hidden.shape
+    H, d = module.num_heads, module.head_dim
+    fused = module.query_key_value(hidden).view(1, T, H, 3, d)  # per head: q, k, v
+    q = fused[0, :, :, 0].transpose(0, 1)                       # (H, T, d)
+    k = fused[0, :, :, 1].transpose(0, 1)                       # (H, T, d)
+    alibi = kwargs["alibi"].view(H, 1, -1)                      # (H, 1, T): +m*j
+    # as BloomAttention.forward: alibi.baddbmm(q, k^T, beta, alpha), then + attention mask
+    total = alibi.baddbmm(q, k.transpose(1, 2), beta=module.beta, alpha=module.inv_norm_factor)
+    masked, extra = _mask_split(kwargs.get("attention_mask"), hidden, (1, H, T, T))
+    if not _all_zero(extra):  # BLOOM's mask holds only 0 and -inf-like values: nothing to add
+        total.add_(extra[0])
+    total.masked_fill_(masked[0], -math.inf)
+    content = torch.bmm(q, k.transpose(1, 2)).mul_(module.inv_norm_factor)
+    bias = module.beta * alibi
+    return content, (bias if _all_zero(extra) else bias + extra[0]).expand(H, T, T), total
+
+
+def _mpt(module, hidden, kwargs):
+    """MptAttention: fused [q | k | v]; scores = QK^T * softmax_scale + m*(j-(T-1))."""
+    _, T, _ = hidden.shape
+    H, d = module.n_heads, module.head_dim
+    mixed = module.Wqkv(hidden)                                 # (1, T, 3*H*d)
+    if module.clip_qkv:
+        mixed = mixed.clamp(min=-module.clip_qkv, max=module.clip_qkv)
+    q, k, _ = mixed.chunk(3, dim=2)
+    q = q.reshape(1, T, H, d).transpose(1, 2)                   # (1, H, T, d)
+    k = k.reshape(1, T, H, d).transpose(1, 2)                   # (1, H, T, d)
+    content = torch.matmul(q, k.transpose(-1, -2)).mul_(module.softmax_scale)
+    # built at max_seq_len keys, (H, 1, max_seq_len): MptAttention keeps the last T columns
+    position_bias = kwargs["position_bias"]
+    position_bias = position_bias[:, max(0, position_bias.size(1) - T):,
+                                  max(0, position_bias.size(2) - T):]  # (H, 1, T)
+    total = content + position_bias
+    mask = kwargs.get("attention_mask")  # bool, True where the key is hidden
+    if mask is not None:
+        total.masked_fill_(mask, -math.inf)
+    return content[0], position_bias.expand(H, T, T), total[0]
+
+
+def _falcon(module, hidden, kwargs):
+    """FalconAttention, eager path, all three q/k/v layouts, ALiBi or rotary."""
+    _, T, _ = hidden.shape
+    H, d = module.num_heads, module.head_dim
+    fused = module.query_key_value(hidden)
+    if module.new_decoder_architecture:
+        # (1, T, groups, H/groups + 2, d): each kv group holds its queries, one key, one value
+        qkv = fused.view(1, T, -1, H // module.num_kv_heads + 2, d)
+        q = qkv[:, :, :, :-2]
+        k = torch.broadcast_to(qkv[:, :, :, [-2]], q.shape)
+        q, k = q.flatten(2, 3), k.flatten(2, 3)                 # (1, T, H, d)
+    elif module.multi_query:
+        qkv = fused.view(1, T, H + 2, d)                        # H queries, one key, one value
+        q, k = qkv[:, :, :-2], qkv[:, :, [-2]]                  # (1, T, H, d), (1, T, 1, d)
+    else:
+        qkv = fused.view(1, T, H, 3, d)                         # per head: q, k, v
+        q, k = qkv[..., 0, :], qkv[..., 1, :]                   # (1, T, H, d)
+    q, k = q.transpose(1, 2), k.transpose(1, 2)                 # (1, H, T, d), (1, H or 1, T, d)
+    masked, extra = _mask_split(kwargs.get("attention_mask"), hidden, (1, H, T, T))
+    alibi = kwargs.get("alibi")
+    if alibi is None:  # rotary Falcon: position is in q and k
+        cos, sin = kwargs["position_embeddings"]
+        q, k = sys.modules[type(module).__module__].apply_rotary_pos_emb(q, k, cos, sin)
+        content = (q @ k.transpose(-1, -2)).div_(math.sqrt(d))
+        total = (content + extra).masked_fill_(masked, -math.inf)
+        return content[0], extra[0], total[0]
+    scores = (q @ k.transpose(-1, -2)).float()                  # (1, H, T, T)
+    alibi = alibi.view(1, H, 1, -1)                             # (1, H, 1, T): bf16-built m*j
+    # as FalconAttention.forward: (QK^T + alibi) * inv_norm_factor + mask, where the mask
+    # already holds alibi / sqrt(d) in its visible entries: the bias goes in twice.
+    total = (scores + alibi).mul_(module.inv_norm_factor).add_(extra).masked_fill_(masked, -math.inf)
+    content = scores.mul_(module.inv_norm_factor)
+    bias = torch.where(masked, alibi / math.sqrt(d), extra)    # the mask's copy, everywhere
+    bias.add_(alibi * module.inv_norm_factor)                   # + the copy inside the logits
+    return content[0], bias[0], total[0]
+
+
+def _gpt2(module, hidden, kwargs):
+    """GPT2Attention: Conv1D c_attn gives [q | k | v]; learned positions are in the input."""
+    _, T, _ = hidden.shape
+    d = module.head_dim
+    q, k, _ = module.c_attn(hidden).split(module.split_size, dim=2)
+    q = q.view(1, T, -1, d).transpose(1, 2)                     # (1, H, T, d)
+    k = k.view(1, T, -1, d).transpose(1, 2)                     # (1, H, T, d)
+    content = torch.matmul(q, k.transpose(-1, -2)).mul_(module.scaling)
+    return _no_bias(content, kwargs)
+
+
+def _llama(module, hidden, kwargs):
+    """LLaMA-style attention: q_proj/k_proj, rotary on q and k, grouped kv heads."""
+    _, T, _ = hidden.shape
+    d = module.head_dim
+    q = module.q_proj(hidden).view(1, T, -1, d).transpose(1, 2)  # (1, H, T, d)
+    k = module.k_proj(hidden).view(1, T, -1, d).transpose(1, 2)  # (1, H_kv, T, d)
+    cos, sin = kwargs["position_embeddings"]
+    q, k = sys.modules[type(module).__module__].apply_rotary_pos_emb(q, k, cos, sin)
+    k = k.repeat_interleave(module.num_key_value_groups, dim=1)  # (1, H, T, d), as repeat_kv
+    content = torch.matmul(q, k.transpose(-1, -2)).mul_(module.scaling)
+    return _no_bias(content, kwargs)
+
+
+def _gpt_neox(module, hidden, kwargs):
+    """GPTNeoXAttention: fused q/k/v per head, rotary on part of each head."""
+    _, T, _ = hidden.shape
+    d = module.head_size
+    qkv = module.query_key_value(hidden).view(1, T, -1, 3 * d).transpose(1, 2)  # (1, H, T, 3d)
+    q, k, _ = qkv.chunk(3, dim=-1)
+    cos, sin = kwargs["position_embeddings"]
+    q, k = sys.modules[type(module).__module__].apply_rotary_pos_emb(q, k, cos, sin)
+    content = torch.matmul(q, k.transpose(-1, -2)).mul_(module.scaling)
+    return _no_bias(content, kwargs)
+
+
+def _no_bias(content, kwargs):
+    """Models without an additive positional bias: total = content + mask (eager order)."""
+    masked, extra = _mask_split(kwargs.get("attention_mask"), content, content.shape)
+    total = (content + extra).masked_fill_(masked, -math.inf)
+    return content[0], extra[0], total[0]
+
+
+def _all_zero(extra: torch.Tensor) -> bool:
+    """Whether a (broadcast) tensor is all zeros, looking at one copy of each broadcast dim."""
+    compact = extra[tuple(slice(0, 1) if stride == 0 else slice(None) for stride in extra.stride())]
+    return bool((compact == 0).all())
+
+
+RECOMPUTE = {
+    "bloom": _bloom, "mpt": _mpt, "falcon": _falcon, "gpt2": _gpt2,
+    "llama": _llama, "mistral": _llama, "qwen2": _llama, "gpt_neox": _gpt_neox,
+}
+
+
+def score_decomposition(model, tokenizer, text, layer: int, max_tokens: int | None = None,
+                        budget_bytes: int = DEFAULT_BUDGET_BYTES) -> Decomposition:
+    """Split layer `layer`'s pre-softmax scores into content and positional bias, per head.
+
+    A forward pre-hook (with_kwargs=True) on the layer's attention module captures its input
+    hidden states and keyword arguments (the ALiBi tensor, the mask, rotary cos/sin); q and k
+    are recomputed from the module's own projection weights; a forward hook takes the
+    module's probabilities and stops the pass (later layers are not needed). Hooks fire only
+    in the calling thread, so a model shared between sessions is safe. The result is checked:
+    softmax(total) must reproduce the model's probabilities (`max_abs_error` <= 1e-4 for
+    float32 models, 2e-2 for 16-bit ones, whose probabilities are rounded; checked on every
+    query row up to 256 tokens, on 256 evenly spaced rows beyond), else AlibiVizError.
+    Supported: BLOOM, MPT, Falcon (ALiBi or rotary), GPT-2, LLaMA, Mistral, Qwen2, GPT-NeoX
+    (tested: all but Mistral and Qwen2, which share LLaMA's attention). T is capped so that
+    about 8 x heads x T^2 float32 fit `budget_bytes`.
+    """
+    layers, heads, _ = model_dims(model)
+    layer = check_int(layer, "layer", 0, layers - 1)
+    recompute = RECOMPUTE.get(model.config.model_type)
+    if recompute is None:
+        raise AlibiVizError(
+            f"Splitting scores into content and bias is not supported for "
+            f"'{model.config.model_type}' models (supported: {', '.join(sorted(RECOMPUTE))}); "
+            "attention maps and head statistics work for every causal LM.")
+    cap, reason = _token_cap(model, max_tokens, budget_bytes, DECOMPOSITION_ARRAYS * heads * 4,
+                             f"the decomposition of {heads} heads")
+    tokenized = tokenize_capped(tokenizer, text, cap, reason)
+    module = attention_modules(model)[layer]
+
+    owner, captured = threading.get_ident(), {}
+
+    def take_inputs(mod, args, kwargs):
+        if threading.get_ident() == owner:
+            captured["hidden"] = args[0] if args else kwargs["hidden_states"]
+            captured["kwargs"] = dict(kwargs)
+
+    def take_probs(mod, args, kwargs, output):
+        if threading.get_ident() == owner:
+            captured["probs"] = output[1]
+            raise _StopForward
+
+    handles = [module.register_forward_pre_hook(take_inputs, with_kwargs=True),
+               module.register_forward_hook(take_probs, with_kwargs=True)]
+    try:
+        with torch.inference_mode():
+            try:
+                model.base_model(input_ids=_input_ids(model, tokenized.ids), use_cache=False)
+            except _StopForward:
+                pass
+            if captured.get("probs") is None:
+                raise AlibiVizError("The attention module returned no probabilities: load the "
+                                    "model with attn_implementation='eager' (load_model does).")
+            try:
+                content, bias, total = recompute(module, captured["hidden"], captured["kwargs"])
+            except (KeyError, AttributeError, RuntimeError, ValueError) as exc:
+                raise AlibiVizError(f"Could not recompute this model's attention scores ({exc!r}): "
+                                    "this transformers version calls its attention differently.") from None
+            probs = captured["probs"][0].float()                  # (H, T, T)
+            rows = _check_rows(probs.shape[1])
+            error = torch.softmax(total[:, rows].float(), dim=-1).sub_(probs[:, rows]).abs_().max().item()
+    finally:
+        for handle in handles:
+            handle.remove()
+    tolerance = REPRODUCE_TOL if captured["probs"].element_size() >= 4 else REPRODUCE_TOL_16BIT
+    if not error <= tolerance:
+        raise AlibiVizError(f"Could not reproduce this model's attention from its weights (max "
+                            f"error {error:.2g} > {tolerance:g}): this transformers version "
+                            f"computes '{model.config.model_type}' attention differently.")
+    return Decomposition(
+        content=_numpy(content), bias=_numpy(bias), total=_numpy(total), probs=_numpy(probs),
+        tokens=tokenized.tokens, layer=layer, bias_form=bias_form(model), max_abs_error=error,
+        truncated=tokenized.truncated)
+
+
+def _check_rows(T: int) -> torch.Tensor | slice:
+    """Query rows on which softmax(total) is checked: all, or CHECK_ROWS evenly spaced ones
+    (a softmax over every row of a 2048-token layer costs as much as one model layer)."""
+    if T <= CHECK_ROWS:
+        return slice(None)
+    return torch.linspace(0, T - 1, CHECK_ROWS).round().long().unique()
+
+
+def _numpy(tensor: torch.Tensor) -> np.ndarray:
+    """float32 numpy array sharing memory with `tensor`; a broadcast view (a bias that is the
+    same on every row) stays one, made read-only, instead of T copies."""
+    array = tensor.detach().float().cpu().numpy()
+    if 0 in array.strides:
+        array.flags.writeable = False
+    return array
+
+
+# ----------------------------------------------------------------------------- statistics
+
+@dataclass
+class HeadStatistics:
+    """Per layer and head statistics of attention maps; every array is (layers, heads).
+
+    mean_distance:    expected |i - j| under each query's attention, averaged over queries
+                      (tokens).
+    entropy:          -sum_j p log p of each query's attention, averaged over queries (nats).
+    local_share:      attention on keys within k tokens (|i - j| <= k), averaged over queries.
+    effective_slope:  m fitted to log p_ij = c_i - m |i - j| (one intercept per query row, so
+                      the row's normaliser drops out), over distances <= max_distance and
+                      probabilities above 1e-30; a head that follows only its ALiBi bias gives
+                      back its slope, one that looks far gives a smaller or negative value.
+    slope_fit_r2:     share of the within-row variance of log p explained by that line (0..1).
+    configured_slope: the slopes passed in, broadcast to (layers, heads); None if none given.
+    """
+
+    mean_distance: np.ndarray
+    entropy: np.ndarray
+    local_share: np.ndarray
+    effective_slope: np.ndarray
+    slope_fit_r2: np.ndarray
+    configured_slope: np.ndarray | None
+    k: int
+    max_distance: int
+
+
+def fit_decay_slope(attn, max_distance: int | None = None, floor: float = 1e-30,
+                    max_rows: int = FIT_ROWS):
+    """Effective slope m per head, and R^2, from attention maps `attn` of shape (heads, T, T).
+
+    Least squares of log p_ij on distance |i - j| with a separate intercept per query row i
+    (the pooled within-row slope): for p_ij = exp(-m |i-j|) / Z_i it returns m exactly,
+    whatever Z_i. Only entries with |i - j| <= max_distance (default T // 2, so every
+    distance used appears in at least half the rows) and p_ij > floor are used, on at most
+    `max_rows` evenly spaced query rows (all rows when T <= max_rows), which keeps a
+    2048-token layer cheap. Returns two float64 arrays of shape (heads,); NaN where nothing
+    can be fitted (fewer than two usable keys in every row).
+    """
+    attn = torch.as_tensor(np.asarray(attn, dtype=np.float32))
+    heads, T, _ = attn.shape
+    max_distance = max(1, T // 2) if max_distance is None else max_distance
+    rows = torch.linspace(0, T - 1, min(T, max_rows)).round().long().unique()
+    distance = _distance(T)[rows]                                 # (R, T)
+    window = distance <= max_distance
+    slopes, r2 = np.full(heads, np.nan), np.full(heads, np.nan)
+    for h in range(heads):
+        p = attn[h, rows]                                         # (R, T)
+        use = (window & (p > floor)).float()
+        logp = p.clamp_min(floor).log() * use
+        dist = distance * use
+        # per row: n, S_d, S_y, S_dd, S_dy, S_yy (float32 sums of <= T terms, then float64)
+        n, s_d, s_y = (x.sum(1).double() for x in (use, dist, logp))
+        s_dd, s_dy, s_yy = ((a * b).sum(1).double() for a, b in ((dist, dist), (dist, logp), (logp, logp)))
+        ok = n >= 2
+        if not ok.any():
+            continue
+        n, s_d, s_y = n[ok], s_d[ok], s_y[ok]
+        # within-row (co)variations: sum over a row of (x - mean)(y - mean) = S_xy - S_x S_y / n
+        cov = (s_dy[ok] - s_d * s_y / n).sum().item()
+        var_d = (s_dd[ok] - s_d * s_d / n).sum().item()
+        var_y = (s_yy[ok] - s_y * s_y / n).sum().item()
+        if var_d <= 0:
+            continue
+        slopes[h] = -cov / var_d
+        r2[h] = min(1.0, cov * cov / (var_d * var_y)) if var_y > 0 else 1.0
+    return slopes, r2
+
+
+def _distance(T: int) -> torch.Tensor:
+    """|i - j| as float32, shape (T, T) (exact: distances below 2^24)."""
+    positions = torch.arange(T, dtype=torch.float32)
+    return (positions[:, None] - positions[None, :]).abs()
+
+
+def _band_sum(p: torch.Tensor, k: int) -> torch.Tensor:
+    """Row sums of p over keys within k of the query, sum_{|i-j| <= k} p_ij, shape (T,),
+    added up one diagonal at a time (2k + 1 strided views, no T x T temporary)."""
+    T = p.shape[0]
+    total = torch.zeros(T, dtype=p.dtype)
+    for offset in range(-min(k, T - 1), min(k, T - 1) + 1):
+        diagonal = torch.diagonal(p, offset=offset)               # p[i, i + offset]
+        start = max(0, -offset)
+        total[start:start + diagonal.numel()] += diagonal
+    return total
+
+
+def _as_maps(maps) -> list[np.ndarray]:
+    maps = getattr(maps, "maps", maps)  # an AttentionResult is fine too
+    if isinstance(maps, np.ndarray) and maps.ndim == 3:
+        maps = [maps]
+    try:
+        maps = [np.asarray(m, dtype=np.float32) for m in maps]
+    except (TypeError, ValueError) as exc:
+        raise AlibiVizError(f"maps must be a list of (heads, T, T) arrays: {exc}") from None
+    if not maps:
+        raise AlibiVizError("maps is empty: pass one (heads, T, T) array per layer.")
+    shape = maps[0].shape
+    if len(shape) != 3 or shape[1] != shape[2] or shape[1] == 0:
+        raise AlibiVizError(f"Each attention map must be (heads, T, T), got {shape}.")
+    if any(m.shape != shape for m in maps):
+        raise AlibiVizError("All layers' attention maps must have the same shape.")
+    return maps
+
+
+def head_statistics(maps, slopes=None, k: int = 8, max_distance: int | None = None) -> HeadStatistics:
+    """Statistics of every head from its attention maps (see HeadStatistics).
+
+    maps:   one (heads, T, T) array per layer (or an AttentionResult).
+    slopes: configured slopes to set beside the fitted ones: (heads,) or (layers, heads);
+            for ALiBi models pass `info.effective_slopes`, the slope the eager path applies.
+    k:      distance for `local_share`.
+    """
+    maps = _as_maps(maps)
+    layers = len(maps)
+    heads, T, _ = maps[0].shape
+    k = check_int(k, "k", 0, 1 << 24)
+    max_distance = max(1, T // 2) if max_distance is None else check_int(max_distance, "max_distance", 1, 1 << 24)
+    configured = None
+    if slopes is not None:
+        try:
+            configured = np.broadcast_to(np.asarray(slopes, dtype=np.float64), (layers, heads)).copy()
+        except ValueError:
+            raise AlibiVizError(f"slopes must have shape ({heads},) or ({layers}, {heads}), "
+                                f"got {np.shape(slopes)}.") from None
+
+    distance = _distance(T)                                       # (T, T)
+    buffer = torch.empty(T, T)                                    # reused: no T^2 allocations
+    mean_distance = np.zeros((layers, heads))
+    entropy = np.zeros((layers, heads))
+    local_share = np.zeros((layers, heads))
+    effective = np.zeros((layers, heads))
+    r2 = np.zeros((layers, heads))
+    for layer, attn in enumerate(maps):
+        attn_t = torch.from_numpy(attn)
+        for h in range(heads):
+            p = attn_t[h]                                          # (T, T)
+            mean_distance[layer, h] = torch.mul(p, distance, out=buffer).sum(1).double().mean().item()
+            entropy[layer, h] = torch.special.entr(p, out=buffer).sum(1).double().mean().item()
+            local_share[layer, h] = _band_sum(p, k).double().mean().item()
+        effective[layer], r2[layer] = fit_decay_slope(attn, max_distance)
+    return HeadStatistics(mean_distance=mean_distance, entropy=entropy, local_share=local_share,
+                          effective_slope=effective, slope_fit_r2=r2, configured_slope=configured,
+                          k=k, max_distance=max_distance)

@@ -1,0 +1,541 @@
+"""Load a local Hugging Face causal LM safely, and say how it encodes position.
+
+`load_model(path)` returns `(model, tokenizer, info)`. Loading is deliberately narrow:
+
+* local folders only (`local_files_only=True`): nothing is downloaded;
+* never `trust_remote_code`: only architectures that ship with transformers run;
+* safetensors weights only: pickle files (`.bin`, `.pt`, ...) can run arbitrary code when
+  unpickled, so a folder that has only those is refused with a recipe to convert it;
+* eager attention (`attn_implementation="eager"`), eval mode: only the eager path returns
+  attention probabilities (with sdpa, GPT-2 and LLaMA silently return an empty tuple).
+
+For shared deployments two environment variables restrict which folders can be loaded (see
+`resolve_model_path`): `ALIBI_VIZ_MODEL_ROOT` (only folders inside that root) and
+`ALIBI_VIZ_ALLOW_CUSTOM_PATHS=0` (only the shipped models under `assets/models`).
+
+`ModelInfo` records what the model really does with position. For the three ALiBi
+architectures of transformers the bias is added differently from the paper's
+`-m * (i - j)` (Press, Smith & Lewis 2021), facts checked against transformers 5.24:
+
+* BLOOM adds `+m * j` to `QK^T / sqrt(d)`: the row-constant form (softmax ignores a constant
+  per query row, so `+m*j` and `-m*(i-j)` give the same probabilities), not scaled by 1/sqrt(d).
+* MPT adds `m * (j - (L - 1))`, another row-constant form, also unscaled. Its bias tensor is
+  built at `config.max_seq_len` keys and inputs longer than that crash, so `load_model` raises
+  `max_seq_len` (ALiBi needs no position table; extrapolating is its point).
+* Falcon (`alibi=True`) builds `m * j` in bfloat16 (slopes rounded to 8 bits, the product
+  rounded again), scales it by 1/sqrt(d), and its eager path adds it twice: once inside
+  `(QK^T + alibi) / sqrt(d)` and once more through the attention mask. The probabilities the
+  eager path returns therefore use an effective slope of `2 * m / sqrt(d)`, while the sdpa
+  path (what generation uses by default) adds it once, `m / sqrt(d)`. Both are flagged in
+  `ModelInfo.warnings`.
+
+Large models: pass `device_map="auto"`, which is handed to `from_pretrained` unchanged and
+needs the optional package `accelerate` (`pip install accelerate`); layers that do not fit on
+the accelerator are placed on the CPU (and then on disk) by accelerate, not by this module.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from .alibi import SCHEDULES, alibi_slopes, check_int
+from .errors import ModelLoadError
+
+MODEL_ROOT_ENV = "ALIBI_VIZ_MODEL_ROOT"  # only folders inside this root can be loaded
+ALLOW_CUSTOM_ENV = "ALIBI_VIZ_ALLOW_CUSTOM_PATHS"  # "0": only shipped models can be loaded
+SHIPPED_MODELS_DIR = Path(__file__).resolve().parent.parent / "assets" / "models"
+MPT_MAX_SEQ_LEN = 65_536  # MPT's bias tensor is (heads, 1, max_seq_len): 2 MiB for 8 heads
+
+SAFE_WEIGHTS = "model.safetensors"
+SAFE_WEIGHTS_INDEX = "model.safetensors.index.json"
+PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl", ".pickle")
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "spiece.model",
+                   "vocab.json", "vocab.txt")
+# Encoder families that transformers also registers as causal LMs (BertLMHeadModel, ...):
+# they only behave as decoders when their config says is_decoder=True.
+ENCODER_FAMILIES = frozenset({
+    "bert", "roberta", "xlm-roberta", "xlm-roberta-xl", "camembert", "electra", "ernie",
+    "data2vec-text", "megatron-bert", "rembert", "roberta-prelayernorm", "xmod", "bert-generation",
+    "big_bird", "roc_bert",
+})
+LEARNED_POSITION_TABLES = ("wpe", "embed_positions", "position_embeddings")  # module names
+SLOPE_RTOL = {"bloom": 1e-5, "mpt": 1e-5, "falcon": 2.0**-8}  # falcon: bfloat16 slopes
+
+CONVERT_RECIPE = (
+    "Convert it once, in a trusted environment, with:\n"
+    "    from transformers import AutoModelForCausalLM\n"
+    "    model = AutoModelForCausalLM.from_pretrained(FOLDER)  # unpickles: trusted files only\n"
+    "    model.save_pretrained(FOLDER, safe_serialization=True)  # writes model.safetensors"
+)
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """What a loaded model is, and how it encodes position (all plain values, safe to show)."""
+
+    path: str                  # resolved folder the model was loaded from ("" if built in memory)
+    architecture: str          # model class, e.g. "BloomForCausalLM"
+    model_type: str            # config.model_type, e.g. "bloom"
+    num_layers: int
+    num_heads: int
+    head_dim: int
+    hidden_size: int
+    num_params: int            # parameters, tied weights counted once
+    dtype: str                 # e.g. "float32"
+    device: str                # device of the input embeddings, e.g. "cpu"
+    positional: str            # "alibi", "rope", "learned" or "none"
+    bias_form: str             # how the positional bias enters the pre-softmax scores
+    slopes: tuple[float, ...] | None = None            # m_h as the model's own builder makes them
+    slope_schedule: str | None = None                  # alibi_slopes schedule they match, or None
+    matching_schedules: tuple[str, ...] = ()            # every schedule they match
+    effective_slopes: tuple[float, ...] | None = None  # per-token bias on the eager logits
+    training_length: int | None = None  # context length the config declares, if known
+    max_positions: int | None = None    # hard input limit (learned position table), else None
+    warnings: tuple[str, ...] = ()      # departures from the paper, to flag in the app
+    notes: tuple[str, ...] = ()         # other things done or found while loading
+    extra: dict = field(default_factory=dict)  # architecture details (softmax_scale, ...)
+
+
+# ----------------------------------------------------------------------------- paths
+
+def _env_flag_off(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in ("0", "false", "no", "off")
+
+
+def _inside(path: str, root: str) -> bool:
+    try:
+        return os.path.commonpath([path, root]) == root
+    except ValueError:  # different drives on Windows
+        return False
+
+
+def resolve_model_path(path) -> Path:
+    """The real (symlink-free) folder `path` names, after the deployment's restrictions.
+
+    Relative paths are taken from the shipped models folder when custom paths are off, else
+    from `ALIBI_VIZ_MODEL_ROOT` when it is set, else from the working directory. The result is
+    resolved with `os.path.realpath`, so `../` and symlinks cannot escape:
+
+    * `ALIBI_VIZ_MODEL_ROOT=/srv/models`: only folders inside /srv/models (and the shipped
+      models) can be loaded; anything else raises ModelLoadError.
+    * `ALIBI_VIZ_ALLOW_CUSTOM_PATHS=0`: only the shipped models in `assets/models` can be loaded.
+
+    Restrictions are checked before anything about the path is reported, so a refusal says
+    nothing about what exists outside the root. Existence is checked by `load_model`.
+    """
+    if not isinstance(path, (str, os.PathLike)):
+        raise ModelLoadError(f"The model path must be a folder path (text), got {type(path).__name__}.")
+    text = os.fspath(path)
+    if not text.strip():
+        raise ModelLoadError("The model path is empty: give the folder that holds config.json.")
+    if "\x00" in text:
+        raise ModelLoadError("The model path contains a NUL character.")
+    custom_allowed = not _env_flag_off(ALLOW_CUSTOM_ENV)
+    root_setting = os.environ.get(MODEL_ROOT_ENV, "").strip()
+    shipped = os.path.realpath(SHIPPED_MODELS_DIR)
+    root = os.path.realpath(os.path.expanduser(root_setting)) if root_setting else None
+
+    base = shipped if not custom_allowed else (root or os.getcwd())
+    resolved = os.path.realpath(os.path.join(base, os.path.expanduser(text.strip())))
+
+    if _inside(resolved, shipped):
+        return Path(resolved)
+    if not custom_allowed:
+        raise ModelLoadError(
+            f"Only the shipped models can be loaded here ({ALLOW_CUSTOM_ENV}=0): give the name of "
+            f"a folder in {shipped}, for example 'alibi'."
+        )
+    if root is not None and not _inside(resolved, root):
+        raise ModelLoadError(
+            f"Only model folders inside {root} can be loaded here ({MODEL_ROOT_ENV} is set); "
+            f"'{text}' is outside it. Give a folder name relative to that root."
+        )
+    return Path(resolved)
+
+
+# ----------------------------------------------------------------------------- checks on disk
+
+def _check_folder(folder: Path, given) -> None:
+    if not folder.exists():
+        raise ModelLoadError(f"No model folder at '{given}': check the path (it must exist on "
+                             "this machine; nothing is downloaded).")
+    if not folder.is_dir():
+        raise ModelLoadError(f"'{given}' is a file: give the folder that holds config.json and "
+                             "the weights (as written by save_pretrained).")
+    if not (folder / "config.json").is_file():
+        raise ModelLoadError(f"'{given}' has no config.json: it is not a Hugging Face model "
+                             "folder. Save the model with save_pretrained(folder).")
+
+
+def _read_config(folder: Path):
+    """(AutoConfig, weights file named by config.json or None), refusing custom code and
+    configs that point at pickle files."""
+    from transformers import AutoConfig
+
+    try:
+        raw = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ModelLoadError(f"config.json could not be read as JSON ({exc}).") from None
+    if not isinstance(raw, dict):
+        raise ModelLoadError("config.json must hold a JSON object.")
+    explicit = raw.get("transformers_weights")
+    if explicit is not None and not str(explicit).endswith((".safetensors", ".safetensors.index.json")):
+        raise ModelLoadError(f"config.json points at weights '{explicit}', which are not safetensors. "
+                             f"Only safetensors weights are loaded.\n{CONVERT_RECIPE}")
+    try:
+        return AutoConfig.from_pretrained(folder, local_files_only=True, trust_remote_code=False), explicit
+    except (ValueError, OSError, KeyError, TypeError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        if "trust_remote_code" in str(exc) or "custom code" in str(exc):
+            first = ("this model needs its own Python code (trust_remote_code), which alibi-viz "
+                     "never runs")
+        raise ModelLoadError(f"Unsupported or unreadable model config: {first}.") from None
+
+
+def _check_causal_lm(config) -> None:
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    model_type = getattr(config, "model_type", "")
+    if getattr(config, "is_encoder_decoder", False):
+        raise ModelLoadError(f"'{model_type}' is an encoder-decoder model; alibi-viz inspects "
+                             "decoder-only causal language models (BLOOM, MPT, Falcon, GPT-2, LLaMA, ...).")
+    if model_type not in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
+        raise ModelLoadError(f"'{model_type}' is not a causal language model that transformers can "
+                             "load with AutoModelForCausalLM (encoder-only, vision or audio model?).")
+    if model_type in ENCODER_FAMILIES and not getattr(config, "is_decoder", False):
+        raise ModelLoadError(f"'{model_type}' is an encoder-only model (bidirectional attention); "
+                             "alibi-viz inspects causal language models.")
+
+
+def _safetensors_files(folder: Path) -> list[Path]:
+    """The safetensors files the folder's weights live in; [] when it has none."""
+    single, index = folder / SAFE_WEIGHTS, folder / SAFE_WEIGHTS_INDEX
+    if single.is_file():
+        return [single]
+    if index.is_file():
+        try:
+            weight_map = json.loads(index.read_text(encoding="utf-8"))["weight_map"]
+            names = sorted(set(weight_map.values()))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError,
+                AttributeError) as exc:
+            raise ModelLoadError(f"{SAFE_WEIGHTS_INDEX} is corrupt ({exc!r}): re-save the "
+                                 "model with save_pretrained.") from None
+        files = []
+        for name in names:
+            shard = Path(os.path.realpath(folder / str(name)))
+            if not _inside(str(shard), os.path.realpath(folder)) or shard.suffix != ".safetensors":
+                raise ModelLoadError(f"{SAFE_WEIGHTS_INDEX} lists '{name}', which is not a "
+                                     "safetensors file inside the model folder.")
+            if not shard.is_file():
+                raise ModelLoadError(f"Weight shard '{name}' listed in {SAFE_WEIGHTS_INDEX} is missing.")
+            files.append(shard)
+        return files
+    return sorted(folder.glob("*.safetensors"))  # a single file under another name
+
+
+def _check_weights(folder: Path, explicit: str | None) -> None:
+    """Refuse pickle-only folders and corrupt safetensors before transformers sees them.
+
+    explicit: the weights file config.json names (`transformers_weights`), if any.
+    """
+    from safetensors import safe_open
+
+    files = _safetensors_files(folder)
+    if not files:
+        pickles = sorted(p.name for p in folder.iterdir() if p.suffix in PICKLE_SUFFIXES)
+        if pickles:
+            raise ModelLoadError(
+                f"This folder has only pickle weights ({', '.join(pickles[:3])}). Loading pickle "
+                "files can run arbitrary code hidden in them, so alibi-viz only loads safetensors.\n"
+                + CONVERT_RECIPE)
+        raise ModelLoadError("No weights found: the folder needs model.safetensors (or sharded "
+                             "model-*.safetensors with model.safetensors.index.json).")
+    if explicit is None and not ((folder / SAFE_WEIGHTS).is_file() or (folder / SAFE_WEIGHTS_INDEX).is_file()):
+        raise ModelLoadError(f"Found {files[0].name} but transformers looks for {SAFE_WEIGHTS} "
+                             f"(or {SAFE_WEIGHTS_INDEX}): rename the file or re-save the model.")
+    for file in files:
+        try:  # reads and validates the header: offsets must cover the file exactly
+            with safe_open(str(file), framework="pt") as handle:
+                handle.keys()
+        except Exception as exc:  # safetensors raises its own SafetensorError and OSError
+            raise ModelLoadError(f"{file.name} is not a valid safetensors file ({exc}); it may be "
+                                 "truncated or corrupt. Copy or save the model again.") from None
+
+
+def _check_tokenizer_files(folder: Path) -> None:
+    if not any((folder / name).is_file() for name in TOKENIZER_FILES):
+        raise ModelLoadError("Tokenizer missing: the folder has no tokenizer files "
+                             "(tokenizer.json or tokenizer_config.json). Save the tokenizer next "
+                             "to the model with tokenizer.save_pretrained(folder).")
+
+
+def _parse_dtype(dtype):
+    if dtype == "auto" or isinstance(dtype, torch.dtype):
+        return dtype
+    if isinstance(dtype, str) and isinstance(getattr(torch, dtype, None), torch.dtype):
+        return getattr(torch, dtype)
+    raise ModelLoadError(f"dtype must be a torch dtype, a name such as 'float32', or 'auto'; got {dtype!r}.")
+
+
+def _parse_device(device) -> torch.device:
+    try:
+        device = torch.device(device)
+    except (RuntimeError, TypeError) as exc:
+        raise ModelLoadError(f"Unknown device {device!r} ({exc}); use 'cpu' or 'cuda'.") from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ModelLoadError("device='cuda' was asked for but no CUDA GPU is available; use 'cpu'.")
+    return device
+
+
+# ----------------------------------------------------------------------------- loading
+
+def load_model(path, device="cpu", device_map=None, max_seq_len: int | None = None,
+               dtype=torch.float32):
+    """Load a local causal LM folder: returns `(model, tokenizer, info: ModelInfo)`.
+
+    path:        folder written by `save_pretrained` (config.json, safetensors, tokenizer);
+                 checked by `resolve_model_path` against the deployment's restrictions.
+    device:      where to put the model ("cpu", "cuda", ...), ignored when device_map is given.
+    device_map:  handed to `from_pretrained`, e.g. "auto" to spread a model larger than one
+                 device over GPU, CPU and disk; needs the optional package accelerate.
+    max_seq_len: MPT only: the longest input to allow; config.max_seq_len is raised to
+                 max(config value, max_seq_len or MPT_MAX_SEQ_LEN) because transformers' MPT
+                 builds its bias at exactly that many keys and fails on longer inputs.
+    dtype:       float32 by default, so that the decomposition of `heads` reproduces the
+                 model's probabilities to 1e-5; "auto" keeps the checkpoint's dtype.
+
+    The model runs eager attention in eval mode. Every failure raises ModelLoadError with a
+    message for the user: missing path, no config.json, unsupported model type, pickle-only or
+    corrupt weights, tokenizer missing, accelerate missing, ...
+    """
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    folder = resolve_model_path(path)
+    _check_folder(folder, path)
+    config, explicit_weights = _read_config(folder)
+    _check_causal_lm(config)
+    _check_weights(folder, explicit_weights)
+    _check_tokenizer_files(folder)
+    dtype = _parse_dtype(dtype)
+    if device_map is None:
+        device = _parse_device(device)
+    elif importlib.util.find_spec("accelerate") is None:
+        raise ModelLoadError(f"device_map={device_map!r} needs the optional package accelerate: "
+                             "pip install accelerate (or load without device_map).")
+
+    notes, training_length = [], None
+    if config.model_type == "mpt":
+        trained = int(config.max_seq_len)
+        wanted = MPT_MAX_SEQ_LEN if max_seq_len is None else check_int(
+            max_seq_len, "max_seq_len", 1, 1 << 24)
+        if wanted > trained:
+            config.max_seq_len = wanted
+            notes.append(f"config.max_seq_len raised from {trained} to {wanted}: transformers' "
+                         "MPT builds its ALiBi bias at max_seq_len keys and fails on longer inputs.")
+        training_length = trained
+
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True, trust_remote_code=False)
+    except Exception as exc:  # transformers raises ValueError, OSError, TypeError, ...
+        raise ModelLoadError(f"Tokenizer missing or unreadable ({_first_line(exc)}). Save it "
+                             "next to the model with tokenizer.save_pretrained(folder).") from None
+
+    try:
+        model, loading_info = AutoModelForCausalLM.from_pretrained(
+            folder, config=config, local_files_only=True, trust_remote_code=False,
+            use_safetensors=True, attn_implementation="eager", dtype=dtype,
+            device_map=device_map, output_loading_info=True)
+    except (OSError, ValueError, RuntimeError, KeyError, TypeError, ImportError) as exc:
+        raise ModelLoadError(f"The model could not be loaded: {_first_line(exc)}") from None
+    if device_map is None:
+        model.to(device)
+    model.eval()
+    if model.config._attn_implementation != "eager":
+        raise ModelLoadError(f"This model runs '{model.config._attn_implementation}' attention "
+                             "and cannot return attention probabilities (eager is needed).")
+
+    missing = list(loading_info.get("missing_keys") or [])
+    mismatched = list(loading_info.get("mismatched_keys") or [])
+    if missing or mismatched:
+        notes.append(f"{len(missing) + len(mismatched)} weights were missing or had the wrong "
+                     "shape and were initialised at random: the heads shown are partly untrained.")
+    info = describe_model(model, path=str(folder), notes=notes, training_length=training_length)
+    return model, tokenizer, info
+
+
+def _first_line(exc: Exception) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+# ----------------------------------------------------------------------------- describing
+
+def model_dims(model) -> tuple[int, int, int]:
+    """(num_layers, num_heads, head_dim) of a transformers model, from its config."""
+    config = model.config
+    layers = int(config.num_hidden_layers)
+    heads = int(config.num_attention_heads)
+    head_dim = getattr(config, "head_dim", None) or config.hidden_size // heads
+    return layers, heads, int(head_dim)
+
+
+def positional_scheme(model) -> str:
+    """"alibi", "rope", "learned" or "none": how this model tells positions apart."""
+    config = model.config
+    if config.model_type in ("bloom", "mpt") or (config.model_type == "falcon" and config.alibi):
+        return "alibi"
+    if getattr(config, "alibi", False) is True or getattr(config, "position_embedding_type", None) == "alibi":
+        return "alibi"
+    if (getattr(config, "rope_parameters", None) or getattr(config, "rotary_dim", None)
+            or getattr(config, "rope_theta", None)):
+        return "rope"
+    if learned_positions(model) is not None:
+        return "learned"
+    return "none"
+
+
+def model_alibi_slopes(model) -> np.ndarray | None:
+    """Slopes m_h, shape (num_heads,), float64, exactly as transformers' own builder for this
+    architecture makes them (BLOOM and Falcon `build_alibi_tensor`, MPT `build_mpt_alibi_tensor`);
+    None for a model without ALiBi. Falcon's are rounded to bfloat16 by its builder."""
+    config = model.config
+    heads = int(config.num_attention_heads)
+    ones = torch.ones(1, 2, dtype=torch.long)  # one sequence of two keys: bias at j=1 is m
+    if config.model_type == "bloom":
+        from transformers.models.bloom.modeling_bloom import build_alibi_tensor
+        return build_alibi_tensor(ones, heads, torch.float32)[:, 0, 1].double().numpy()
+    if config.model_type == "falcon" and config.alibi:
+        from transformers.models.falcon.modeling_falcon import build_alibi_tensor
+        return build_alibi_tensor(ones, heads, torch.float32)[:, 0, 1].double().numpy()
+    if config.model_type == "mpt":
+        from transformers.models.mpt.modeling_mpt import build_mpt_alibi_tensor
+        # MptModel.forward calls it with the default alibi_bias_max=8 whatever the config says;
+        # two keys: values m*(j - 1), so key 0 holds -m.
+        return -build_mpt_alibi_tensor(heads, 2)[:, 0, 0].double().numpy()
+    return None
+
+
+def matching_schedules(slopes, model_type: str = "") -> tuple[str, ...]:
+    """Schedules of `alibi_slopes` (max_bias 8) that give `slopes`, the architecture's own first."""
+    slopes = np.asarray(slopes, dtype=np.float64)
+    rtol = SLOPE_RTOL.get(model_type, 1e-5)
+    order = ("mpt", "official", "geometric") if model_type == "mpt" else SCHEDULES
+    return tuple(s for s in order
+                 if np.allclose(slopes, alibi_slopes(slopes.size, s), rtol=rtol, atol=0.0))
+
+
+def falcon_bf16_error(num_heads: int, seq_len: int = 2048) -> float:
+    """Largest |bias_bf16 - m*j| over heads and keys j < seq_len, for Falcon's bfloat16 builder
+    against exact official slopes (before its 1/sqrt(d) scaling)."""
+    from transformers.models.falcon.modeling_falcon import build_alibi_tensor
+
+    built = build_alibi_tensor(torch.ones(1, seq_len, dtype=torch.long), num_heads, torch.float32)
+    exact = alibi_slopes(num_heads)[:, None] * np.arange(seq_len)[None, :]  # (H, L)
+    return float(np.abs(built[:, 0, :].double().numpy() - exact).max())
+
+
+def bias_form(model) -> str:
+    """One sentence: how this model's positional bias enters its pre-softmax attention scores."""
+    config = model.config
+    if config.model_type == "bloom":
+        return "+m*j added to QK^T/sqrt(d) (row-constant form of -m*(i-j)), not scaled by 1/sqrt(d)"
+    if config.model_type == "mpt":
+        return "+m*(j-(L-1)) added to QK^T*softmax_scale (row-constant form of -m*(i-j)), not scaled"
+    if config.model_type == "falcon" and config.alibi:
+        return ("eager: (QK^T + m*j)/sqrt(d) + m*j/sqrt(d), the bias added twice (effective slope "
+                "2m/sqrt(d)); sdpa adds it once (m/sqrt(d)); m*j built in bfloat16")
+    scheme = positional_scheme(model)
+    if scheme == "rope":
+        return "no additive bias: rotary embeddings rotate q and k, so position is inside QK^T"
+    if scheme == "learned":
+        return "no additive bias: learned position embeddings are added to the input tokens"
+    return "no positional bias found"
+
+
+def _training_length(config) -> int | None:
+    for name in ("max_position_embeddings", "n_positions", "n_ctx", "seq_length", "max_seq_len"):
+        value = getattr(config, name, None)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return None
+
+
+def learned_positions(model) -> int | None:
+    """Length of the model's learned position table (its hard input limit), None if none."""
+    for name, module in model.named_modules():
+        if isinstance(module, torch.nn.Embedding) and name.rsplit(".", 1)[-1] in LEARNED_POSITION_TABLES:
+            return int(module.num_embeddings - getattr(module, "offset", 0))  # OPT's starts at 2
+    return None
+
+
+def _alibi_details(model, slopes: np.ndarray, head_dim: int) -> tuple[np.ndarray, list, dict]:
+    """(effective slopes on the eager logits, warnings, extra facts) for an ALiBi model."""
+    config, heads = model.config, slopes.size
+    warnings, extra = [], {}
+    if config.model_type == "falcon":
+        scale = 1.0 / math.sqrt(head_dim)
+        err = falcon_bf16_error(heads)
+        warnings.append(
+            "Falcon's eager attention adds the ALiBi bias twice (inside (QK^T + m*j)/sqrt(d) and "
+            "again through the attention mask), so the probabilities shown here use a slope of "
+            f"2*m/sqrt(d) = {2 * scale:.3g}*m per token; its sdpa path, which generation uses by "
+            f"default, adds it once ({scale:.3g}*m). The paper adds m unscaled.")
+        warnings.append(
+            "Falcon builds the bias in bfloat16: slopes are rounded to 8 bits and m*j is rounded "
+            f"again, off from exact float32 by up to {err:.2g} (before scaling) at 2048 tokens.")
+        extra.update(bias_scale=scale, eager_bias_copies=2, bf16_error_at_2048=err)
+        return 2 * scale * slopes, warnings, extra
+    if config.model_type == "mpt":
+        attn = config.attn_config
+        extra.update(softmax_scale=getattr(attn, "softmax_scale", None),
+                     alibi_bias_max=getattr(attn, "alibi_bias_max", 8), clip_qkv=getattr(attn, "clip_qkv", None))
+        if getattr(attn, "alibi_bias_max", 8) != 8:
+            warnings.append(f"config asks for alibi_bias_max={attn.alibi_bias_max}, but transformers' "
+                            "MPT always builds its slopes with 8.")
+        if getattr(attn, "alibi", True) is False:
+            warnings.append("config says alibi=False, but transformers' MPT adds the ALiBi bias anyway.")
+        if getattr(attn, "softmax_scale", None) is not None:
+            warnings.append(f"QK^T is scaled by softmax_scale={attn.softmax_scale}, not 1/sqrt(d).")
+    return slopes.copy(), warnings, extra
+
+
+def describe_model(model, path: str = "", notes=(), training_length: int | None = None) -> ModelInfo:
+    """ModelInfo of an already built transformers causal LM (what `load_model` returns).
+
+    training_length overrides the context length read from the config (load_model passes MPT's
+    original max_seq_len, since it raises the config's value).
+    """
+    config = model.config
+    layers, heads, head_dim = model_dims(model)
+    first = next(model.parameters())
+    embeddings = model.get_input_embeddings().weight
+    scheme = positional_scheme(model)
+    slopes = model_alibi_slopes(model)
+    info = dict(
+        path=path, architecture=type(model).__name__, model_type=config.model_type,
+        num_layers=layers, num_heads=heads, head_dim=head_dim, hidden_size=int(config.hidden_size),
+        num_params=int(sum(p.numel() for p in model.parameters())),
+        dtype=str(first.dtype).removeprefix("torch."), device=str(embeddings.device),
+        positional=scheme, bias_form=bias_form(model),
+        training_length=training_length or _training_length(config),
+        max_positions=learned_positions(model) if scheme == "learned" else None, notes=tuple(notes))
+    if slopes is not None:
+        effective, warnings, extra = _alibi_details(model, slopes, head_dim)
+        schedules = matching_schedules(slopes, config.model_type)
+        if not schedules:
+            warnings.append("The slopes match none of the official, MPT or geometric schedules.")
+        info.update(slopes=tuple(float(s) for s in slopes), slope_schedule=schedules[0] if schedules else None,
+                    matching_schedules=schedules, effective_slopes=tuple(float(s) for s in effective),
+                    warnings=tuple(warnings), extra=extra)
+    elif scheme == "alibi":
+        info.update(warnings=(f"'{config.model_type}' uses ALiBi, but alibi-viz cannot read its "
+                              "slopes: only BLOOM, MPT and Falcon are supported fully.",))
+    return ModelInfo(**info)
