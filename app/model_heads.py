@@ -1,6 +1,49 @@
-"""Model heads (placeholder until the page lands)."""
+"""Model heads: the shipped ALiBi model's real attention, head by head, on any text."""
 
 import streamlit as st
 
+from alibi_viz.assets import DEFAULT_MODEL, shipped_models
+from alibi_viz.params import Param
+
+import heads_view
+import ui
+
+PREFIX = "mh"
+
 st.title("Model heads")
-st.info("Coming soon.")
+st.caption("A small model trained on Python source with ALiBi, run on your text: every head's "
+           "attention, where one head's score comes from (content vs position), and how "
+           "closely each head follows its slope.")
+
+models = shipped_models()
+if not models:
+    st.error("No shipped models were found in assets/models. Train them with "
+             "`python -m alibi_viz.train --arch alibi --out assets/models/alibi` (see the "
+             "README), or open *Inspect a model* to load a model folder of your own.", icon="🚫")
+    st.stop()
+
+default = DEFAULT_MODEL if DEFAULT_MODEL in models else next(iter(models))
+PARAMS = [Param("model", "choice", default, choices=tuple(models)), *heads_view.VIEW_PARAMS]
+heads_view.seed(PREFIX, PARAMS)
+ui.show_url_warnings(PREFIX)
+
+if "mh_model" not in st.session_state:  # dropped by Streamlit while another page was shown
+    st.session_state["mh_model"] = st.session_state.get("_kept_mh_model", default)
+if st.session_state["mh_model"] not in models:  # its folder vanished since it was chosen
+    st.warning(f"The model '{st.session_state['mh_model']}' is no longer in assets/models; "
+               f"showing '{default}'.", icon="⚠️")
+    st.session_state["mh_model"] = default
+with st.sidebar:
+    st.header("Model heads")
+    name = st.selectbox("Model", list(models), key="mh_model",
+                        format_func=lambda n: heads_view.MODEL_TITLES.get(n, n),
+                        help="The shipped models: ALiBi, and two baselines trained the same way.")
+st.session_state["_kept_mh_model"] = name
+
+loaded = heads_view.load(str(models[name]))
+if loaded is None:
+    st.stop()
+text = heads_view.text_ui(PREFIX)
+choice = heads_view.controls_ui(PREFIX, loaded.info)
+ui.write_url({"model": name, **heads_view.url_values(PREFIX, choice, text)})
+heads_view.show(PREFIX, loaded, text, choice)

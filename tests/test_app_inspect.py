@@ -1,0 +1,121 @@
+"""The Inspect a model page under AppTest: the shipped model's facts and slopes, local folders
+(good, bad, Falcon's departures, non-ALiBi), restricted deployments, and folders that break
+while the app runs."""
+
+import shutil
+
+import pytest
+from apptest_utils import figure_titles, figures, run_app, warnings
+from model_factory import save_tiny_model
+
+from alibi_viz import assets
+
+SHIPPED = assets.MODELS_DIR / "alibi"
+SHORT = "def add(a, b):\n    return a + b\n"
+
+
+def info_table(at) -> str:
+    return next(m.value for m in at.markdown if m.value.startswith("| property"))
+
+
+@pytest.fixture(scope="module")
+def tiny_bloom(tmp_path_factory):
+    return save_tiny_model(tmp_path_factory.mktemp("bloom") / "bloom", "bloom")
+
+
+@pytest.mark.skipif(not (SHIPPED / "config.json").is_file(),
+                    reason="the shipped ALiBi model is not in assets/models/alibi")
+def test_shipped_model_facts_slopes_and_heads():
+    """Default: the shipped ALiBi model's table, slopes vs schedules, then the three views."""
+    at = run_app("inspect_model", {"text": SHORT})
+    assert not at.exception and not at.error
+    assert "BloomForCausalLM" in info_table(at) and "128 tokens" in info_table(at)
+    titles = figure_titles(at)
+    assert titles[0].startswith("Slopes of BloomForCausalLM") and len(titles) == 4
+    assert at.query_params["source"] == "shipped" and at.query_params["model"] == "alibi"
+
+
+def test_local_folder_from_url(tiny_bloom):
+    """?path=<folder> loads that folder; its heads are drawn, head selection works."""
+    at = run_app("inspect_model", {"path": str(tiny_bloom), "text": SHORT})
+    assert not at.exception and not at.error
+    assert at.radio(key="im_source").value == "folder"
+    assert len(figures(at)) == 4
+    at.selectbox(key="im_head").set_value(3).run()
+    assert figures(at)[2]["layout"]["title"]["text"].startswith("Layer 1, head 3")
+    assert at.query_params["path"] == str(tiny_bloom) and "model" not in at.query_params
+
+
+def test_typing_a_folder_loads_it(tiny_bloom):
+    """Switching to a local folder asks for a path; typing one loads it."""
+    at = run_app("inspect_model", {"text": SHORT})
+    at.radio(key="im_source").set_value("folder").run()
+    assert any("Type the path" in i.value for i in at.info)
+    at.text_input(key="im_path").set_value(str(tiny_bloom)).run()
+    assert not at.error and len(figures(at)) == 4
+
+
+def test_bad_folder_path_gives_a_message(tmp_path):
+    """A folder that does not exist: a plain error saying what to check, no traceback."""
+    at = run_app("inspect_model", {"path": str(tmp_path / "nowhere")})
+    assert not at.exception
+    assert "No model folder at" in at.error[0].value
+    assert any("What to check" in m.value for m in at.markdown)
+    assert not figures(at)
+
+
+def test_folder_without_config_gives_a_message(tmp_path):
+    """An existing folder that is not a model: the error names the missing config.json."""
+    at = run_app("inspect_model", {"path": str(tmp_path)})
+    assert not at.exception and "has no config.json" in at.error[0].value
+
+
+def test_falcon_departures_are_warned(tmp_path):
+    """A Falcon ALiBi checkpoint: its double bias and bfloat16 slopes show as warnings, and
+    the slopes figure adds the slope it really applies."""
+    folder = save_tiny_model(tmp_path / "falcon", "falcon")
+    at = run_app("inspect_model", {"path": str(folder), "text": SHORT})
+    assert not at.exception
+    assert any("adds the ALiBi bias twice" in w for w in warnings(at))
+    names = [t.get("name") for t in figures(at)[0]["data"]]
+    assert "per-token slope as applied (eager)" in names
+
+
+def test_model_without_alibi_explains_its_positions(tmp_path):
+    """A GPT-2 folder: no slopes figure, a note on learned positions, heads still drawn."""
+    folder = save_tiny_model(tmp_path / "gpt2", "gpt2")
+    at = run_app("inspect_model", {"path": str(folder), "text": SHORT})
+    assert not at.exception and not at.error
+    assert any("No ALiBi slopes" in i.value and "learned" in i.value for i in at.info)
+    assert len(figures(at)) == 3
+
+
+def test_restricted_deployment_refuses_custom_folders(tiny_bloom, monkeypatch):
+    """ALIBI_VIZ_ALLOW_CUSTOM_PATHS=0: a local folder is refused with the reason."""
+    monkeypatch.setenv("ALIBI_VIZ_ALLOW_CUSTOM_PATHS", "0")
+    at = run_app("inspect_model", {"path": str(tiny_bloom)})
+    assert not at.exception
+    assert "Only the shipped models can be loaded" in at.error[0].value
+
+
+def test_folder_removed_after_loading_gives_a_message(tmp_path):
+    """The folder deleted after its model was loaded and cached: an error, no traceback."""
+    folder = save_tiny_model(tmp_path / "gone", "bloom")
+    at = run_app("inspect_model", {"path": str(folder), "text": SHORT})
+    assert len(figures(at)) == 4
+    shutil.rmtree(folder)
+    at.run()
+    assert not at.exception
+    assert "No model folder at" in at.error[0].value
+
+
+def test_corrupted_weights_after_loading_give_a_message(tmp_path):
+    """model.safetensors truncated after loading: the reload refuses it with a message."""
+    folder = save_tiny_model(tmp_path / "broken", "bloom")
+    at = run_app("inspect_model", {"path": str(folder), "text": SHORT})
+    assert len(figures(at)) == 4
+    weights = folder / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:100])
+    at.run()
+    assert not at.exception
+    assert "not a valid safetensors file" in at.error[0].value

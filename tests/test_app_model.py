@@ -1,0 +1,161 @@
+"""The Model heads page under Streamlit's AppTest, with the shipped ALiBi model: maps, layer and
+head selection, URL state, bad parameters, a 1 MB paste, and a model folder that breaks."""
+
+import shutil
+
+import pytest
+from apptest_utils import figure_titles, figures, run_app, warnings
+
+from alibi_viz import assets, data
+
+SHIPPED = assets.MODELS_DIR / "alibi"
+SHORT = "def add(a, b):\n    return a + b\n"  # 32 byte tokens: labelled heatmaps, fast
+LONG = "x = 1\n" * 40  # 240 tokens: past the training length (128)
+
+pytestmark = pytest.mark.skipif(not (SHIPPED / "config.json").is_file(),
+                                reason="the shipped ALiBi model is not in assets/models/alibi")
+
+
+def grid_title(at) -> str:
+    return figure_titles(at)[0]
+
+
+def row_title(at) -> str:
+    return figures(at)[1]["layout"]["title"]["text"]
+
+
+def test_page_renders_the_shipped_model():
+    """Default view: the ALiBi model on the prose example, grid, head row and statistics."""
+    at = run_app("model_heads")
+    assert not at.exception and not at.error
+    assert len(figures(at)) == 3
+    assert grid_title(at).startswith("Layer 1:")
+    assert at.text_area(key="mh_text").value == data.PROSE_EXAMPLE
+    assert at.query_params["model"] == "alibi" and at.query_params["example"] == "prose"
+
+
+def test_url_sets_layer_head_and_text():
+    """?layer=2&head=3&text=... opens exactly that view, with token labels for a short text."""
+    at = run_app("model_heads", {"layer": "2", "head": "3", "text": SHORT})
+    assert at.selectbox(key="mh_layer").value == 2 and at.selectbox(key="mh_head").value == 3
+    assert grid_title(at).startswith("Layer 2:")
+    assert row_title(at).startswith("Layer 2, head 3 (m=0.125)")
+    assert figures(at)[0]["layout"]["xaxis"]["ticktext"][:3] == ["d", "e", "f"]
+    assert at.query_params["text"] == SHORT
+
+
+def test_selecting_a_head_updates_the_decomposition():
+    """Choosing head 5 redraws the row for head 5 and puts head=5 in the URL."""
+    at = run_app("model_heads", {"text": SHORT})
+    at.selectbox(key="mh_head").set_value(5).run()
+    assert row_title(at).startswith("Layer 1, head 5")
+    assert at.query_params["head"] == "5"
+
+
+def test_selecting_a_layer_redraws_the_grid():
+    """Choosing layer 4 draws layer 4's heads."""
+    at = run_app("model_heads", {"text": SHORT})
+    at.selectbox(key="mh_layer").set_value(4).run()
+    assert grid_title(at).startswith("Layer 4:")
+    assert at.query_params["layer"] == "4"
+
+
+def test_bad_url_values_warn_and_fall_back():
+    """layer=99, head=-1, model=nonexistent and tokens=99999 each warn; the page shows layer
+    1, head 1, the default token cap."""
+    at = run_app("model_heads", {"layer": "99", "head": "-1", "model": "nonexistent",
+                                 "tokens": "99999", "text": SHORT})
+    assert not at.exception
+    shown = " ".join(warnings(at))
+    assert "'model' must be one of" in shown and "'head' must be in" in shown
+    assert "'tokens' must be in [8, 2048]" in shown and "Layer 99 is out of range" in shown
+    assert at.selectbox(key="mh_layer").value == 1 and at.selectbox(key="mh_head").value == 1
+    assert len(figures(at)) == 3
+
+
+def test_blank_text_asks_for_text():
+    """A text of spaces: a message asking for text, no maps, no traceback."""
+    at = run_app("model_heads", {"text": "   "})
+    assert not at.exception
+    assert any("The text is empty" in w for w in warnings(at))
+    assert not figures(at)
+
+
+def test_baseline_model_shows_no_added_bias():
+    """The RoPE baseline draws its heads; its caption says position is inside q·k."""
+    at = run_app("model_heads", {"model": "rope", "text": SHORT})
+    assert not at.exception and len(figures(at)) == 3
+    assert any("rotary embeddings rotate q and k" in c.value for c in at.caption)
+
+
+def test_input_longer_than_training_length_is_marked():
+    """240 tokens on a model trained at 128: a note, and red dashes in the grid and row."""
+    at = run_app("model_heads", {"text": LONG})
+    assert any("longer than the training length (128)" in i.value for i in at.info)
+    for fig in figures(at)[:2]:
+        assert any(t.get("line", {}).get("dash") == "dash" for t in fig["data"])
+
+
+def test_example_picker_fills_the_text():
+    """Picking the code example puts it in the text area and example=code in the URL."""
+    at = run_app("model_heads", {"text": SHORT})
+    at.selectbox(key="mh_example").set_value("code").run()
+    assert at.text_area(key="mh_text").value == data.CODE_EXAMPLE
+    assert at.query_params["example"] == "code" and "text" not in at.query_params
+
+
+def test_long_custom_text_is_left_out_of_the_url():
+    """A typed text over 500 characters is not put in the URL."""
+    at = run_app("model_heads", {"text": SHORT})
+    at.text_area(key="mh_text").set_value("y = 2\n" * 100).run()
+    assert "text" not in at.query_params and "example" not in at.query_params
+
+
+def test_megabyte_paste_is_capped_with_a_message():
+    """A 1 MB paste is cut to 20,000 characters with a warning; the maps still draw."""
+    at = run_app("model_heads", {"text": SHORT, "tokens": "64"})
+    at.text_area(key="mh_text").set_value("a" * 1_000_000).run()
+    assert not at.exception
+    assert any("1,000,000 characters" in w for w in warnings(at))
+    assert len(at.text_area(key="mh_text").value) == 20_000
+    assert len(figures(at)) == 3
+    assert any("Kept the first 64" in i.value for i in at.info)
+
+
+def test_choices_survive_a_visit_to_another_page():
+    """Streamlit forgets widgets not drawn; head and text come back after another page."""
+    at = run_app("model_heads", {"text": SHORT, "head": "4"})
+    at.switch_page("bias_explorer.py").run()
+    at.switch_page("model_heads.py").run()
+    assert at.selectbox(key="mh_head").value == 4
+    assert at.text_area(key="mh_text").value == SHORT
+
+
+@pytest.fixture
+def own_models(tmp_path, monkeypatch):
+    """A copy of the shipped ALiBi model as the only model the page offers."""
+    folder = tmp_path / "models" / "alibi"
+    shutil.copytree(SHIPPED, folder)
+    monkeypatch.setattr(assets, "MODELS_DIR", tmp_path / "models")
+    return folder
+
+
+def test_corrupted_weights_while_running_give_a_message(own_models):
+    """model.safetensors overwritten while the app runs: a loading error, no traceback."""
+    at = run_app("model_heads", {"text": SHORT})
+    assert len(figures(at)) == 3
+    (own_models / "model.safetensors").write_bytes(b"\x00garbage" * 100)
+    at.run()
+    assert not at.exception
+    assert any("not a valid safetensors file" in e.value for e in at.error)
+    assert not figures(at)
+
+
+def test_model_folder_removed_while_running_gives_a_message(own_models):
+    """The only model's folder deleted while the app runs: a clear error, no traceback."""
+    at = run_app("model_heads", {"text": SHORT})
+    shutil.rmtree(own_models)
+    at.run()
+    assert not at.exception
+    assert any("No shipped models were found" in e.value for e in at.error)
+

@@ -1,0 +1,268 @@
+"""Figures of a real model's heads: display arrays, payload bounds, and values checked against
+transformers' own attention output and brute-force sums."""
+
+import json
+
+import numpy as np
+import plotly.graph_objects as go
+import pytest
+import torch
+from model_factory import byte_tokenizer, tiny_model
+
+from alibi_viz.alibi import alibi_slopes
+from alibi_viz.errors import AlibiVizError
+from alibi_viz.heads import Decomposition, HeadStatistics, score_decomposition
+from alibi_viz.loading import describe_model
+from alibi_viz.model_plots import (
+    LABEL_MAX_TOKENS,
+    analyze_heads,
+    attention_colors,
+    attention_grid_figure,
+    bias_only_mean_distance,
+    decomposition_figure,
+    decomposition_view,
+    head_statistics_figure,
+    masked_pixels,
+    model_info_rows,
+    model_slopes_figure,
+    stack_view,
+    training_length,
+)
+
+TEXT = "def f(x):\n    return x + 1\n"  # 28 bytes: labelled heatmaps
+MB = 2**20
+
+
+@pytest.fixture(scope="module")
+def bloom():
+    return tiny_model("bloom"), byte_tokenizer()
+
+
+def payload(fig) -> int:
+    return len(fig.to_json())
+
+
+def random_attention(heads: int, T: int, seed: int = 0) -> np.ndarray:
+    """Causal attention maps (heads, T, T) with random scores: rows sum to 1, zeros above."""
+    scores = torch.randn(heads, T, T, generator=torch.Generator().manual_seed(seed))
+    scores = scores.masked_fill(torch.ones(T, T, dtype=torch.bool).triu(1), -torch.inf)
+    return torch.softmax(scores, -1).numpy()
+
+
+def fake_decomposition(heads: int, T: int) -> Decomposition:
+    """A BLOOM-like decomposition (+m*j bias) with random content, for drawing tests."""
+    probs = random_attention(heads, T)
+    content = np.random.default_rng(0).normal(size=(heads, T, T)).astype(np.float32)
+    bias = (alibi_slopes(heads)[:, None, None] * np.arange(T)[None, None, :]).astype(np.float32)
+    bias = np.broadcast_to(bias, (heads, T, T)).copy()
+    total = np.where(np.tril(np.ones((T, T), bool)), content + bias, -np.inf).astype(np.float32)
+    return Decomposition(content=content, bias=bias, total=total, probs=probs,
+                         tokens=[chr(97 + i % 26) for i in range(T)], layer=0,
+                         bias_form="+m*j", max_abs_error=0.0)
+
+
+# ----------------------------------------------------------------------------- display arrays
+
+def test_block_max_keeps_a_single_hot_key():
+    """A lone large entry survives 20x downsampling (max pooling, not sampling)."""
+    stack = np.zeros((1, 1000, 1000), dtype=np.float32)
+    stack[0, 701, 3] = 1.0
+    view = stack_view(stack, side=50)
+    assert view.images.shape == (1, 50, 50)
+    assert view.images.max() == 1.0 and view.images[0, 35, 0] == 1.0
+    assert view.reduced == "block max"
+
+
+def test_full_resolution_is_unchanged_and_hover_exact():
+    """At full resolution the images are the input, and hover holds exact entries."""
+    stack = random_attention(2, 40)
+    view = stack_view(stack)
+    np.testing.assert_array_equal(view.images, stack)
+    np.testing.assert_array_equal(view.hover, stack[:, view.hover_rows][:, :, view.hover_cols])
+    assert view.reduced is None
+
+
+def test_sampling_takes_the_position_under_each_pixel():
+    """reduce='sample' keeps exact entries on an even grid of positions."""
+    stack = np.arange(100 * 100, dtype=np.float32).reshape(1, 100, 100)
+    view = stack_view(stack, side=10, reduce="sample")
+    assert view.images[0, 0, 0] == stack[0, 5, 5] and view.images[0, 9, 9] == stack[0, 95, 95]
+
+
+def test_masked_pixels_are_the_blocks_wholly_after_the_query():
+    """Only pixels whose first key follows their last query are masked."""
+    exact = masked_pixels(5, 5, 5)
+    np.testing.assert_array_equal(exact, np.triu(np.ones((5, 5), bool), 1))
+    coarse = masked_pixels(10, 2, 2)  # blocks 0-4 and 5-9: only (row 0, col 1) is masked
+    np.testing.assert_array_equal(coarse, [[False, True], [False, False]])
+
+
+def test_log_colours_floor_zero_probabilities():
+    """log10 colours clip zeros at two decades below uniform attention and keep NaN."""
+    values, cmin, cmax, _ = attention_colors(np.array([0.0, 1.0, np.nan]), 100, "log")
+    assert (cmin, cmax) == (-4.0, 0.0)
+    assert values[0] == -4.0 and values[1] == 0.0 and np.isnan(values[2])
+
+
+def test_unknown_colour_scale_is_refused():
+    """A colour scale other than log/linear raises AlibiVizError."""
+    with pytest.raises(AlibiVizError):
+        attention_colors(np.zeros(3), 10, "sqrt")
+
+
+# ----------------------------------------------------------------------------- against transformers
+
+def test_analysis_matches_transformers_attentions(bloom):
+    """The grid's hover values are transformers' own output_attentions at those positions."""
+    model, tokenizer = bloom
+    analysis = analyze_heads(model, tokenizer, TEXT, slopes=describe_model(model).slopes)
+    ids = tokenizer(TEXT, add_special_tokens=False, return_tensors="pt")["input_ids"]
+    with torch.inference_mode():
+        reference = model(input_ids=ids, output_attentions=True).attentions
+    assert analysis.seq_len == ids.shape[1] and len(analysis.layers) == 2
+    for view, attn in zip(analysis.layers, reference, strict=True):
+        expected = attn[0].numpy()[:, view.hover_rows][:, :, view.hover_cols]
+        np.testing.assert_allclose(view.hover, expected, atol=1e-6)
+    assert analysis.stats.mean_distance.shape == (2, 4)
+
+
+def test_decomposition_view_keeps_the_models_numbers(bloom):
+    """Hover values of each part are the decomposition's own entries; ranges span them."""
+    model, tokenizer = bloom
+    dec = score_decomposition(model, tokenizer, TEXT, layer=1)
+    view = decomposition_view(dec)
+    for part in ("content", "bias", "total", "probs"):
+        sv = view.parts[part]
+        np.testing.assert_array_equal(sv.hover, getattr(dec, part)[:, sv.hover_rows][:, :, sv.hover_cols])
+    low, high = view.ranges["bias"][2]
+    assert low == dec.bias[2].min() and high == dec.bias[2].max()
+    assert np.isfinite(view.ranges["total"]).all()
+
+
+def test_bias_only_mean_distance_matches_brute_force():
+    """The bias-only reference equals softmax(-m(i-j)) distances averaged over all queries."""
+    slopes, T = alibi_slopes(4), 50
+    i, j = np.arange(T)[:, None], np.arange(T)[None, :]
+    expected = []
+    for m in slopes:
+        logits = np.where(j <= i, -m * (i - j), -np.inf)
+        p = np.exp(logits - logits.max(1, keepdims=True))
+        p /= p.sum(1, keepdims=True)
+        expected.append((p * np.abs(i - j)).sum(1).mean())
+    np.testing.assert_allclose(bias_only_mean_distance(slopes, T), expected, rtol=1e-9)
+
+
+# ----------------------------------------------------------------------------- figures
+
+def test_short_grid_labels_every_token(bloom):
+    """Up to LABEL_MAX_TOKENS tokens each head is a heatmap with the tokens on its axes and
+    a hover on every cell (even when the sampled hover grid is coarser)."""
+    model, tokenizer = bloom
+    analysis = analyze_heads(model, tokenizer, TEXT, hover_cells=64)
+    fig = attention_grid_figure(analysis.layers[0], analysis.tokens, 0, selected=1)
+    heatmaps = [t for t in fig.data if isinstance(t, go.Heatmap)]
+    assert len(heatmaps) == 4
+    assert heatmaps[0].customdata.shape == (analysis.seq_len, analysis.seq_len, 4)
+    assert list(fig.layout.xaxis.ticktext) == analysis.tokens
+    assert tuple(heatmaps[0].customdata[3, 0][:3]) == ("␣", "d", 3)  # "def f": query 3, key 0
+    assert "▶ head 2" in fig.layout.annotations[1].text
+
+
+def test_long_grid_is_one_image_with_bounded_payload():
+    """Past LABEL_MAX_TOKENS the grid is one PNG; 1,500 tokens still send under 2 MB."""
+    view = stack_view(random_attention(4, 1500))
+    fig = attention_grid_figure(view, ["a"] * 1500, 0, training_length=128)
+    assert sum(isinstance(t, go.Image) for t in fig.data) == 1
+    assert payload(fig) < 2 * MB
+    assert "training length 128" in fig.layout.title.text
+
+
+def test_training_length_marked_only_when_exceeded():
+    """The red dashed marker appears when T > training length and not otherwise."""
+    view = stack_view(random_attention(2, LABEL_MAX_TOKENS))
+    tokens = ["a"] * LABEL_MAX_TOKENS
+
+    def dashed(fig):
+        return [t for t in fig.data if isinstance(t, go.Scatter) and t.line.dash == "dash"]
+
+    assert dashed(attention_grid_figure(view, tokens, 0, training_length=16))
+    assert not dashed(attention_grid_figure(view, tokens, 0, training_length=64))
+
+
+def test_decomposition_row_has_four_panels_with_their_own_colour_bars():
+    """content | bias | masked total | attention, each with its own colour axis."""
+    fig = decomposition_figure(decomposition_view(fake_decomposition(2, 20)), head=1, slope=0.25)
+    titles = [a.text for a in fig.layout.annotations]
+    assert titles[:4] == ["content q·k/√d", "position bias, as added",
+                          "masked total = softmax input", "attention"]
+    axes = {t.coloraxis for t in fig.data if isinstance(t, go.Heatmap)}
+    assert axes == {"coloraxis", "coloraxis2", "coloraxis3", "coloraxis4"}
+    assert "head 2" in fig.layout.title.text
+
+
+def test_long_decomposition_payload_is_bounded():
+    """At 1,200 tokens the row is four images plus sampled hover, under 2 MB."""
+    fig = decomposition_figure(decomposition_view(fake_decomposition(1, 1200)), head=0,
+                               training_length=128)
+    assert sum(isinstance(t, go.Image) for t in fig.data) == 4
+    assert payload(fig) < 2 * MB
+    assert "Drawn at 300 px" in fig.layout.title.subtitle.text
+
+
+def test_decomposition_rejects_a_head_out_of_range():
+    """Asking for head 5 of 2 raises AlibiVizError."""
+    with pytest.raises(AlibiVizError):
+        decomposition_figure(decomposition_view(fake_decomposition(2, 10)), head=5)
+
+
+def stats(effective, configured) -> HeadStatistics:
+    effective = np.asarray(effective, dtype=float)
+    zeros = np.zeros_like(effective)
+    return HeadStatistics(mean_distance=zeros + 3, entropy=zeros, local_share=zeros,
+                          effective_slope=effective, slope_fit_r2=zeros + 1,
+                          configured_slope=None if configured is None else np.asarray(configured, float),
+                          k=8, max_distance=10)
+
+
+def test_statistics_plot_effective_against_configured_with_identity_line():
+    """ALiBi: log-log scatter of effective vs configured slope with y = x; non-positive fits
+    are counted in the title instead of drawn."""
+    fig = head_statistics_figure(stats([[0.5, -0.1]], [[0.5, 0.25]]), 20, selected=(0, 0))
+    scatter = next(t for t in fig.data if t.name == "layer 1")
+    assert list(scatter.x) == [0.5] and list(scatter.y) == [0.5]
+    assert any(t.name == "y = x" for t in fig.data)
+    assert fig.layout.xaxis.type == "log" and fig.layout.yaxis.type == "log"
+    assert "1 not positive" in fig.layout.annotations[0].text
+
+
+def test_statistics_without_slopes_plot_per_head():
+    """Without configured slopes (not ALiBi) the effective slope is drawn per head, linear."""
+    fig = head_statistics_figure(stats([[0.1, 0.2, -0.3]], None), 20)
+    assert list(fig.data[0].x) == [1, 2, 3]
+    assert fig.layout.yaxis.type != "log"
+    assert not any(t.name == "bias alone" for t in fig.data)
+
+
+def test_slopes_figure_shows_applied_slopes_only_when_different():
+    """Falcon-like applied slopes get their own trace; equal ones do not."""
+    slopes = alibi_slopes(8)
+    same = model_slopes_figure(slopes, slopes)
+    falcon = model_slopes_figure(slopes, 2 * slopes / 4)
+    assert len(falcon.data) == len(same.data) + 1
+    assert json.loads(falcon.to_json())["layout"]["yaxis"]["type"] == "log"
+
+
+def test_training_length_prefers_training_json():
+    """train_seq_len from training.json wins over the config's length."""
+    info = describe_model(tiny_model("gpt2"))
+    assert info.training_length == 128
+    assert training_length(info, {"train_seq_len": 64}) == 64
+    assert training_length(info, {}) == 128
+
+
+def test_info_rows_list_slopes_for_alibi_only():
+    """The info table has slopes for BLOOM and none for GPT-2."""
+    bloom_rows = {r["property"]: r["value"] for r in model_info_rows(describe_model(tiny_model("bloom")))}
+    gpt2_rows = {r["property"]: r["value"] for r in model_info_rows(describe_model(tiny_model("gpt2")))}
+    assert bloom_rows["slopes m"].startswith("0.25") and bloom_rows["position"] == "alibi"
+    assert "slopes m" not in gpt2_rows and gpt2_rows["position"] == "learned"
