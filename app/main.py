@@ -19,15 +19,15 @@ import torch  # noqa: E402
 # threads on a busy 2-core machine were measured 100x slower than one (see bench/).
 torch.set_num_threads(int(os.environ.get("ALIBI_VIZ_TORCH_THREADS", "1")))
 
-st.set_page_config(page_title="alibi-viz", page_icon="📐", layout="wide")
+st.set_page_config(page_title="alibi-viz", page_icon=":material/grid_on:", layout="wide")
 
 PAGES = [
-    st.Page("bias_explorer.py", title="Bias explorer", icon="📐", url_path="", default=True),
-    st.Page("compare.py", title="Compare positional methods", icon="⚖️", url_path="compare"),
-    st.Page("model_heads.py", title="Model heads", icon="🔎", url_path="model"),
-    st.Page("inspect_model.py", title="Inspect a model", icon="🧰", url_path="inspect"),
-    st.Page("extrapolation.py", title="Extrapolation lab", icon="📈", url_path="extrapolation"),
-    st.Page("lesson.py", title="Lesson", icon="🎓", url_path="lesson"),
+    st.Page("bias_explorer.py", title="Bias explorer", icon=":material/grid_on:", url_path="", default=True),
+    st.Page("compare.py", title="Compare positional methods", icon=":material/compare_arrows:", url_path="compare"),
+    st.Page("model_heads.py", title="Model heads", icon=":material/visibility:", url_path="model"),
+    st.Page("inspect_model.py", title="Inspect a model", icon=":material/search:", url_path="inspect"),
+    st.Page("extrapolation.py", title="Extrapolation lab", icon=":material/show_chart:", url_path="extrapolation"),
+    st.Page("lesson.py", title="Lesson", icon=":material/school:", url_path="lesson"),
 ]
 page = st.navigation(PAGES)
 page.run()
