@@ -10,23 +10,22 @@ from streamlit.testing.v1 import AppTest
 MAIN = str(Path(__file__).resolve().parents[1] / "app" / "main.py")
 
 
-def run_app(path: str = "", params: dict | None = None, timeout: float = 120) -> AppTest:
-    """Run the app at URL path `path` ("" is the landing page) with query parameters.
+def run_app(path: str = "", params: dict | None = None, timeout: float = 180) -> AppTest:
+    """Run the app on page `path` ("" is the landing page) with `params` in the URL.
 
-    AppTest always starts on the landing page, which rewrites the URL with its own controls;
-    for another page the parameters are set after that first run, just before switching, as
-    a browser opening /path?params would have them.
+    AppTest must run once before it can switch pages (before a first run it knows pages only
+    by file name, not by their url_path), and that first run on the landing page writes the
+    landing page's own state into the URL; so for another page the URL is set afresh just
+    before switching, as a browser opening /path?params would have it.
     """
     at = AppTest.from_file(MAIN, default_timeout=timeout)
-    if not path:
-        for key, value in (params or {}).items():
-            at.query_params[key] = value
-        return at.run()
-    at.run()
-    at.query_params.clear()
+    if path:
+        at.run()
+        at.query_params.clear()
+        at.switch_page(path if path.endswith(".py") else f"{path}.py")
     for key, value in (params or {}).items():
         at.query_params[key] = value
-    return at.switch_page(path if path.endswith(".py") else f"{path}.py").run()
+    return at.run()
 
 
 def figures(at: AppTest) -> list[dict]:

@@ -6,19 +6,9 @@ landing page runs first, then the query parameters are replaced and the test swi
 compare.py, which is what opening /compare?... does in a browser.
 """
 
-from apptest_utils import MAIN, figure_titles, figures, warnings
-from streamlit.testing.v1 import AppTest
+from apptest_utils import figure_titles, figures, run_app, warnings
 
 DEFAULT_LINES = 6
-
-
-def run_compare(params: dict | None = None) -> AppTest:
-    """Open the compare page with these query parameters (all strings)."""
-    at = AppTest.from_file(MAIN, default_timeout=120)
-    at.run()
-    at.query_params = dict(params or {})
-    at.switch_page("compare.py").run()
-    return at
 
 
 def curves(at) -> dict:
@@ -43,7 +33,7 @@ def decode(array) -> list:
 
 def test_page_loads_without_exception():
     """The compare page runs and shows both charts with the six default methods."""
-    at = run_compare()
+    at = run_app("compare")
     assert not at.exception
     assert len(figures(at)) == 2
     assert len(curves(at)) == DEFAULT_LINES and len(panel_titles(at)) == DEFAULT_LINES
@@ -52,7 +42,7 @@ def test_page_loads_without_exception():
 
 def test_methods_choose_what_is_drawn():
     """Choosing ALiBi and KERPLE (power) draws two lines and two panels, and goes in the URL."""
-    at = run_compare()
+    at = run_app("compare")
     at.multiselect(key="cmp_methods").set_value(["alibi", "kerple_power"]).run()
     assert list(curves(at)) == ["alibi", "kerple_power"]
     assert len(panel_titles(at)) == 2
@@ -61,7 +51,7 @@ def test_methods_choose_what_is_drawn():
 
 def test_sequence_length_changes_the_matrices():
     """A long sequence is drawn downsampled and says so."""
-    at = run_compare()
+    at = run_app("compare")
     at.number_input(key="cmp_len").set_value(65_536).run()
     assert "downsampled from 65,536x65,536" in figure_titles(at)[1]
     assert at.query_params["len"] == "65536"
@@ -69,7 +59,7 @@ def test_sequence_length_changes_the_matrices():
 
 def test_mode_changes_the_curves():
     """Symmetric mode plots negative distances too and retitles both charts."""
-    at = run_compare()
+    at = run_app("compare")
     at.radio(key="cmp_mode").set_value("symmetric").run()
     x, _ = curves(at)["alibi"]
     assert min(decode(x)) == -511
@@ -78,7 +68,7 @@ def test_mode_changes_the_curves():
 
 def test_log_axis_control():
     """The distance-axis control switches the curves to a log axis."""
-    at = run_compare()
+    at = run_app("compare")
     at.radio(key="cmp_xscale").set_value("log").run()
     assert figures(at)[0]["layout"]["xaxis"]["type"] == "log"
     assert at.query_params["xscale"] == "log"
@@ -86,7 +76,7 @@ def test_log_axis_control():
 
 def test_method_parameter_changes_its_curve():
     """ALiBi's slope input changes its line to -m d and is written to the URL."""
-    at = run_compare()
+    at = run_app("compare")
     at.number_input(key="cmp_alibi.slope").set_value(0.5).run()
     x, y = curves(at)["alibi"]
     assert decode(y)[10] == -0.5 * decode(x)[10]
@@ -95,7 +85,7 @@ def test_method_parameter_changes_its_curve():
 
 def test_boolean_parameter_goes_in_the_url():
     """Unticking sinusoidal normalisation draws raw dot products and writes normalize=false."""
-    at = run_compare()
+    at = run_app("compare")
     at.checkbox(key="cmp_sinusoidal.normalize").uncheck().run()
     assert decode(curves(at)["sinusoidal"][1])[0] == 256  # d_model / 2 at distance 0
     assert at.query_params["sinusoidal.normalize"] == "false"
@@ -103,7 +93,7 @@ def test_boolean_parameter_goes_in_the_url():
 
 def test_url_restores_state():
     """A shared URL restores the methods, length, mode, axis and a method parameter."""
-    at = run_compare({"methods": "alibi,kerple_power", "len": "4096", "mode": "symmetric",
+    at = run_app("compare", {"methods": "alibi,kerple_power", "len": "4096", "mode": "symmetric",
                       "xscale": "log", "kerple_power.r2": "1.0", "sinusoidal.normalize": "false"})
     assert at.multiselect(key="cmp_methods").value == ["alibi", "kerple_power"]
     assert at.number_input(key="cmp_len").value == 4096
@@ -116,7 +106,7 @@ def test_url_restores_state():
 
 def test_bad_parameters_warn_and_fall_back():
     """Bad values give one warning each and defaults, never an exception."""
-    at = run_compare({"methods": "bogus", "len": str(10**12), "mode": "sideways",
+    at = run_app("compare", {"methods": "bogus", "len": str(10**12), "mode": "sideways",
                       "alibi.slope": "abc", "sinusoidal.d_model": "513"})
     assert not at.exception
     assert len([w for w in warnings(at) if w.startswith("URL parameter ignored")]) == 5
@@ -128,7 +118,7 @@ def test_bad_parameters_warn_and_fall_back():
 
 def test_refused_combination_warns_and_draws_defaults():
     """T5 inputs the library refuses together give a warning, and the page still draws."""
-    at = run_compare({"methods": "t5"})
+    at = run_app("compare", {"methods": "t5"})
     at.number_input(key="cmp_t5.num_buckets").set_value(256)
     at.number_input(key="cmp_t5.max_distance").set_value(100).run()
     assert not at.exception
@@ -138,12 +128,12 @@ def test_refused_combination_warns_and_draws_defaults():
 
 def test_no_method_asks_for_one():
     """Clearing the selection shows a hint instead of charts."""
-    at = run_compare({"methods": ""})
+    at = run_app("compare", {"methods": ""})
     assert not at.exception and not figures(at)
     assert "at least one method" in at.info[0].value
 
 
 def test_download_offered():
     """The displayed matrices can be downloaded as .npy."""
-    at = run_compare()
+    at = run_app("compare")
     assert [b.proto.label for b in at.get("download_button")] == ["Download .npy"]

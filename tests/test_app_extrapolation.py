@@ -1,35 +1,20 @@
 """The Extrapolation lab under Streamlit's AppTest, against the shipped models and results."""
 
-import pytest
-from apptest_utils import MAIN, figure_titles, figures, warnings
-from streamlit.testing.v1 import AppTest
+from apptest_utils import figure_titles, figures, run_app, warnings
 
 from alibi_viz import assets
 from alibi_viz.evaluate import evaluation_stream, load_model, perplexity
 
 SHIPPED = assets.shipped_models()
-needs_models = pytest.mark.skipif("alibi" not in SHIPPED,
-                                  reason="the shipped models are not in assets/models yet")
-
-
-def open_page(params: dict | None = None) -> AppTest:
-    """Run the app straight on /extrapolation with `params` in the URL, as a shared link does
-    (opening the landing page first would replace the URL with its own state)."""
-    at = AppTest.from_file(MAIN, default_timeout=180)
-    at.switch_page("extrapolation.py")
-    for key, value in (params or {}).items():
-        at.query_params[key] = value
-    return at.run()
 
 
 def attention_title(at) -> str:
     return next(t for t in figure_titles(at) if t.startswith("Layer"))
 
 
-@needs_models
 def test_page_shows_results_and_attention():
     """The page draws the shipped results chart and the two-length attention figure."""
-    at = open_page()
+    at = run_app("extrapolation")
     assert not at.exception and not at.error
     titles = figure_titles(at)
     assert any(t.startswith("Train short, test long") for t in titles) == bool(
@@ -38,20 +23,18 @@ def test_page_shows_results_and_attention():
     assert "128 and 1,024 tokens" in attention_title(at)
 
 
-@needs_models
 def test_layer_and_head_selection_change_the_maps():
     """Choosing layer 2, head 3 redraws the attention figure for that head and updates the URL."""
-    at = open_page()
+    at = run_app("extrapolation")
     at.selectbox(key="xl_layer").set_value(2)
     at.selectbox(key="xl_head").set_value(3).run()
     assert attention_title(at).startswith("Layer 2, head 3")
     assert at.query_params["layer"] == "2" and at.query_params["head"] == "3"
 
 
-@needs_models
 def test_url_restores_state():
     """?model=rope&length=512&layer=2&head=5 restores exactly those controls."""
-    at = open_page({"model": "rope", "length": "512", "layer": "2", "head": "5"})
+    at = run_app("extrapolation", {"model": "rope", "length": "512", "layer": "2", "head": "5"})
     assert at.selectbox(key="xl_model").value == "rope"
     assert at.select_slider(key="xl_length").value == 512
     assert attention_title(at).startswith("Layer 2, head 5")
@@ -60,17 +43,16 @@ def test_url_restores_state():
 
 def test_bad_url_values_warn_and_fall_back():
     """layer=99, head=-1, length=1000 and model=gpt5 each warn; the defaults are used."""
-    at = open_page({"layer": "99", "head": "-1", "length": "1000", "model": "gpt5"})
+    at = run_app("extrapolation", {"layer": "99", "head": "-1", "length": "1000", "model": "gpt5"})
     assert not at.exception
     assert len([w for w in warnings(at) if w.startswith("URL parameter ignored")]) == 4
     assert at.selectbox(key="xl_layer").value == 1
     assert at.select_slider(key="xl_length").value == 1024
 
 
-@needs_models
 def test_live_run_reproduces_the_evaluator():
     """A live run at 128 tokens shows the perplexity evaluate.perplexity gives, and a star."""
-    at = open_page({"length": "128"})
+    at = run_app("extrapolation", {"length": "128"})
     at.number_input(key="xl_tokens").set_value(128).run()
     at.button(key="xl_run").click().run()
     assert not at.exception and not at.error
@@ -88,7 +70,7 @@ def test_missing_assets_give_clear_messages(monkeypatch, tmp_path):
     """With no shipped models or results the page explains what to run, without an exception."""
     monkeypatch.setattr(assets, "MODELS_DIR", tmp_path / "models")
     monkeypatch.setattr(assets, "RESULTS_PATH", tmp_path / "results.json")
-    at = open_page()
+    at = run_app("extrapolation")
     assert not at.exception
     infos = " ".join(i.value for i in at.info)
     assert "python -m alibi_viz.evaluate" in infos

@@ -23,8 +23,6 @@ def tiny_bloom(tmp_path_factory):
     return save_tiny_model(tmp_path_factory.mktemp("bloom") / "bloom", "bloom")
 
 
-@pytest.mark.skipif(not (SHIPPED / "config.json").is_file(),
-                    reason="the shipped ALiBi model is not in assets/models/alibi")
 def test_shipped_model_facts_slopes_and_heads():
     """Default: the shipped ALiBi model's table, slopes vs schedules, then the three views."""
     at = run_app("inspect_model", {"text": SHORT})

@@ -12,8 +12,6 @@ SHIPPED = assets.MODELS_DIR / "alibi"
 SHORT = "def add(a, b):\n    return a + b\n"  # 32 byte tokens: labelled heatmaps, fast
 LONG = "x = 1\n" * 40  # 240 tokens: past the training length (128)
 
-pytestmark = pytest.mark.skipif(not (SHIPPED / "config.json").is_file(),
-                                reason="the shipped ALiBi model is not in assets/models/alibi")
 
 
 def grid_title(at) -> str:

@@ -436,7 +436,6 @@ def test_bad_slopes_shape_is_refused():
 SHIPPED = Path(__file__).resolve().parents[1] / "assets" / "models" / "alibi"
 
 
-@pytest.mark.skipif(not (SHIPPED / "config.json").is_file(), reason="shipped model not trained yet")
 def test_shipped_alibi_model_decomposes_exactly():
     """The shipped ALiBi model loads, and every layer's softmax(total) is its own attention."""
     model, tokenizer, info = load_model(SHIPPED)
