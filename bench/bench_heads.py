@@ -130,10 +130,13 @@ def main(argv=None) -> None:
                 for t in args.threads]
         print(f"{tokens:6d}  maps+decomp   " + "".join(f"  {b:10.3f}" for b in both))
     if 512 in args.lengths:
-        best = min(cell["maps", 512, t]["median_s"] + cell["decomposition", 512, t]["median_s"]
-                   for t in args.threads)
-        verdict = "meets" if best < TARGET_SECONDS else "MISSES"
-        print(f"target: maps + decomposition of 512 tokens < {TARGET_SECONDS} s: {best:.3f} s, {verdict}")
+        median = min(cell["maps", 512, t]["median_s"] + cell["decomposition", 512, t]["median_s"]
+                     for t in args.threads)
+        fastest = min(cell["maps", 512, t]["min_s"] + cell["decomposition", 512, t]["min_s"]
+                      for t in args.threads)
+        verdict = "meets" if median < TARGET_SECONDS else "MISSES"
+        print(f"target: maps + decomposition of 512 tokens < {TARGET_SECONDS} s: median {median:.3f} s "
+              f"({verdict}), fastest run {fastest:.3f} s; a busy machine inflates the median")
     out_dir = ROOT / "bench" / "out"
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "bench_heads.json").write_text(json.dumps(results, indent=2))
