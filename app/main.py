@@ -19,7 +19,7 @@ import torch  # noqa: E402
 # threads on a busy 2-core machine were measured 100x slower than one (see bench/).
 torch.set_num_threads(int(os.environ.get("ALIBI_VIZ_TORCH_THREADS", "1")))
 
-st.set_page_config(page_title="alibi-viz", page_icon=":material/grid_on:", layout="wide")
+st.set_page_config(page_title="alibi-viz", page_icon=str(ROOT / "assets" / "favicon.png"), layout="wide")
 
 PAGES = [
     st.Page("bias_explorer.py", title="Bias explorer", icon=":material/grid_on:", url_path="", default=True),

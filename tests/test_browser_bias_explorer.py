@@ -53,3 +53,14 @@ def test_bad_url_warns_in_browser(page, server_url):
     page.wait_for_selector(".js-plotly-plot >> nth=2")
     assert page.get_by_text("URL parameter ignored").count() >= 2
     assert page.locator("[data-testid='stException']").count() == 0
+
+
+def test_no_request_leaves_the_machine(page, server_url):
+    """Offline: opening the app asks nothing of any host but the local server."""
+    outside = []
+    page.on("request", lambda request: None if request.url.startswith(
+        (server_url, "data:", "blob:", "about:")) else outside.append(request.url))
+    page.goto(server_url)
+    page.wait_for_selector(".js-plotly-plot >> nth=2")
+    wait_for_app(page)
+    assert outside == []
