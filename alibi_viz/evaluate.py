@@ -135,7 +135,7 @@ def perplexity(model, token_ids: Sequence[int] | np.ndarray | torch.Tensor, leng
     return {"ppl": math.exp(mean), "nll": mean, "tokens": total_tokens, "windows": len(windows)}
 
 
-def load_model(folder: Path, for_attentions: bool = False):
+def load_eval_model(folder: Path, for_attentions: bool = False):
     """A shipped model in eval mode. sdpa where the architecture supports it (same logits as
     eager up to rounding, much less memory at 4096 tokens); eager for BLOOM or when the caller
     needs attention probabilities."""
@@ -223,7 +223,7 @@ def evaluate_all(models: dict[str, Path], lengths=LENGTHS, nonoverlapping_tokens
                   "token_ids": check_ids.tolist(), "ppl": {}},
     }
     for name, folder in models.items():
-        model = load_model(folder)
+        model = load_eval_model(folder)
         info = training_info(folder)
         entry = {"folder": str(folder.as_posix()), "arch": info.get("arch"),
                  "model_class": type(model).__name__,

@@ -7,8 +7,14 @@ import streamlit as st
 
 from alibi_viz import assets, data
 from alibi_viz.errors import AlibiVizError
-from alibi_viz.evaluate import DEFAULT_STRIDE, LENGTHS, PROTOCOLS, evaluation_stream, perplexity
-from alibi_viz.evaluate import load_model as load_eval_model
+from alibi_viz.evaluate import (
+    DEFAULT_STRIDE,
+    LENGTHS,
+    PROTOCOLS,
+    evaluation_stream,
+    load_eval_model,
+    perplexity,
+)
 from alibi_viz.extrapolation_plots import (
     extrapolation_attention_figure,
     extrapolation_summary,

@@ -16,7 +16,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from alibi_viz import assets  # noqa: E402
-from alibi_viz.evaluate import LENGTHS, evaluation_stream, load_model, perplexity  # noqa: E402
+from alibi_viz.evaluate import LENGTHS, evaluation_stream, load_eval_model, perplexity  # noqa: E402
 from alibi_viz.extrapolation_plots import live_plan, live_token_cap  # noqa: E402
 
 
@@ -29,7 +29,7 @@ def main() -> None:
     print("| model | protocol | length | tokens scored | ppl | seconds |")
     print("|---|---|---|---|---|---|")
     for name in names:
-        model = load_model(assets.shipped_models()[name])
+        model = load_eval_model(assets.shipped_models()[name])
         for protocol in protocols:
             for length in LENGTHS:
                 tokens = live_token_cap(length, protocol)

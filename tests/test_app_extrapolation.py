@@ -3,7 +3,7 @@
 from apptest_utils import figure_titles, figures, run_app, warnings
 
 from alibi_viz import assets
-from alibi_viz.evaluate import evaluation_stream, load_model, perplexity
+from alibi_viz.evaluate import evaluation_stream, load_eval_model, perplexity
 
 SHIPPED = assets.shipped_models()
 
@@ -57,7 +57,7 @@ def test_live_run_reproduces_the_evaluator():
     at.button(key="xl_run").click().run()
     assert not at.exception and not at.error
     live = next(m for m in at.metric if m.label.startswith("Live"))
-    expected = perplexity(load_model(SHIPPED["alibi"]), evaluation_stream(128), 128,
+    expected = perplexity(load_eval_model(SHIPPED["alibi"]), evaluation_stream(128), 128,
                           max_tokens=128)["ppl"]
     assert live.value == f"{expected:.3f}"
     if assets.load_extrapolation_results(assets.RESULTS_PATH):

@@ -15,7 +15,7 @@ from alibi_viz.assets import (
     shipped_models,
     training_info,
 )
-from alibi_viz.evaluate import load_model, perplexity
+from alibi_viz.evaluate import load_eval_model, perplexity
 
 NAMES = ("alibi", "learned", "rope")
 # Held-out perplexity at the training length (128), first 16 windows of the validation stream.
@@ -27,7 +27,7 @@ IN_DISTRIBUTION_PPL_LIMIT = {"alibi": 6.8, "learned": 8.0, "rope": 4.15}
 @pytest.fixture(scope="module")
 def models():
     torch.set_num_threads(min(2, torch.get_num_threads()))
-    return {name: load_model(path) for name, path in shipped_models().items()}
+    return {name: load_eval_model(path) for name, path in shipped_models().items()}
 
 
 @pytest.fixture(scope="module")
