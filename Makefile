@@ -42,8 +42,12 @@ lint: install-dev
 test: install-dev chromium lint
 	$(BIN)/python -m pytest
 
+# The quick benchmarks; bench/README.md lists the long ones (model page vs bertviz, load test).
 bench: install-dev chromium
-	$(BIN)/python bench/run_all.py
+	$(BIN)/python bench/bench_bias.py --browser
+	$(BIN)/python bench/bench_compare.py
+	$(BIN)/python bench/bench_heads.py
+	$(BIN)/python bench/bench_live_eval.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache test-artifacts
