@@ -566,9 +566,10 @@ async def class_at_work(args, url: str, proc, browser, stats: Stats, result: dic
 
 def report(args, stats: Stats, result: dict, wall: float) -> None:
     nice = f" (browsers at nice {args.nice_browsers})" if args.nice_browsers else ""
-    print(f"\n## Load test: {args.sessions} browser sessions x {args.seconds:.0f} s, one server "
-          f"({time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores shared by the server and all "
-          f"{args.sessions} browsers{nice}; think time {args.think:.0f} s; {wall:.0f} s in all)")
+    sessions = f"{args.sessions} browser session{'s' if args.sessions > 1 else ''}"
+    print(f"\n## Load test: {sessions} x {args.seconds:.0f} s, one server "
+          f"({time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores shared by the server and the "
+          f"browsers{nice}; think time {args.think:.0f} s; {wall:.0f} s in all)")
     print("| what | changes | change -> chart drawn: p50 (s) | p95 (s) | max (s) "
           "| server round trip: p50 (s) | p95 (s) |")
     print("|---|---|---|---|---|---|---|")

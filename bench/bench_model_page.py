@@ -2,7 +2,7 @@
 
     .venv/bin/pip install -r bench/requirements.txt          # bertviz, for the comparison only
     apt-get install -y node-d3 libjs-requirejs libjs-jquery  # bertviz's JS libraries, offline
-    .venv/bin/python bench/bench_model_page.py               # everything (about 10 minutes)
+    .venv/bin/python bench/bench_model_page.py               # everything (about 15 minutes)
     .venv/bin/python bench/bench_model_page.py --quick       # small sizes only: a smoke test
 
 Two tables, each measured side by side in one run:
