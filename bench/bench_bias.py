@@ -97,7 +97,7 @@ def server_table() -> None:
 
 
 def browser_table() -> None:
-    from conftest import CHROMIUM, CHROMIUM_ARGS, free_port, start_streamlit
+    from conftest import CHROMIUM, CHROMIUM_ARGS, free_port, start_streamlit, stop_streamlit
     from playwright.sync_api import sync_playwright
 
     proc, url = start_streamlit(free_port(), log_name="bench_streamlit.log")
@@ -131,7 +131,7 @@ def browser_table() -> None:
                       f"| {statistics.median(changes):.2f} |")
             browser.close()
     finally:
-        proc.terminate()
+        stop_streamlit(proc)
 
 
 def main() -> None:

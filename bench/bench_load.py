@@ -52,7 +52,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from conftest import CHROMIUM, CHROMIUM_ARGS, free_port, start_streamlit  # noqa: E402
+from conftest import CHROMIUM, CHROMIUM_ARGS, free_port, start_streamlit, stop_streamlit  # noqa: E402
 
 VIEWPORT = {"width": 1280, "height": 900}
 WIRES: dict = {}  # page -> Wire
@@ -507,11 +507,7 @@ async def run(args) -> None:
     try:
         await measure(args, url, proc, stats, result)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except Exception:
-            proc.kill()
+        stop_streamlit(proc)
     report(args, stats, result, time.perf_counter() - started)
 
 

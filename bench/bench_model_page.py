@@ -374,7 +374,7 @@ def server_table(sizes: list[int], repeats: int) -> None:
 
 def browser_tables(args) -> None:
     """Text change -> maps shown on /model, then the same page beside bertviz, in chromium."""
-    from conftest import CHROMIUM, CHROMIUM_ARGS, free_port, start_streamlit
+    from conftest import CHROMIUM, CHROMIUM_ARGS, free_port, start_streamlit, stop_streamlit
     from model_factory import save_tiny_model
     from playwright.sync_api import sync_playwright
 
@@ -416,11 +416,7 @@ def browser_tables(args) -> None:
             bertviz_table(browser, rows)
             browser.close()
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except Exception:
-            proc.kill()
+        stop_streamlit(proc)
 
     def render(seconds):
         return f"{seconds:.1f}" if seconds is not None else f"did not finish in {BERTVIZ_TIMEOUT_S} s"

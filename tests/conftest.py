@@ -54,16 +54,21 @@ def start_streamlit(port: int, env: dict | None = None, log_name: str = "streaml
     raise RuntimeError("streamlit did not become healthy within 60 s")
 
 
-@pytest.fixture(scope="session")
-def server_url():
-    """Base URL of a streamlit server running the app for the whole session."""
-    proc, url = start_streamlit(free_port())
-    yield url
+def stop_streamlit(proc) -> None:
+    """Stop a server started by start_streamlit: terminate, then kill after 10 s."""
     proc.terminate()
     try:
         proc.wait(10)
     except subprocess.TimeoutExpired:
         proc.kill()
+
+
+@pytest.fixture(scope="session")
+def server_url():
+    """Base URL of a streamlit server running the app for the whole session."""
+    proc, url = start_streamlit(free_port())
+    yield url
+    stop_streamlit(proc)
 
 
 @pytest.fixture(scope="session")
