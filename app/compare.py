@@ -109,8 +109,6 @@ def controls_ui():
     """The controls, seeded from the URL on the first run. Returns their values."""
     ui.seed_from_url(PREFIX, PARAMS)
     finish_seeding()
-    for name in ("methods", "len", "mode", "xscale"):  # widgets dropped on another page
-        st.session_state.setdefault(f"{PREFIX}_{name}", DEFAULTS[name])
     with st.sidebar:
         st.header("Compare methods")
         methods = st.multiselect(

@@ -60,7 +60,6 @@ VIEW_PARAMS = [
     Param("example", "choice", "prose", choices=(*EXAMPLE_SLUGS, CUSTOM)),
     Param("text", "text", ""),
 ]
-KEPT = ("layer", "head", "color", "tokens", "example", "text")  # restored after a page switch
 
 
 @dataclass
@@ -103,8 +102,8 @@ def _key(prefix: str, name: str) -> str:
 
 
 def seed(prefix: str, params: list[Param]) -> None:
-    """Set the controls from the URL once per session, fill in the text, and bring back the
-    values Streamlit dropped while another page was shown (it forgets widgets not drawn)."""
+    """Set the controls from the URL once per session and fill in the text (ui.keep_page_state
+    carries them across visits to other pages)."""
     ui.seed_from_url(prefix, params)
     flag = f"_{prefix}_text_seeded"
     if not st.session_state.get(flag):
@@ -116,17 +115,6 @@ def seed(prefix: str, params: list[Param]) -> None:
             slug = slug if slug in examples() else EXAMPLE_SLUGS[0]
             st.session_state[_key(prefix, "example")] = slug
             st.session_state[_key(prefix, "text")] = examples()[slug][1]
-    for name in KEPT:
-        key = _key(prefix, name)
-        if key not in st.session_state and f"_kept_{key}" in st.session_state:
-            st.session_state[key] = st.session_state[f"_kept_{key}"]
-
-
-def _keep(prefix: str, *names: str) -> None:
-    """Copy the widgets' values under keys Streamlit does not forget between pages."""
-    for name in names:
-        key = _key(prefix, name)
-        st.session_state[f"_kept_{key}"] = st.session_state[key]
 
 
 # ----------------------------------------------------------------------------- model
@@ -195,7 +183,6 @@ def text_ui(prefix: str) -> str:
     if cut_from:
         st.warning(f"The text had {cut_from:,} characters; only the first {MAX_TEXT_CHARS:,} are "
                    "kept (and the model reads at most the token limit in the sidebar).", icon="✂️")
-    _keep(prefix, "example", "text")
     return text
 
 
@@ -229,7 +216,6 @@ def controls_ui(prefix: str, info) -> Choice:
         "Head", list(range(1, info.num_heads + 1)), key=_key(prefix, "head"),
         format_func=lambda h: f"head {h}" + (f" (m = {slopes[h - 1]:.3g})" if slopes else ""),
         help="The head whose scores are split into content and bias below.")
-    _keep(prefix, "layer", "head", "color", "tokens")
     return Choice(layer=int(layer) - 1, head=int(head) - 1, scale=scale, max_tokens=int(max_tokens))
 
 

@@ -30,9 +30,6 @@ def markdown_text(text: str) -> str:
 
 def source_ui(models: dict, default: str):
     """Shipped model or local folder, in the sidebar. Returns (source, shipped name, path)."""
-    for key, fallback in (("im_source", "shipped"), ("im_model", default), ("im_path", "")):
-        if key not in st.session_state:  # dropped by Streamlit while another page was shown
-            st.session_state[key] = st.session_state.get(f"_kept_{key}", fallback)
     if st.session_state["im_model"] not in models:
         st.session_state["im_model"] = default
     with st.sidebar:
@@ -50,8 +47,6 @@ def source_ui(models: dict, default: str):
                 "Folder", key="im_path", placeholder="/path/to/checkpoint",
                 help="A folder with config.json, model.safetensors and the tokenizer. Nothing "
                      "is downloaded; only safetensors weights are read; no custom code runs.")
-    for key in ("im_source", "im_model", "im_path"):
-        st.session_state[f"_kept_{key}"] = st.session_state[key]
     return source, name, path.strip()
 
 

@@ -29,5 +29,8 @@ PAGES = [
     st.Page("extrapolation.py", title="Extrapolation lab", icon=":material/show_chart:", url_path="extrapolation"),
     st.Page("lesson.py", title="Lesson", icon=":material/school:", url_path="lesson"),
 ]
+import ui  # noqa: E402
+
+ui.keep_page_state()
 page = st.navigation(PAGES)
 page.run()

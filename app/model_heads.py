@@ -27,8 +27,6 @@ PARAMS = [Param("model", "choice", default, choices=tuple(models)), *heads_view.
 heads_view.seed(PREFIX, PARAMS)
 ui.show_url_warnings(PREFIX)
 
-if "mh_model" not in st.session_state:  # dropped by Streamlit while another page was shown
-    st.session_state["mh_model"] = st.session_state.get("_kept_mh_model", default)
 if st.session_state["mh_model"] not in models:  # its folder vanished since it was chosen
     st.warning(f"The model '{st.session_state['mh_model']}' is no longer in assets/models; "
                f"showing '{default}'.", icon="⚠️")
@@ -38,7 +36,6 @@ with st.sidebar:
     name = st.selectbox("Model", list(models), key="mh_model",
                         format_func=lambda n: heads_view.MODEL_TITLES.get(n, n),
                         help="The shipped models: ALiBi, and two baselines trained the same way.")
-st.session_state["_kept_mh_model"] = name
 
 loaded = heads_view.load(str(models[name]))
 if loaded is None:

@@ -9,34 +9,45 @@ import streamlit as st
 
 from alibi_viz.params import Param, parse_param
 
+STATE_KEYS = "_url_state_keys"  # widget keys registered by seed_from_url
 PLOT_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
 
 
 def seed_from_url(prefix: str, specs: list[Param]) -> None:
-    """Set each control's state from the URL on a session's first visit, and keep it after.
+    """Set each control's state from the URL on a session's first visit to the page.
 
     Widget keys are f"{prefix}_{name}". Bad URL values fall back to defaults with a visible
-    warning. Streamlit forgets the state of widgets that a run does not draw, so visiting
-    another page would reset this page's controls to their minimum: each run therefore keeps
-    a copy of the values, and restores any that Streamlit dropped.
+    warning. The keys are registered for `keep_page_state`, which carries their values across
+    visits to other pages.
     """
-    flag, last_key = f"_{prefix}_seeded", f"_{prefix}_last"
+    flag = f"_{prefix}_seeded"
+    keys = [f"{prefix}_{spec.name}" for spec in specs]
     if not st.session_state.get(flag):
         warnings = []
-        for spec in specs:
+        for spec, key in zip(specs, keys, strict=True):
             value, warning = parse_param(spec, st.query_params.get_all(spec.name) or None)
-            st.session_state[f"{prefix}_{spec.name}"] = value
+            st.session_state[key] = value
             if warning:
                 warnings.append(warning)
         st.session_state[flag] = True
         st.session_state[f"_{prefix}_url_warnings"] = warnings
-    last = st.session_state.get(last_key, {})
-    for spec in specs:
-        key = f"{prefix}_{spec.name}"
+        st.session_state[STATE_KEYS] = [*st.session_state.get(STATE_KEYS, []), *keys]
+    for spec, key in zip(specs, keys, strict=True):
         if key not in st.session_state:
-            st.session_state[key] = last.get(spec.name, spec.default)
-    st.session_state[last_key] = {spec.name: st.session_state[f"{prefix}_{spec.name}"]
-                                  for spec in specs}
+            st.session_state[key] = spec.default
+
+
+def keep_page_state() -> None:
+    """Keep every page's controls while another page is shown (main.py calls this each run).
+
+    Streamlit deletes the state of widgets that a run does not draw, so visiting another page
+    would reset a page's controls. Assigning a key to itself at the start of every run hands
+    its value to Session State for that run, so it survives: Streamlit's documented way to
+    carry widget values between pages.
+    """
+    for key in st.session_state.get(STATE_KEYS, []):
+        if key in st.session_state:
+            st.session_state[key] = st.session_state[key]
 
 
 def show_url_warnings(prefix: str) -> None:

@@ -137,3 +137,12 @@ def test_download_offered():
     """The displayed matrices can be downloaded as .npy."""
     at = run_app("compare")
     assert [b.proto.label for b in at.get("download_button")] == ["Download .npy"]
+
+
+def test_controls_survive_a_visit_to_another_page():
+    """Compare -> bias explorer -> compare keeps the methods and length the user chose."""
+    at = run_app("compare", {"methods": "alibi,t5", "len": "4096"})
+    at.switch_page("bias_explorer.py").run()
+    at.switch_page("compare.py").run()
+    assert at.multiselect(key="cmp_methods").value == ["alibi", "t5"]
+    assert at.number_input(key="cmp_len").value == 4096
