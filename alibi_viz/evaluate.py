@@ -10,9 +10,10 @@ The models were trained on windows of 128 tokens. Here each reads held-out text 
                   is scored. Tokens early in a window see little context (the "early token
                   curse"), so this understates what a long window gives.
   sliding         windows of `length` tokens advance by `stride` tokens and only the last
-                  `stride` tokens of each window are scored, so every scored token sees at least
-                  length - stride tokens of context. More expensive: length / stride forward
-                  tokens per scored token.
+                  `stride` tokens of each window are scored, so every scored token sees between
+                  length - stride + 1 and length tokens of context (the paper slid by one token,
+                  stride 1, so that each sees exactly `length`; a larger stride is cheaper).
+                  More expensive: length / stride forward tokens per scored token.
 
 Per protocol, every length scores exactly the same target tokens, so the perplexities compare
 directly. Perplexity is exp(mean negative log-likelihood per token); tokens are bytes here.
@@ -34,11 +35,14 @@ import torch
 import torch.nn.functional as F
 
 from . import data
+from .alibi import check_int, check_seq_len
 from .assets import (
+    ASSETS_DIR,
     MODEL_ORDER,
     MODELS_DIR,
     RESULTS_PATH,
     load_extrapolation_results,
+    model_label,
     shipped_models,
     training_info,
 )
@@ -48,9 +52,12 @@ PROTOCOLS = ("nonoverlapping", "sliding")
 LENGTHS = (128, 256, 512, 1024, 2048, 4096)
 DEFAULT_STRIDE = 64
 NONOVERLAPPING_TOKENS = 16384  # 4 windows at 4096
-SLIDING_TOKENS = 512  # scored tokens; each costs length / stride forward tokens
+SLIDING_TOKENS = 2048  # scored tokens; each costs length / stride forward tokens
+CHUNKS = 16  # scored tokens are cut into this many contiguous chunks for the spread
 TOKENS_PER_BATCH = 4096  # windows of one length batched up to this many input tokens
 CHECK_WINDOWS = 4  # extrapolation.json keeps 4 x 128 + 1 ids for tests to re-evaluate
+LIVE_CELL_BUDGET = 2048 * 4096  # attention cells (query x key) a live run may compute
+LIVE_MAX_TOKENS = 4096          # scored tokens of a live run, whatever the length
 
 
 def _windows(n_targets: int, length: int, protocol: str, stride: int, score_from: int):
@@ -89,7 +96,9 @@ def perplexity(model, token_ids: Sequence[int] | np.ndarray | torch.Tensor, leng
         "sliding" (targets score_from .. n - 1, `stride` per window, each seeing up to `length`
         tokens; pass score_from >= the longest length you compare so every window is full).
     progress: called as progress(windows_done, windows_total) after each batch.
-    Returns {"ppl", "nll" (mean, nats per token), "tokens" (targets scored), "windows"}.
+    Returns {"ppl", "nll" (mean, nats per token), "tokens" (targets scored), "windows",
+    "chunk_nll" (mean nll of each of `CHUNKS` contiguous runs of the scored targets, in order:
+    the spread over disjoint pieces of text that `confidence_interval` turns into an interval)}.
     Runs under torch.inference_mode(); batches windows of equal length, up to
     `tokens_per_batch` input tokens per forward pass.
     """
@@ -110,7 +119,7 @@ def perplexity(model, token_ids: Sequence[int] | np.ndarray | torch.Tensor, leng
 
     model.eval()
     device = next(model.parameters()).device
-    total_nll, total_tokens, done = 0.0, 0, 0
+    scored_nll, done = [], 0  # per-target nll, in target order
     with torch.inference_mode():
         i = 0
         while i < len(windows):
@@ -125,14 +134,40 @@ def perplexity(model, token_ids: Sequence[int] | np.ndarray | torch.Tensor, leng
             logits = model(input_ids=inputs).logits.float()  # (B, width, V)
             nll = F.cross_entropy(logits.transpose(1, 2), targets, reduction="none")  # (B, width)
             for row, (_, _, scored) in enumerate(batch):
-                total_nll += nll[row, width - scored :].double().sum().item()
-                total_tokens += scored
+                scored_nll.append(nll[row, width - scored :].double())
             done += len(batch)
             if progress is not None:
                 progress(done, len(windows))
             i = j
-    mean = total_nll / total_tokens
-    return {"ppl": math.exp(mean), "nll": mean, "tokens": total_tokens, "windows": len(windows)}
+    per_token = torch.cat(scored_nll).numpy()  # (tokens,)
+    mean = float(per_token.mean())
+    chunks = [float(c.mean()) for c in np.array_split(per_token, min(CHUNKS, per_token.size))]
+    return {"ppl": math.exp(mean), "nll": mean, "tokens": int(per_token.size),
+            "windows": len(windows), "chunk_nll": chunks}
+
+
+def confidence_interval(chunk_nll, z: float = 1.96) -> tuple[float, float]:
+    """95% interval of a perplexity from the mean nll of equal, disjoint chunks of text:
+    exp(mean +- z * sd / sqrt(chunks)). Text is not independent token by token, so the spread
+    over chunks (each hundreds of tokens) is the honest one. Returns (low, high)."""
+    values = np.asarray(chunk_nll, dtype=np.float64)
+    if values.size < 2:
+        raise AlibiVizError("Need at least two chunks for an interval.")
+    half = z * values.std(ddof=1) / math.sqrt(values.size)
+    return math.exp(values.mean() - half), math.exp(values.mean() + half)
+
+
+def paired_ratio_interval(chunk_a, chunk_b, z: float = 1.96) -> tuple[float, float, float]:
+    """Ratio of perplexity a / b on the *same* scored tokens, with a 95% interval from the
+    chunk-by-chunk differences of mean nll (pairing removes the text's own difficulty, so
+    this is much tighter than comparing two separate intervals). Returns (ratio, low, high);
+    the difference is real when the interval excludes 1."""
+    a, b = np.asarray(chunk_a, dtype=np.float64), np.asarray(chunk_b, dtype=np.float64)
+    if a.shape != b.shape or a.size < 2:
+        raise AlibiVizError("Paired chunks must have the same length, at least 2.")
+    diff = a - b
+    half = z * diff.std(ddof=1) / math.sqrt(diff.size)
+    return math.exp(diff.mean()), math.exp(diff.mean() - half), math.exp(diff.mean() + half)
 
 
 def load_eval_model(folder: Path, for_attentions: bool = False):
@@ -159,7 +194,8 @@ def evaluation_stream(n_tokens: int) -> np.ndarray:
 def protocol_plan(protocol: str, tokens: int, max_length: int = max(LENGTHS)) -> dict:
     """The perplexity() arguments that make every length up to max_length score the same
     `tokens` targets: nonoverlapping scores targets 1 .. tokens; sliding scores the `tokens`
-    targets after the first max_length tokens, so every window is full."""
+    targets after the first max_length tokens, so every window is full (a live run at one
+    length passes max_length=length)."""
     if protocol == "nonoverlapping":
         return {"max_tokens": tokens, "score_from": 1}
     if protocol == "sliding":
@@ -187,7 +223,7 @@ def evaluate_all(models: dict[str, Path], lengths=LENGTHS, nonoverlapping_tokens
 
     Nonoverlapping scores targets 1 .. nonoverlapping_tokens. Sliding scores the
     `sliding_tokens` targets that follow the first max(lengths) tokens, so at every length each
-    scored token sees between length - stride and length tokens of context.
+    scored token sees between length - stride + 1 and length tokens of context.
     """
     from tqdm import tqdm
 
@@ -209,6 +245,9 @@ def evaluate_all(models: dict[str, Path], lengths=LENGTHS, nonoverlapping_tokens
                         "tokens": sliding_tokens, "stride": stride},
         },
         "stride": stride,
+        "chunks": CHUNKS,
+        "interval": f"95% interval from the spread of the mean nll over {CHUNKS} disjoint, "
+                    "equal chunks of the scored tokens (alibi_viz.evaluate.confidence_interval)",
         "tokens_note": f"held-out tokens at every length: {nonoverlapping_tokens:,} "
                        f"(non-overlapping), {sliding_tokens:,} (sliding)",
         "corpus": {
@@ -225,15 +264,20 @@ def evaluate_all(models: dict[str, Path], lengths=LENGTHS, nonoverlapping_tokens
     for name, folder in models.items():
         model = load_eval_model(folder)
         info = training_info(folder)
-        entry = {"folder": str(folder.as_posix()), "arch": info.get("arch"),
+        folder = Path(folder)
+        try:  # relative to the repository, so the results file is the same on every machine
+            shown = folder.resolve().relative_to(ASSETS_DIR.parent).as_posix()
+        except ValueError:
+            shown = folder.as_posix()
+        entry = {"folder": shown, "arch": info.get("arch"),
                  "model_class": type(model).__name__,
                  "attn_implementation": model.config._attn_implementation,
                  "train_seq_len": info.get("train_seq_len"), "seed": info.get("seed"),
                  "steps": info.get("steps"), "threads": torch.get_num_threads(),
-                 "perplexity": {}, "tokens": {}, "seconds": {}}
+                 "perplexity": {}, "ci95": {}, "chunk_nll": {}, "tokens": {}, "seconds": {}}
         for protocol in PROTOCOLS:
-            entry["perplexity"][protocol], entry["tokens"][protocol] = {}, {}
-            entry["seconds"][protocol] = {}
+            for field in ("perplexity", "ci95", "chunk_nll", "tokens", "seconds"):
+                entry[field][protocol] = {}
             for length in lengths:
                 t0 = time.perf_counter()
                 with tqdm(desc=f"{name} {protocol} {length}", unit="win", disable=not bar,
@@ -246,6 +290,9 @@ def evaluate_all(models: dict[str, Path], lengths=LENGTHS, nonoverlapping_tokens
                                      progress=advance, **plan[protocol])
                 key = str(length)
                 entry["perplexity"][protocol][key] = round(out["ppl"], 5)
+                entry["ci95"][protocol][key] = [round(v, 5)
+                                                for v in confidence_interval(out["chunk_nll"])]
+                entry["chunk_nll"][protocol][key] = [round(v, 6) for v in out["chunk_nll"]]
                 entry["tokens"][protocol][key] = out["tokens"]
                 entry["seconds"][protocol][key] = round(time.perf_counter() - t0, 1)
                 print(f"{name:8s} {protocol:15s} {length:5d}  ppl {out['ppl']:8.3f}  "
@@ -254,6 +301,197 @@ def evaluate_all(models: dict[str, Path], lengths=LENGTHS, nonoverlapping_tokens
             perplexity(model, check_ids, lengths[0], "nonoverlapping")["ppl"], 6)
         results["models"][name] = entry
     return results
+
+
+# ----------------------------------------------------------------------------- reading results
+
+def check_results(results) -> None:
+    """Raise AlibiVizError unless `results` looks like what `alibi_viz.evaluate` writes:
+    {"lengths": [...], "models": {name: {"perplexity": {protocol: {"128": ppl, ...}}}}}."""
+    if not isinstance(results, dict) or not results.get("models") or not results.get("lengths"):
+        raise AlibiVizError("No extrapolation results: run `python -m alibi_viz.evaluate` to "
+                            "write assets/results/extrapolation.json.")
+    for name, entry in results["models"].items():
+        if not isinstance(entry, dict) or not isinstance(entry.get("perplexity"), dict):
+            raise AlibiVizError(f"The results for model {name!r} have no perplexities; "
+                                "re-run `python -m alibi_viz.evaluate`.")
+
+
+def train_seq_len_of(results: dict) -> int | None:
+    """The training length the results were measured against (the first model's), or None."""
+    for entry in results.get("models", {}).values():
+        if entry.get("train_seq_len"):
+            return int(entry["train_seq_len"])
+    return None
+
+
+def protocols_in(results: dict) -> list[str]:
+    """Protocols with at least one perplexity, in the order the evaluator uses."""
+    found = []
+    for entry in results["models"].values():
+        for protocol in entry["perplexity"]:
+            if protocol not in found:
+                found.append(protocol)
+    order = {"nonoverlapping": 0, "sliding": 1}
+    return sorted(found, key=lambda p: (order.get(p, 2), p))
+
+
+def result_curve(entry: dict, protocol: str, lengths) -> tuple[list[int], list[float]]:
+    values = entry["perplexity"].get(protocol, {})
+    xs = [n for n in lengths if str(n) in values and values[str(n)] is not None]
+    return xs, [float(values[str(n)]) for n in xs]
+
+
+def results_table(results: dict) -> list[dict]:
+    """One row per model and protocol: {"model", "protocol", "<length>": perplexity, ...}."""
+    check_results(results)
+    lengths = sorted(int(n) for n in results["lengths"])
+    rows = []
+    for name, entry in results["models"].items():
+        for protocol in protocols_in(results):
+            xs, ys = result_curve(entry, protocol, lengths)
+            if not xs:
+                continue
+            row = {"model": model_label(name), "protocol": protocol}
+            values = dict(zip(xs, ys, strict=True))
+            row.update({f"{n:,}": values.get(n) for n in lengths})
+            rows.append(row)
+    return rows
+
+
+def _rank(results: dict, protocol: str, length: int) -> list[tuple[str, float]]:
+    found = []
+    for name, entry in results["models"].items():
+        value = entry["perplexity"].get(protocol, {}).get(str(length))
+        if value is not None:
+            found.append((name, float(value)))
+    return sorted(found, key=lambda item: item[1])
+
+
+def extrapolation_summary(results: dict, protocol: str = "nonoverlapping") -> list[str]:
+    """Plain sentences on what the numbers say under `protocol`, computed from the data:
+    who is best at the training length, how each model moves from there to the longest
+    length, and which model is lowest at each length. Empty if the protocol or the training
+    length is missing."""
+    check_results(results)
+    lengths = sorted(int(n) for n in results["lengths"])
+    train_len = train_seq_len_of(results)
+    if train_len is None or train_len not in lengths:
+        return []
+    at_train = _rank(results, protocol, train_len)
+    if not at_train:
+        return []
+    order = ", then ".join(f"{model_label(n)} {v:.3f}" for n, v in at_train)
+    sentences = [f"At the training length ({train_len} tokens) the lowest perplexity is "
+                 f"{model_label(at_train[0][0])}'s: {order}."]
+    longest = lengths[-1]
+    at_long = dict(_rank(results, protocol, longest))
+    start = dict(at_train)
+    moves = []
+    for name, value in sorted(at_long.items(), key=lambda item: item[1]):
+        if name in start:
+            ratio = value / start[name]
+            change = (f"{(ratio - 1) * 100:+.1f}%" if ratio < 2 else f"x{ratio:.1f}")
+            moves.append(f"{model_label(name)} {value:.3f} ({change})")
+    if moves:
+        sentences.append(f"At {longest:,} tokens ({longest // train_len}x the training length): "
+                         + ", ".join(moves) + ", relative to each model's own value at "
+                         f"{train_len}.")
+    runs = []  # [model, first length, last length] where that model is lowest
+    for n in lengths:
+        ranked = _rank(results, protocol, n)
+        if not ranked:
+            continue
+        if runs and runs[-1][0] == ranked[0][0]:
+            runs[-1][2] = n
+        else:
+            runs.append([ranked[0][0], n, n])
+    sentences.append("Lowest perplexity by length: " + ", ".join(
+        f"{model_label(name)} at {a:,}" + (f"-{b:,}" if b != a else "") for name, a, b in runs)
+        + ".")
+    return sentences
+
+
+def compare_cells(results: dict, protocol: str, a: tuple[str, int], b: tuple[str, int]):
+    """Perplexity ratio of cell a = (model, length) over cell b under `protocol`, with its 95%
+    interval from the paired chunk nlls (the same scored tokens in both cells, so the pairing
+    is exact). Returns (ratio, low, high), or None when a cell or its chunks are missing."""
+    try:
+        chunks = [results["models"][name]["chunk_nll"][protocol][str(length)]
+                  for name, length in (a, b)]
+    except (KeyError, TypeError):
+        return None
+    return paired_ratio_interval(*chunks)
+
+
+def describe_ratio(ratio_interval) -> str:
+    """'+1.2% (95% interval +0.8% to +1.6%)' or 'x2.31 (...)'; says when 1 is inside."""
+    ratio, low, high = ratio_interval
+
+    def fmt(x):
+        return f"{(x - 1) * 100:+.1f}%" if x < 2 else f"x{x:.2f}"
+
+    text = f"{fmt(ratio)} (95% interval {fmt(low)} to {fmt(high)}"
+    return text + (", not distinguishable from no change)" if low <= 1 <= high else ")")
+
+
+def useful_context(results: dict, name: str, protocol: str = "sliding"):
+    """How far extra context helps `name` under `protocol` (sliding: each scored token sees
+    a full window): the shortest length n from which no longer length is better by more than
+    its paired 95% interval. Returns (n, gain from the training length to n, change from n to
+    the longest length), each gain a `paired_ratio_interval` triple, or None without data."""
+    train_len = train_seq_len_of(results)
+    lengths = sorted(int(x) for x in results.get("lengths", []))
+    if not train_len or train_len not in lengths or name not in results.get("models", {}):
+        return None
+    for n in lengths[lengths.index(train_len):]:
+        later = [compare_cells(results, protocol, (name, m), (name, n)) for m in lengths
+                 if m > n]
+        if None in later:
+            return None
+        if all(c[2] >= 1 for c in later):  # nothing longer is significantly lower
+            gain = compare_cells(results, protocol, (name, n), (name, train_len))
+            rest = compare_cells(results, protocol, (name, lengths[-1]), (name, n))
+            return n, gain, rest
+    return None
+
+
+def in_distribution_ranking(results: dict, protocol: str = "nonoverlapping") -> list[str]:
+    """Sentences ranking the models at the training length, each against the best one with
+    the paired interval, so the page can say which gaps are real."""
+    train_len = train_seq_len_of(results)
+    ranked = _rank(results, protocol, train_len) if train_len else []
+    if len(ranked) < 2:
+        return []
+    best = ranked[0][0]
+    parts = []
+    for name, value in ranked[1:]:
+        cmp = compare_cells(results, protocol, (name, train_len), (best, train_len))
+        parts.append(f"{model_label(name)} {value:.3f}"
+                     + (f" ({describe_ratio(cmp)} against {model_label(best)})" if cmp else ""))
+    return [f"At the training length ({train_len} tokens, {protocol}) {model_label(best)} is "
+            f"lowest at {ranked[0][1]:.3f}; then " + "; ".join(parts) + "."]
+
+
+def live_token_cap(length: int, protocol: str = "nonoverlapping", stride: int = 64,
+                   cell_budget: int = LIVE_CELL_BUDGET, max_tokens: int = LIVE_MAX_TOKENS) -> int:
+    """Most tokens a live run scores at `length`, so its attention costs about `cell_budget`
+    query x key cells (one 2,048-token window pair; eager attention time grows with cells).
+
+    nonoverlapping: each scored token costs `length` cells; sliding: each window of `length`
+    tokens costs length^2 cells and scores `stride` tokens. Never less than one full window
+    (`length` tokens, or `stride` for sliding: the length is the point of the run) and never
+    more than `max_tokens`.
+    """
+    length = check_seq_len(length, "length")
+    stride = min(check_int(stride, "stride", 1, 1 << 24), length)
+    if protocol == "nonoverlapping":
+        cap = cell_budget // length
+        return int(min(max(cap, length), max(max_tokens, length)))
+    if protocol == "sliding":
+        windows = max(1, cell_budget // (length * length))
+        return int(min(windows * stride, max_tokens))
+    raise AlibiVizError(f"protocol must be 'nonoverlapping' or 'sliding', got {protocol!r}.")
 
 
 def format_table(results: dict) -> str:

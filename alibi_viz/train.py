@@ -1,24 +1,29 @@
-"""Train the shipped models from scratch on CPU: ALiBi (BLOOM) and two baselines.
+"""Train the shipped model family from scratch on CPU: ALiBi and four baselines.
 
-    python -m alibi_viz.train --arch alibi   --out assets/models/alibi
-    python -m alibi_viz.train --arch learned --out assets/models/learned
-    python -m alibi_viz.train --arch rope    --out assets/models/rope
+    python -m alibi_viz.train --arch alibi      --out assets/models/alibi
+    python -m alibi_viz.train --arch sinusoidal --out assets/models/sinusoidal
+    python -m alibi_viz.train --arch rope       --out assets/models/rope
+    python -m alibi_viz.train --arch learned    --out assets/models/learned
+    python -m alibi_viz.train --arch nope       --out assets/models/nope
 
-The three differ only in how they know where a token is:
-  alibi    BloomForCausalLM: no position embeddings, a per-head linear bias -m_h * (i - j) on
-           the attention scores (slopes 1/2 .. 1/256 for 8 heads).
-  learned  GPT2LMHeadModel: a learned vector per absolute position, added to the token
-           embedding. n_positions is 4096 so that it can be *evaluated* that long, but only the
-           first `seq_len` rows are ever trained; the rest keep their random initialisation.
-  rope     LlamaForCausalLM: rotary position embeddings (queries and keys rotated by position).
-Same depth, width, heads, data, batches (same seed), steps, learning-rate schedule and training
-length for all. The Llama MLP is SwiGLU (three matrices), so its intermediate size is 8/3 of the
-hidden size rather than 4x, which keeps the parameter counts comparable.
+One backbone as far as transformers allows: pre-LayerNorm blocks, multi-head attention with
+biases, a 4x GELU (tanh approximation) MLP, tied input/output embeddings, no dropout. The five
+share depth, width, heads, tokenizer, data, batches (same seed), copy curriculum, steps,
+learning-rate schedule and training length; they differ in how a token's position enters:
+  alibi       BloomForCausalLM: no position embeddings; each head adds -m_h (i - j) to its scores.
+  sinusoidal  GPT2LMHeadModel whose position table is Vaswani et al.'s sinusoidal table, scaled
+              to the token embeddings' initial size (SINUSOIDAL_SCALE) and frozen.
+  rope        GPTNeoXForCausalLM with rotary embeddings on every dimension (rotary_pct 1.0),
+              sequential residual (use_parallel_residual=False), tied embeddings.
+  learned     GPT2LMHeadModel with its learned absolute position table (4096 rows so that it can
+              be *evaluated* that long; only the first `seq_len` rows are ever trained).
+  nope        GPT2LMHeadModel with a zero position table, frozen: no position information.
+What remains different is listed in REMAINING_DIFFERENCES (and in every model card).
 
 Output folder: config.json, model.safetensors and the tokenizer (`save_pretrained`, so it loads
 with `AutoModelForCausalLM.from_pretrained`), training.json (settings, wall time, loss curve,
-the exact command), training.log and README.md (the model card; `alibi_viz.evaluate` fills in
-its evaluation table).
+machine load, the exact command), training.log and README.md (the model card;
+`alibi_viz.evaluate` fills in its evaluation table).
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import platform
 import shlex
 import sys
@@ -38,17 +44,27 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 from . import data
+from .assets import REMAINING_DIFFERENCES, SHIPPED
 from .errors import AlibiVizError
+from .positional import sinusoidal_table
 
-ARCHS = ("alibi", "learned", "rope")
-EVAL_MAX_LEN = 4096  # the learned baseline needs a position table this long to be evaluated
+ARCHS = tuple(SHIPPED)
+GPT2_ARCHS = ("sinusoidal", "learned", "nope")  # GPT-2 backbones, differing in the wpe table
+EVAL_MAX_LEN = 4096  # position tables this long, so that every model can be evaluated at 4096
+# The frozen sinusoidal table is the formula times this: its entries then have the token
+# embeddings' initial RMS (initializer_range 0.02; a sinusoid's RMS is 1/sqrt(2)). Vaswani et
+# al. balance the two by multiplying the embeddings by sqrt(d_model) instead; GPT-2 cannot,
+# and with the bare table (35x the embeddings) the model trained far worse: held-out loss
+# 2.42 against ALiBi's 1.34 after 500 steps, measured here.
+SINUSOIDAL_SCALE = 0.02 * math.sqrt(2)
+
 
 
 @dataclass
 class TrainConfig:
     arch: str
     out: str
-    steps: int = 2000  # optimizer steps
+    steps: int = 3000  # optimizer steps
     seq_len: int = 128  # training length (tokens per window)
     layers: int = 4
     heads: int = 8  # 8 heads: ALiBi slopes 1/2 .. 1/256, the paper's canonical set
@@ -58,53 +74,73 @@ class TrainConfig:
     warmup: int = 100  # linear warmup steps, then cosine decay to lr * min_lr_ratio
     min_lr_ratio: float = 0.1
     weight_decay: float = 0.01
+    plant_fraction: float = data.PLANT_FRACTION  # windows with a planted repeat (0: none)
     seed: int = 0
     threads: int = 2  # torch CPU threads
     log_every: int = 25  # steps per point of the loss curve
-    max_minutes: float = 0.0  # >0: wall-clock budget: lr decays by it, training stops at it
+    eval_every: int = 500  # steps per held-out loss measurement
 
 
 def model_config(arch: str, layers: int, heads: int, hidden: int):
-    """A transformers config for `arch` ("alibi", "learned" or "rope"), 259-id byte vocabulary,
-    no dropout, tied input/output embeddings."""
-    from transformers import BloomConfig, GPT2Config, LlamaConfig
+    """A transformers config for `arch` (one of ARCHS): 259-id byte vocabulary, no dropout,
+    tied input/output embeddings, 4x GELU(tanh) MLP."""
+    from transformers import BloomConfig, GPT2Config, GPTNeoXConfig
 
     common = dict(vocab_size=data.VOCAB_SIZE, pad_token_id=data.PAD_ID, eos_token_id=data.EOS_ID,
                   bos_token_id=data.EOS_ID, tie_word_embeddings=True)
     if arch == "alibi":
         return BloomConfig(hidden_size=hidden, n_layer=layers, n_head=heads, hidden_dropout=0.0,
                            attention_dropout=0.0, **common)
-    if arch == "learned":
+    if arch in GPT2_ARCHS:
         return GPT2Config(n_embd=hidden, n_layer=layers, n_head=heads, n_positions=EVAL_MAX_LEN,
-                          resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, **common)
+                          activation_function="gelu_new", resid_pdrop=0.0, embd_pdrop=0.0,
+                          attn_pdrop=0.0, **common)
     if arch == "rope":
-        intermediate = 8 * (hidden * 8 // 3 // 8)  # SwiGLU at ~2/3 of 4x: comparable parameters
-        return LlamaConfig(hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads,
-                           num_key_value_heads=heads, intermediate_size=intermediate,
-                           max_position_embeddings=EVAL_MAX_LEN, attention_dropout=0.0, **common)
+        return GPTNeoXConfig(hidden_size=hidden, num_hidden_layers=layers,
+                             num_attention_heads=heads, intermediate_size=4 * hidden,
+                             hidden_act="gelu_new", rotary_pct=1.0, use_parallel_residual=False,
+                             max_position_embeddings=EVAL_MAX_LEN, attention_dropout=0.0,
+                             hidden_dropout=0.0, layer_norm_eps=1e-5, **common)
     raise AlibiVizError(f"arch must be one of {ARCHS}, got {arch!r}.")
 
 
 def build_model(arch: str, layers: int, heads: int, hidden: int, attn_implementation: str):
-    """A randomly initialised causal LM for `arch`."""
+    """A randomly initialised causal LM for `arch`. The sinusoidal and nope models get their
+    fixed position table here (sinusoidal formula / zeros) with requires_grad off."""
     from transformers import AutoModelForCausalLM
 
     config = model_config(arch, layers, heads, hidden)
-    return AutoModelForCausalLM.from_config(config, attn_implementation=attn_implementation)
+    model = AutoModelForCausalLM.from_config(config, attn_implementation=attn_implementation)
+    if arch in ("sinusoidal", "nope"):
+        wpe = model.transformer.wpe.weight  # (n_positions, hidden)
+        with torch.no_grad():
+            if arch == "sinusoidal":
+                table = sinusoidal_table(wpe.shape[0], wpe.shape[1]) * SINUSOIDAL_SCALE
+                wpe.copy_(torch.from_numpy(table))
+            else:
+                wpe.zero_()
+        wpe.requires_grad_(False)
+    return model
 
 
-def lr_at(step: int, cfg: TrainConfig, elapsed_s: float = 0.0) -> float:
+def parameter_count(model, include_positions: bool = True) -> int:
+    """Parameters of a model (tied weights counted once); without the GPT-2 position table
+    when include_positions is False."""
+    seen, total = set(), 0
+    for name, p in model.named_parameters(remove_duplicate=True):
+        if id(p) in seen or (not include_positions and name.endswith("wpe.weight")):
+            continue
+        seen.add(id(p))
+        total += p.numel()
+    return total
+
+
+def lr_at(step: int, cfg: TrainConfig) -> float:
     """Learning rate at `step` (0-based): linear warmup, then cosine decay to lr*min_lr_ratio.
-
-    With cfg.max_minutes > 0 the decay follows whichever is further along, the steps or the
-    wall-clock budget (elapsed_s of 60 * max_minutes), so a run cut short by the budget still
-    ends annealed.
-    """
+    A function of the step alone, so a run is the same on any machine."""
     if step < cfg.warmup:
         return cfg.lr * (step + 1) / cfg.warmup
     progress = (step - cfg.warmup) / max(1, cfg.steps - cfg.warmup)
-    if cfg.max_minutes > 0:
-        progress = max(progress, elapsed_s / (60 * cfg.max_minutes))
     cosine = 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
     return cfg.lr * (cfg.min_lr_ratio + (1 - cfg.min_lr_ratio) * cosine)
 
@@ -136,76 +172,89 @@ def train(cfg: TrainConfig, command: str) -> dict:
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
 
-    # BLOOM has only the eager path; the baselines train faster with sdpa (same maths).
+    # BLOOM has only the eager path; the others train faster with sdpa (same maths).
     attn = "eager" if cfg.arch == "alibi" else "sdpa"
     model = build_model(cfg.arch, cfg.layers, cfg.heads, cfg.hidden, attn)
     model.train()
-    n_params = sum(p.numel() for p in model.parameters())
-    decay = [p for p in model.parameters() if p.dim() >= 2]
-    no_decay = [p for p in model.parameters() if p.dim() < 2]
+    trainable = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(
-        [{"params": decay, "weight_decay": cfg.weight_decay},
-         {"params": no_decay, "weight_decay": 0.0}], lr=cfg.lr, betas=(0.9, 0.95))
+        [{"params": [p for p in trainable if p.dim() >= 2], "weight_decay": cfg.weight_decay},
+         {"params": [p for p in trainable if p.dim() < 2], "weight_decay": 0.0}],
+        lr=cfg.lr, betas=(0.9, 0.95))
 
     train_stream = data.corpus_ids("train")
     valid_stream = data.corpus_ids("valid", max_tokens=64 * cfg.seq_len + 1)
-    batches = data.random_batches(train_stream, cfg.batch_size, cfg.seq_len, cfg.seed)
+    batches = data.training_batches(train_stream, cfg.batch_size, cfg.seq_len, cfg.seed,
+                                    cfg.plant_fraction)
 
-    curve, window = [], []
+    curve, valid_curve, window = [], [], []
     log_path = out / "training.log"
+    load_before = os.getloadavg()
     start = time.perf_counter()
     with open(log_path, "w") as log, tqdm(range(cfg.steps), desc=f"train {cfg.arch}",
-                                          unit="step") as bar:
-        log.write(f"{command}\n{n_params} parameters, {len(train_stream)} training tokens\n")
+                                          unit="step", mininterval=10) as bar:
+        log.write(f"{command}\n{parameter_count(model)} parameters, {len(train_stream)} "
+                  f"training tokens, load average before {load_before}\n")
         for step in bar:
-            lr = lr_at(step, cfg, time.perf_counter() - start)
+            lr = lr_at(step, cfg)
             for group in optimizer.param_groups:
                 group["lr"] = lr
             loss = lm_loss(model, next(batches))
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            torch.nn.utils.clip_grad_norm_(trainable, 1.0)
             optimizer.step()
             window.append(loss.item())
-            bar.set_postfix(loss=f"{sum(window) / len(window):.3f}")
-            time_up = cfg.max_minutes > 0 and time.perf_counter() - start >= 60 * cfg.max_minutes
-            if len(window) == cfg.log_every or step == cfg.steps - 1 or time_up:
+            if len(window) == cfg.log_every or step == cfg.steps - 1:
                 point = {"step": step + 1, "loss": round(sum(window) / len(window), 4),
-                         "lr": round(lr, 6),
-                         "seconds": round(time.perf_counter() - start, 1)}
+                         "lr": round(lr, 6), "seconds": round(time.perf_counter() - start, 1)}
                 curve.append(point)
                 log.write(json.dumps(point) + "\n")
                 log.flush()
+                bar.set_postfix(loss=f"{point['loss']:.3f}")
                 window = []
-            if time_up:
-                log.write(f"stopped early after {step + 1} steps: --max-minutes reached\n")
-                break
+            if (step + 1) % cfg.eval_every == 0 or step == cfg.steps - 1:
+                point = {"step": step + 1,
+                         "valid_loss": round(validation_loss(model, valid_stream, cfg.seq_len), 4)}
+                valid_curve.append(point)
+                log.write(json.dumps(point) + "\n")
     wall = time.perf_counter() - start
-    valid = validation_loss(model, valid_stream, cfg.seq_len)
+    load_after = os.getloadavg()
+    valid = valid_curve[-1]["valid_loss"]
 
     # Saved for the eager path: that is the one that returns attention probabilities.
     model.config._attn_implementation = "eager"
+    for p in model.parameters():
+        p.requires_grad_(True)
     model.save_pretrained(out)
     data.make_tokenizer().save_pretrained(out)
     info = {
         **asdict(cfg),
         "train_seq_len": cfg.seq_len,
         "model_class": type(model).__name__,
-        "parameters": n_params,
+        "parameters": parameter_count(model),
+        "parameters_without_position_table": parameter_count(model, include_positions=False),
         "train_tokens_available": int(len(train_stream)),
-        "steps_done": step + 1,
-        "stopped_early": step + 1 < cfg.steps,
-        "tokens_seen": (step + 1) * cfg.batch_size * cfg.seq_len,
+        "steps_done": cfg.steps,
+        "tokens_seen": cfg.steps * cfg.batch_size * cfg.seq_len,
         "wall_time_s": round(wall, 1),
-        "seconds_per_step": round(wall / (step + 1), 3),
+        "seconds_per_step": round(wall / cfg.steps, 3),
+        "machine": {"cpus": os.cpu_count(), "threads": cfg.threads,
+                    "load_average_before": [round(x, 2) for x in load_before],
+                    "load_average_after": [round(x, 2) for x in load_after],
+                    "platform": platform.platform()},
         "final_loss": curve[-1]["loss"],
-        "valid_loss_at_train_len": round(valid, 4),
+        "valid_loss_at_train_len": valid,
         "valid_ppl_at_train_len": round(math.exp(valid), 4),
+        "valid_curve": valid_curve,
         "loss_curve": curve,
         "command": command,
         "python": platform.python_version(),
         "torch": torch.__version__,
         "corpus": "Python standard library .py sources (see alibi_viz/data.py)",
+        "curriculum": f"copy: in {cfg.plant_fraction:.0%} of windows one span of "
+                      f"{data.PLANT_SPAN[0]}-{data.PLANT_SPAN[1]} tokens from elsewhere in the "
+                      "training stream is written at two places (alibi_viz/data.py)",
     }
     (out / "training.json").write_text(json.dumps(info, indent=1) + "\n")
     write_model_card(out)
@@ -214,14 +263,20 @@ def train(cfg: TrainConfig, command: str) -> dict:
 
 # ----------------------------------------------------------------------------- model card
 
-ARCH_TEXT = {
-    "alibi": "BLOOM (`BloomForCausalLM`): ALiBi, no position embeddings; each head adds "
-             "-m_h * (i - j) to its attention scores, slopes m_h = 2^-1 .. 2^-8.",
-    "learned": "GPT-2 (`GPT2LMHeadModel`): learned absolute position embeddings, table of 4096 "
-               "rows of which only the first {seq_len} were ever trained.",
-    "rope": "Llama (`LlamaForCausalLM`): rotary position embeddings (RoPE, theta 10000), "
-            "SwiGLU MLP.",
-}
+def _arch_text(info: dict) -> str:
+    spec = SHIPPED[info["arch"]]
+    return f"{spec.title}, `{info['model_class']}`: {spec.position}."
+
+
+def _machine_text(info: dict) -> str:
+    m = info.get("machine")
+    if not m:
+        return "an unrecorded machine"
+    return (f"{m['cpus']} CPU cores ({m['platform']}), load average "
+            f"{m['load_average_before'][0]} before and {m['load_average_after'][0]} after: "
+            + ("idle apart from this run" if max(m["load_average_before"][0],
+                                                  m["load_average_after"][0]) < m["threads"] + 0.8
+               else "other work shared the cores"))
 
 
 def _sparkline(values: list[float]) -> str:
@@ -247,10 +302,17 @@ def write_model_card(folder: Path, results: dict | None = None) -> None:
         "(Press, Smith & Lewis 2021) without downloading anything.",
         "",
         "## Architecture",
-        ARCH_TEXT[info["arch"]].format(seq_len=info["train_seq_len"]),
+        _arch_text(info),
         f"{info['layers']} layers, {info['heads']} heads, hidden size {info['hidden']}, "
-        f"{info['parameters']:,} parameters. Vocabulary: 259 byte-level ids "
+        f"{info['parameters']:,} parameters "
+        f"({info['parameters_without_position_table']:,} without a position table). "
+        "Vocabulary: 259 byte-level ids "
         "(`ByT5Tokenizer(extra_ids=0)`: one token per UTF-8 byte, plus pad/eos/unk).",
+        "",
+        "Same backbone as the four other shipped models (pre-LayerNorm, attention with biases, "
+        "4x GELU MLP, tied embeddings, no dropout); what still differs between them:",
+        "",
+        *[f"- {d}" for d in REMAINING_DIFFERENCES],
         "",
         "## Data",
         "The `.py` sources of the Python standard library (Python "
@@ -259,17 +321,23 @@ def write_model_card(folder: Path, results: dict | None = None) -> None:
         "See `alibi_viz/data.py`.",
         "",
         "## Training",
-        f"{info.get('steps_done', info['steps'])} steps of {info['batch_size']} random windows of "
+        f"{info['steps_done']} steps of {info['batch_size']} random windows of "
         f"{info['train_seq_len']} tokens ({info['tokens_seen']:,} tokens), AdamW, peak lr "
-        f"{info['lr']}, {info['warmup']} warmup steps then cosine decay, seed {info['seed']}, "
+        f"{info['lr']}, {info['warmup']} warmup steps then cosine decay to "
+        f"{info['min_lr_ratio']} x peak (a function of the step only), seed {info['seed']}, "
         f"{info['threads']} CPU thread(s): {info['wall_time_s'] / 60:.1f} min "
-        f"({info['seconds_per_step']} s/step). "
-        + (f"The run had a wall-clock budget of {info['max_minutes']} min (`--max-minutes`) "
-           f"and stopped there, before the planned {info['steps']} steps; the learning rate "
-           "decayed by time, so it still ended annealed. " if info.get("stopped_early") else "")
-        + f"Final training loss {info['final_loss']} nats/byte; "
+        f"({info['seconds_per_step']} s/step) on {_machine_text(info)}. "
+        f"Final training loss {info['final_loss']} nats/byte; "
         f"held-out loss at length {info['train_seq_len']}: {info['valid_loss_at_train_len']} "
         f"(perplexity {info['valid_ppl_at_train_len']}).",
+        "",
+        "Copy curriculum (part of the data, the same for all five models): "
+        + info.get("curriculum", "none") + ". It makes copying heads form, so that the "
+        "models can show retrieval at a distance.",
+        "",
+        "Held-out loss during training: "
+        + ", ".join(f"{p['valid_loss']} at step {p['step']}" for p in info.get("valid_curve", []))
+        + ".",
         "",
         f"Loss curve (mean over each {info['log_every']} steps): "
         f"`{_sparkline([p['loss'] for p in curve])}`",
@@ -288,15 +356,18 @@ def write_model_card(folder: Path, results: dict | None = None) -> None:
             "Non-overlapping: the text cut into windows of the evaluation length. "
             f"Sliding: windows advance by {results['stride']} tokens and only their last "
             f"{results['stride']} tokens are scored; the scored tokens follow the first "
-            f"{max(lengths)}, so each sees between length - {results['stride']} and length "
-            "tokens of context.",
+            f"{max(lengths)}, so each sees between length - {results['stride'] - 1} and length "
+            "tokens of context. In brackets: the 95% interval over "
+            f"{results.get('chunks', 16)} disjoint chunks of the scored tokens.",
             "",
             "| protocol | " + " | ".join(str(n) for n in lengths) + " |",
             "|---|" + "---:|" * len(lengths),
         ]
         for protocol, ppl in rows["perplexity"].items():
-            lines.append(f"| {protocol} | " + " | ".join(f"{ppl[str(n)]:.3f}" for n in lengths)
-                         + " |")
+            ci = rows.get("ci95", {}).get(protocol, {})
+            cells = [f"{ppl[str(n)]:.3f}" + (f" ({ci[str(n)][0]:.3f}-{ci[str(n)][1]:.3f})"
+                                             if str(n) in ci else "") for n in lengths]
+            lines.append(f"| {protocol} | " + " | ".join(cells) + " |")
         lines += ["", "Written by `python -m alibi_viz.evaluate` (assets/results/extrapolation.json)."]
     else:
         lines.append("Not evaluated yet: run `python -m alibi_viz.evaluate`.")
@@ -307,10 +378,8 @@ def write_model_card(folder: Path, results: dict | None = None) -> None:
         info["command"],
         "python -m alibi_viz.evaluate",
         "```",
-        "Results are reproducible up to floating-point differences between machines"
-        + ("; with `--max-minutes` the learning rate also follows wall-clock time, so a "
-           "machine of another speed gives a close but not identical model (drop the flag for "
-           "a purely step-based schedule)." if info.get("max_minutes") else "."),
+        "The schedule depends on the step only, so a rerun reproduces the model step for step "
+        "up to floating-point differences between machines and thread counts.",
         "",
     ]
     (folder / "README.md").write_text("\n".join(lines))
@@ -322,9 +391,9 @@ def parse_args(argv=None) -> TrainConfig:
     p.add_argument("--arch", choices=ARCHS, required=True)
     p.add_argument("--out", required=True, help="output folder, e.g. assets/models/alibi")
     for name in ("steps", "seq_len", "layers", "heads", "hidden", "batch_size", "warmup", "seed",
-                 "threads", "log_every"):
+                 "threads", "log_every", "eval_every"):
         p.add_argument("--" + name.replace("_", "-"), type=int, default=getattr(defaults, name))
-    for name in ("lr", "min_lr_ratio", "weight_decay", "max_minutes"):
+    for name in ("lr", "min_lr_ratio", "weight_decay", "plant_fraction"):
         p.add_argument("--" + name.replace("_", "-"), type=float, default=getattr(defaults, name))
     return TrainConfig(**vars(p.parse_args(argv)))
 

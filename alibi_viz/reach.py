@@ -1,0 +1,347 @@
+"""How far back does a model really look? Copy at a distance and context reach.
+
+Two measurements on held-out text, for any causal LM (the shipped family or a loaded model):
+
+* `copy_at_distance`: a span of held-out text is planted twice, d tokens apart (d counted from
+  the start of one copy to the start of the other, so every repeated token has its twin
+  exactly d tokens back), both copies out of their own context as in the copy curriculum. A model that can retrieve the first copy predicts the repeat better
+  than the first occurrence; the gain (nats per token) against d is its retrieval reach. For
+  ALiBi every key d tokens back is pushed down by m_h d logits, so the gain must fall with d.
+* `context_reach`: per-token loss of the same scored tokens when the model is given only the c
+  tokens before each of them, c = 1, 2, 4, ..., so the curve shows where extra context stops
+  helping (and, past the training length, whether it starts to hurt).
+
+Both are plain forward passes with batches bounded by `tokens_per_batch`; no attention maps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from .errors import AlibiVizError
+
+COPY_SPAN = 16  # tokens in each planted span
+COPY_PREFIX = 16  # held-out tokens before the first copy, so it is read in context too
+COPY_SAMPLES = 16  # spans per distance
+# The last distance keeps prefix + distance + span at 4,096 tokens, the longest input the
+# shipped GPT-2 models' position tables allow.
+COPY_DISTANCES = (16, 32, 64, 128, 256, 512, 1024, 2048, 4064)
+REACH_CONTEXTS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+REACH_TOKENS = 1024  # consecutive scored tokens of a reach curve
+TOKENS_PER_BATCH = 16384  # input tokens per forward pass
+
+
+def _batched_nll(model, inputs: torch.Tensor, tokens_per_batch: int,
+                 progress: Callable[[], None] | None = None) -> torch.Tensor:
+    """Next-token nll of every position of `inputs` (N, T) -> (N, T - 1), in float32 batches of
+    at most tokens_per_batch input tokens (at least one row)."""
+    model.eval()
+    device = next(model.parameters()).device
+    rows = max(1, tokens_per_batch // inputs.shape[1])
+    out = []
+    with torch.inference_mode():
+        for start in range(0, inputs.shape[0], rows):
+            x = inputs[start:start + rows].to(device)
+            logits = model(input_ids=x[:, :-1]).logits.float()  # (b, T - 1, V)
+            out.append(F.cross_entropy(logits.transpose(1, 2), x[:, 1:], reduction="none").cpu())
+            if progress is not None:
+                progress()
+    return torch.cat(out)
+
+
+@dataclass
+class CopyResult:
+    """Loss on a planted span and on its repeat, per distance (nats per token).
+
+    distances: (D,) int. first, repeat: (D,) mean nll over the span's tokens and samples.
+    gain: first - repeat (positive: the repeat is predicted better). gain_sd: spread (sd) of
+    the per-sample gain. span, samples: the setting.
+    """
+
+    distances: np.ndarray
+    first: np.ndarray
+    repeat: np.ndarray
+    gain: np.ndarray
+    gain_sd: np.ndarray
+    span: int
+    samples: int
+
+    def as_dict(self) -> dict:
+        return {"distances": self.distances.tolist(), "first": np.round(self.first, 4).tolist(),
+                "repeat": np.round(self.repeat, 4).tolist(),
+                "gain": np.round(self.gain, 4).tolist(),
+                "gain_sd": np.round(self.gain_sd, 4).tolist(),
+                "span": self.span, "samples": self.samples}
+
+
+def copy_sequences(stream: np.ndarray, distance: int, span: int = COPY_SPAN,
+                   samples: int = COPY_SAMPLES, prefix: int = COPY_PREFIX,
+                   seed: int = 0, longest: int | None = None) -> tuple[torch.Tensor, int, int]:
+    """`samples` token sequences, each: prefix | span | filler | span. The two spans are the
+    same piece of held-out text taken from elsewhere in the stream and planted at both places,
+    `distance` tokens apart, as the copy curriculum plants them in training; prefix and filler
+    are the held-out text that surrounds them. So the first copy is as unexpected as the
+    second, and only the second can be copied. Returns (ids (samples, T), first start, repeat
+    start); T = prefix + distance + span. The draws depend only on `seed` and `longest`
+    (default T), so calls with the same `longest` plant the same spans at every distance.
+    """
+    if distance < span:
+        raise AlibiVizError(f"distance ({distance}) must be at least the span ({span}).")
+    length = prefix + distance + span
+    longest = max(length, longest or length)
+    if stream.size < longest + span + 1:
+        raise AlibiVizError(f"Need at least {longest + span + 1} held-out tokens, have "
+                            f"{stream.size}.")
+    rng = np.random.default_rng(seed)
+    starts = rng.integers(0, stream.size - longest, samples)
+    sources = rng.integers(0, stream.size - span, samples)
+    ids = np.stack([stream[a:a + length] for a in starts]).copy()  # (samples, T)
+    pieces = np.stack([stream[s:s + span] for s in sources])  # (samples, span)
+    ids[:, prefix:prefix + span] = pieces  # the first copy
+    ids[:, prefix + distance:] = pieces  # the repeat
+    return torch.from_numpy(ids.astype(np.int64)), prefix, prefix + distance
+
+
+def copy_at_distance(model, stream: np.ndarray, distances: Sequence[int] = COPY_DISTANCES,
+                     span: int = COPY_SPAN, samples: int = COPY_SAMPLES, seed: int = 0,
+                     tokens_per_batch: int = TOKENS_PER_BATCH,
+                     progress: Callable[[int, int], None] | None = None) -> CopyResult:
+    """Loss on the first and the repeated copy of planted spans at each distance.
+
+    The same spans (same seed) at every distance. A token is scored as the prediction made
+    for it, so the first token of each copy counts too (the repeat's first token cannot be
+    known from the copy; it is part of what a reader would pay). progress(done, total) after
+    each distance.
+    """
+    distances = [int(d) for d in distances]
+    longest = COPY_PREFIX + max(distances) + span
+    first, repeat, gain, sd = [], [], [], []
+    for k, d in enumerate(distances):
+        ids, a, b = copy_sequences(stream, d, span, samples, seed=seed, longest=longest)
+        nll = _batched_nll(model, ids, tokens_per_batch)  # (samples, T - 1); nll[:, t - 1] is token t
+        f = nll[:, a - 1:a - 1 + span].mean(dim=1).double()
+        r = nll[:, b - 1:b - 1 + span].mean(dim=1).double()
+        first.append(f.mean().item())
+        repeat.append(r.mean().item())
+        gain.append((f - r).mean().item())
+        sd.append((f - r).std().item() if samples > 1 else 0.0)
+        if progress is not None:
+            progress(k + 1, len(distances))
+    return CopyResult(np.array(distances), np.array(first), np.array(repeat), np.array(gain),
+                      np.array(sd), span, samples)
+
+
+@dataclass
+class ReachResult:
+    """Per-token loss of the same scored tokens against the context given (nats per token).
+
+    contexts: (C,) tokens of context before each scored token (at least; see context_reach).
+    nll: (C,) mean nll. nll_sd: (C,) spread of the chunk means scaled to one chunk's size
+    (sd x sqrt(chunks)), a rough per-chunk sd. tokens: scored tokens (the same at every c).
+    """
+
+    contexts: np.ndarray
+    nll: np.ndarray
+    nll_sd: np.ndarray
+    tokens: int
+
+    def as_dict(self) -> dict:
+        return {"contexts": self.contexts.tolist(), "nll": np.round(self.nll, 4).tolist(),
+                "nll_sd": np.round(self.nll_sd, 4).tolist(), "tokens": self.tokens}
+
+    def best_context(self, tolerance: float = 0.01) -> int:
+        """Smallest context whose loss is within `tolerance` nats of the lowest loss: where
+        extra context stops helping."""
+        best = self.nll.min()
+        return int(self.contexts[np.argmax(self.nll <= best + tolerance)])
+
+
+def context_reach(model, stream: np.ndarray, contexts: Sequence[int] = REACH_CONTEXTS,
+                  tokens: int = REACH_TOKENS, tokens_per_batch: int = TOKENS_PER_BATCH,
+                  progress: Callable[[int, int], None] | None = None) -> ReachResult:
+    """Loss of the same `tokens` consecutive held-out targets given c tokens of context, for
+    each c.
+
+    Each target sees between c and c + c // 8 tokens before it (exactly c up to c = 8): for
+    context c the targets are scored c // 8 + 1 at a time, in sliding windows of c + c // 8
+    tokens (evaluate.perplexity's sliding protocol, stride c // 8 + 1). Exact windows of
+    c + 1 tokens per target cost a forward pass each, about 100x more at c = 1,024; the
+    slack of at most 1/8 of c cannot move a curve on a log2 axis. The targets are the
+    `tokens` that follow the first max(contexts) + max(contexts) // 8 tokens of `stream`,
+    the same at every c. progress(done, total) per context.
+    """
+    from .evaluate import perplexity
+
+    contexts = sorted(int(c) for c in contexts)
+    if not contexts or contexts[0] < 1:
+        raise AlibiVizError("contexts must be positive token counts.")
+    top = contexts[-1] + contexts[-1] // 8
+    if stream.size < top + tokens + 1:
+        raise AlibiVizError(f"Need {top + tokens + 1} held-out tokens, have {stream.size}.")
+    means, sds = [], []
+    for k, c in enumerate(contexts):
+        stride = c // 8 + 1
+        out = perplexity(model, stream, c + stride - 1, "sliding", stride=stride,
+                         score_from=top, max_tokens=top + tokens - 1,
+                         tokens_per_batch=tokens_per_batch)
+        means.append(out["nll"])
+        sds.append(float(np.std(out["chunk_nll"], ddof=1) * np.sqrt(len(out["chunk_nll"]))))
+        if progress is not None:
+            progress(k + 1, len(contexts))
+    return ReachResult(np.array(contexts), np.array(means), np.array(sds), int(tokens))
+
+
+def content_to_win_half(slopes, distances, num_keys: int) -> np.ndarray:
+    """The content score (logits above every other key) that a key d tokens back needs to get
+    half of a query's attention under the ALiBi bias alone: the retrieval limit, per head.
+
+    Causal query with keys at distances 0 .. num_keys - 1, all others at content 0. The key's
+    weight is e^(s - m d) / (e^(s - m d) + Z - e^(-m d)) with Z = sum_k e^(-m k), which is 1/2
+    when s = m d + ln(Z - e^(-m d)). So the need grows by m logits per token of distance.
+    slopes (H,), distances (D,) with 0 <= d < num_keys -> (H, D) float64.
+    """
+    m = np.asarray(slopes, dtype=np.float64)[:, None]  # (H, 1)
+    d = np.asarray(distances, dtype=np.float64)[None, :]  # (1, D)
+    if np.any(d < 0) or np.any(d >= num_keys):
+        raise AlibiVizError(f"distances must be in [0, {num_keys - 1}].")
+    z = -np.expm1(-m * num_keys) / -np.expm1(-m)  # (H, 1): sum_{k < num_keys} e^(-m k)
+    return m * d + np.log(z - np.exp(-m * d))
+
+
+# ----------------------------------------------------------------------------- who copies
+
+def copy_attention(model, ids, first: int, repeat: int, span: int) -> np.ndarray:
+    """Per (layer, head), the mean attention from each token of the repeat (positions
+    repeat .. repeat + span - 2) to the token after its twin in the first copy (first + t + 1):
+    what an induction head does to copy. ids: one sequence (T,). Returns (layers, heads)."""
+    from .behaviour import _maps_of_ids
+
+    maps = _maps_of_ids(model, ids)
+    t = np.arange(span - 1)
+    rows, cols = repeat + t, first + t + 1
+    return np.stack([m[:, rows, cols].mean(axis=1) for m in maps])  # (layers, heads)
+
+
+def plant_span(tokenizer, text: str, span: str, max_tokens: int = 4096):
+    """A user's own copy test: span + text + span, token ids with the special prefix.
+
+    Returns (ids (T,), first, repeat, span_tokens): the span's first token sits at `first`
+    and at `repeat` (repeat - first is the distance), so `copy_attention` and a loss
+    comparison can use them. Raises AlibiVizError for an empty span or text, or a sequence
+    longer than max_tokens.
+    """
+    from .heads import _special_prefix
+
+    if not isinstance(span, str) or not span.strip():
+        raise AlibiVizError("Type a span of text to plant (a few words).")
+    if not isinstance(text, str) or not text.strip():
+        raise AlibiVizError("Type a text to put between the two copies.")
+    prefix = _special_prefix(tokenizer)
+    span_ids = tokenizer(span, add_special_tokens=False)["input_ids"]
+    text_ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+    ids = prefix + span_ids + text_ids + span_ids
+    if len(ids) > max_tokens:
+        raise AlibiVizError(f"Span + text + span is {len(ids):,} tokens; keep it under "
+                            f"{max_tokens:,}.")
+    first = len(prefix)
+    return np.array(ids), first, first + len(span_ids) + len(text_ids), len(span_ids)
+
+
+def span_losses(model, ids, first: int, repeat: int, span: int) -> tuple[float, float]:
+    """Mean loss (nats per token) on the first copy of a planted span and on its repeat."""
+    nll = _batched_nll(model, torch.as_tensor(np.asarray(ids), dtype=torch.long)[None],
+                       TOKENS_PER_BATCH)[0]  # (T - 1,): nll[t - 1] is the loss on token t
+    lo = max(first, 1)
+    return (float(nll[lo - 1:first - 1 + span].mean()),
+            float(nll[repeat - 1:repeat - 1 + span].mean()))
+
+
+# ----------------------------------------------------------------------------- shipped results
+
+def reach_summary(reach: dict, train_len: int, tolerance: float = 0.01) -> list[str]:
+    """Plain sentences on the shipped reach curves, computed from them: per model, the context
+    beyond which the loss is within `tolerance` nats of its best, and how the loss moves from
+    the training length to the longest context; per model, the copy gain at the nearest and
+    farthest distance."""
+    from .assets import model_label
+
+    lines = []
+    for name, entry in reach.get("models", {}).items():
+        r = ReachResult(np.array(entry["reach"]["contexts"]), np.array(entry["reach"]["nll"]),
+                        np.array(entry["reach"]["nll_sd"]), entry["reach"]["tokens"])
+        by_c = dict(zip(r.contexts.tolist(), r.nll.tolist(), strict=True))
+        longest = int(r.contexts.max())
+        move = ""
+        if train_len in by_c and longest > train_len:
+            delta = by_c[longest] - by_c[train_len]
+            move = (f"; from {train_len} to {longest:,} tokens of context its loss moves by "
+                    f"{delta:+.3f} nats")
+        gains = dict(zip(entry["copy"]["distances"], entry["copy"]["gain"], strict=True))
+        near, far = min(gains), max(gains)
+        lines.append(f"{model_label(name)}: within {tolerance} nats of its best from "
+                     f"{r.best_context(tolerance):,} tokens of context{move}; a repeated span "
+                     f"gains {gains[near]:.2f} nats/token at {near} tokens and "
+                     f"{gains[far]:.2f} at {far:,}.")
+    return lines
+
+
+def evaluate_reach(models: dict, stream: np.ndarray, contexts=REACH_CONTEXTS,
+                   distances=COPY_DISTANCES, bar: bool = True) -> dict:
+    """Context reach and copy at a distance for every model {name: folder}: the dict that
+    `python -m alibi_viz.reach` writes to assets/results/reach.json."""
+    import time
+
+    from .evaluate import load_eval_model
+
+    out = {"description": "Context reach and copy at a distance of the shipped models on "
+                          "held-out Python standard library text; written by "
+                          "`python -m alibi_viz.reach`.",
+           "command": "python -m alibi_viz.reach", "torch": torch.__version__,
+           "reach": {"contexts": list(contexts), "tokens": REACH_TOKENS},
+           "copy": {"distances": list(distances), "span": COPY_SPAN, "samples": COPY_SAMPLES,
+                    "prefix": COPY_PREFIX},
+           "models": {}}
+    for name, folder in models.items():
+        model = load_eval_model(folder)
+        t0 = time.perf_counter()
+        reach = context_reach(model, stream, contexts)
+        t1 = time.perf_counter()
+        copy = copy_at_distance(model, stream, distances)
+        t2 = time.perf_counter()
+        out["models"][name] = {"reach": reach.as_dict(), "copy": copy.as_dict(),
+                               "seconds": {"reach": round(t1 - t0, 1), "copy": round(t2 - t1, 1)}}
+        if bar:
+            print(f"{name:10s} reach {np.round(reach.nll, 3).tolist()} ({t1 - t0:.0f} s)\n"
+                  f"{'':10s} copy gain {np.round(copy.gain, 3).tolist()} ({t2 - t1:.0f} s)",
+                  flush=True)
+    return out
+
+
+def main(argv=None) -> None:
+    import argparse
+    import json
+
+    from . import data
+    from .assets import REACH_PATH, shipped_models
+
+    p = argparse.ArgumentParser(prog="python -m alibi_viz.reach",
+                                description="Context reach and copy at a distance of the "
+                                            "shipped models -> assets/results/reach.json.")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--out", default=str(REACH_PATH))
+    args = p.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    stream = data.corpus_ids("valid", max_tokens=1 << 17)
+    results = evaluate_reach(shipped_models(), stream)
+    with open(args.out, "w") as f:
+        f.write(json.dumps(results, indent=1) + "\n")
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
