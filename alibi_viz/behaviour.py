@@ -1,0 +1,264 @@
+"""What does each head do? Behaviour scores for every layer and head, with fixed probe texts.
+
+Each score is a number in [0, 1] (a share of attention, averaged over the queries where the
+behaviour can show) except `content_kl` and the reaches, in nats and tokens. Definitions, for
+one head's causal attention map A (rows: queries i, columns: keys j, rows sum to 1):
+
+  previous_token  mean over i >= 1 of A[i, i - 1]: attention to the token just before.
+  local           mean over i of sum_{i - j <= k} A[i, j]: mass within k tokens (k = 8).
+  sink            mean over i >= 1 of A[i, 0]: attention parked on the first token. Measured
+                  on natural text and, as a control, on one token repeated (Gu et al. 2025,
+                  "When attention sink emerges": a sink that needs the first token to be
+                  special vanishes there; for ALiBi the control is pure bias).
+  content_kl      mean over i of KL(A[i] || bias-only attention), nats (`heads.head_statistics`):
+                  how far content moves the head from what its slope alone would do (ALiBi).
+  reach90         mean over i of the smallest D with sum_{i - j <= D} A[i, j] >= 0.9, tokens;
+                  beside it `bias_reach90`, the same for the bias-only attention.
+  induction       on a random token sequence repeated twice (r, r), mean over the second copy of
+                  the attention from position n + t to position t + 1, the token that followed
+                  the current one last time (Olsson et al. 2022; TransformerLens's induction
+                  score): a copying head.
+  delimiter       on code with brackets and quotes, mean over closing ')', ']', '}' of the
+                  attention to its matching opener.
+  newline         on code, mean over each newline of the attention to the previous newline:
+                  following lines and indentation.
+
+`behaviour_scores` runs the model on the probes and returns a `HeadBehaviour`; `strongest`
+names each head's most salient behaviour for the gallery.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from .errors import AlibiVizError
+from .heads import attention_maps, check_attention, head_statistics, token_labels
+
+LOCAL_K = 8
+INDUCTION_LENGTH = 48  # random tokens per copy in the induction probe
+SINK_CONTROL_LENGTH = 64
+BEHAVIOURS = ("previous_token", "local", "sink", "induction", "delimiter", "newline",
+              "content")
+BEHAVIOUR_TITLES = {
+    "previous_token": "previous token", "local": "local (within 8)", "sink": "first-token sink",
+    "induction": "copying", "delimiter": "bracket matching",
+    "newline": "newline following", "content": "content-driven",
+}
+OPENERS = {")": "(", "]": "[", "}": "{"}
+CODE_PROBE = '''def area(shape, scale=1.0):
+    """Area of a shape {"kind": ..., "size": [w, h]}."""
+    if shape["kind"] == "rect":
+        w, h = shape["size"][0], shape["size"][1]
+        return (w * h) * scale
+    return sum([area(part, scale) for part in shape.get("parts", [])])
+'''
+
+
+# ----------------------------------------------------------------------------- scores of one map
+
+def previous_token_score(attention) -> float:
+    """Mean over queries i >= 1 of A[i, i - 1]."""
+    a = check_attention(attention)
+    return float(np.diagonal(a, offset=-1).mean()) if a.shape[0] > 1 else float("nan")
+
+
+def local_score(attention, k: int = LOCAL_K) -> float:
+    """Mean over queries of the attention within k tokens back (0 <= i - j <= k)."""
+    a = check_attention(attention)
+    band = np.tril(np.triu(a, k=-k))  # keeps -k <= j - i <= 0
+    return float(band.sum(axis=1).mean())
+
+
+def sink_score(attention) -> float:
+    """Mean over queries i >= 1 of A[i, 0]."""
+    a = check_attention(attention)
+    return float(a[1:, 0].mean()) if a.shape[0] > 1 else float("nan")
+
+
+def reach90(attention) -> float:
+    """Mean over queries of the smallest D with the attention on keys i - D .. i >= 0.9."""
+    a = check_attention(attention)
+    T = a.shape[0]
+    reach = []
+    for i in range(T):
+        within = np.cumsum(a[i, : i + 1][::-1])  # mass on keys i, i-1, ..., 0
+        reach.append(int(np.argmax(within >= 0.9 - 1e-6)))
+    return float(np.mean(reach))
+
+
+def induction_score(attention, period: int) -> float:
+    """On a sequence whose second half repeats the first (period tokens each), mean over the
+    second copy's queries n + t (t >= 0, n + t < T) of A[n + t, t + 1]."""
+    a = check_attention(attention)
+    rows = np.arange(period, a.shape[0])
+    cols = rows - period + 1
+    keep = cols < rows
+    if not keep.any():
+        return float("nan")
+    return float(a[rows[keep], cols[keep]].mean())
+
+
+def matching_pairs(text: str) -> list[tuple[int, int]]:
+    """(closer position, opener position) of every matched bracket pair in `text`, by
+    character (the byte tokenizer's positions for ASCII text)."""
+    stack, pairs = [], []
+    for i, c in enumerate(text):
+        if c in "([{":
+            stack.append((c, i))
+        elif c in OPENERS and stack and stack[-1][0] == OPENERS[c]:
+            pairs.append((i, stack.pop()[1]))
+    return pairs
+
+
+def delimiter_score(attention, pairs) -> float:
+    """Mean over (closer, opener) pairs of A[closer, opener]."""
+    a = check_attention(attention)
+    pairs = [(i, j) for i, j in pairs if i < a.shape[0]]
+    return float(np.mean([a[i, j] for i, j in pairs])) if pairs else float("nan")
+
+
+def newline_pairs(text: str) -> list[tuple[int, int]]:
+    """(newline position, previous newline position) for every newline after the first."""
+    lines = [i for i, c in enumerate(text) if c == "\n"]
+    return list(zip(lines[1:], lines[:-1], strict=True))
+
+
+def token_position(tokenizer, text: str, char: int) -> int:
+    """Position (in the model's input, special prefix included) of the token that holds
+    character `char` of `text`: the count of tokens of text[:char + 1], minus one. Exact for
+    a byte tokenizer; for BPE it follows how the prefix is cut, which is close enough to
+    find a bracket or a newline."""
+    from .heads import _special_prefix
+
+    ids = tokenizer(text[: char + 1], add_special_tokens=False)["input_ids"]
+    return len(_special_prefix(tokenizer)) + len(ids) - 1
+
+
+def token_pairs(tokenizer, text: str, pairs) -> list[tuple[int, int]]:
+    """(query token, key token) for character pairs (later char, earlier char), dropping pairs
+    that land in one token."""
+    out = []
+    for i, j in pairs:
+        ti, tj = token_position(tokenizer, text, i), token_position(tokenizer, text, j)
+        if ti > tj:
+            out.append((ti, tj))
+    return out
+
+
+# ----------------------------------------------------------------------------- every head
+
+@dataclass
+class HeadBehaviour:
+    """Scores of every head, each (layers, heads) float64 (NaN where undefined).
+
+    scores: behaviour name -> array, for BEHAVIOURS except "content" (that is content_kl).
+    sink_control: the sink score on one repeated token. reach: reach90 on the code probe;
+    bias_reach: the same for the bias-only attention (None without slopes). content_kl:
+    KL from the bias-only attention (None without slopes). probes: probe name ("code",
+    "induction") -> (token labels, maps: one (heads, T, T) per layer); pairs: "delimiter" and
+    "newline" -> the (query, key) token positions scored on the code probe.
+    """
+
+    scores: dict
+    sink_control: np.ndarray
+    reach: np.ndarray
+    bias_reach: np.ndarray | None
+    content_kl: np.ndarray | None
+    probes: dict = field(default_factory=dict)
+    pairs: dict = field(default_factory=dict)
+
+    def example(self, layer: int, head: int, behaviour: str) -> tuple[str, int]:
+        """(probe name, query position) that best shows `behaviour` for this head: the
+        bracket or newline it attends to most from, the middle of the repeated copy for
+        induction, otherwise the last token of the code probe."""
+        if behaviour == "induction":
+            _, maps = self.probes["induction"]
+            return "induction", maps[layer].shape[-1] - 1
+        _, maps = self.probes["code"]
+        a = maps[layer][head]
+        if behaviour in ("delimiter", "newline") and self.pairs.get(behaviour):
+            return "code", max(self.pairs[behaviour], key=lambda p: a[p[0], p[1]])[0]
+        return "code", a.shape[-1] - 1
+
+    def strongest(self) -> np.ndarray:
+        """Per head, the index in BEHAVIOURS of its most salient behaviour: the score with the
+        largest value relative to that score's maximum over all heads (so each behaviour is
+        judged against the heads that do it best), object array (layers, heads) of names."""
+        names = [b for b in BEHAVIOURS if b != "content"]
+        stack = [self.scores[b] for b in names]
+        if self.content_kl is not None:
+            names.append("content")
+            stack.append(self.content_kl)
+        rel = np.stack([np.nan_to_num(s / np.nanmax(s)) if np.nanmax(s) > 0 else np.zeros_like(s)
+                        for s in stack])  # (B, layers, heads)
+        return np.array(names, dtype=object)[rel.argmax(axis=0)]
+
+
+def _bias_only(slope: float, T: int) -> np.ndarray:
+    from .alibi import implied_attention_map
+
+    return implied_attention_map([slope], T)[0]
+
+
+def behaviour_scores(model, tokenizer, slopes=None, seed: int = 0) -> HeadBehaviour:
+    """Run `model` on the three probes and score every head.
+
+    Probes: CODE_PROBE (local, previous token, sink, delimiters, newlines, reach, content),
+    a random token sequence repeated twice (induction), and one token repeated (sink control).
+    slopes: per-head slopes as applied (ALiBi models) for content_kl and the bias-only reach.
+    """
+    code = attention_maps(model, tokenizer, CODE_PROBE)
+    pairs = token_pairs(tokenizer, CODE_PROBE, matching_pairs(CODE_PROBE))
+    lines = token_pairs(tokenizer, CODE_PROBE, newline_pairs(CODE_PROBE))
+    vocab = [t for t in range(getattr(tokenizer, "vocab_size", 256)) if t not in
+             set(getattr(tokenizer, "all_special_ids", []) or [])]
+    if len(vocab) < 2:
+        raise AlibiVizError("The tokenizer has too few ordinary tokens for the probes.")
+    rng = np.random.default_rng(seed)
+    chunk = rng.choice(vocab, size=INDUCTION_LENGTH, replace=len(vocab) < INDUCTION_LENGTH)
+    repeated = _maps_of_ids(model, np.concatenate([chunk, chunk]))
+    control = _maps_of_ids(model, np.full(SINK_CONTROL_LENGTH, chunk[0]))
+
+    layers, heads = len(code.maps), code.maps[0].shape[0]
+    scores = {b: np.full((layers, heads), np.nan) for b in BEHAVIOURS if b != "content"}
+    sink_control = np.full((layers, heads), np.nan)
+    reach = np.full((layers, heads), np.nan)
+    for layer in range(layers):
+        for h in range(heads):
+            a = code.maps[layer][h]
+            scores["previous_token"][layer, h] = previous_token_score(a)
+            scores["local"][layer, h] = local_score(a)
+            scores["sink"][layer, h] = sink_score(a)
+            scores["delimiter"][layer, h] = delimiter_score(a, pairs)
+            scores["newline"][layer, h] = delimiter_score(a, lines)
+            scores["induction"][layer, h] = induction_score(repeated[layer][h], INDUCTION_LENGTH)
+            sink_control[layer, h] = sink_score(control[layer][h])
+            reach[layer, h] = reach90(a)
+    content_kl = bias_reach = None
+    if slopes is not None:
+        slopes = np.asarray(slopes, dtype=np.float64)
+        content_kl = head_statistics(code.maps, slopes=slopes).content_kl
+        T = code.maps[0].shape[-1]
+        bias_reach = np.broadcast_to([reach90(_bias_only(m, T)) for m in slopes],
+                                     (layers, heads)).copy()
+    induction_tokens = token_labels(tokenizer, np.concatenate([chunk, chunk]).tolist())
+    return HeadBehaviour(scores=scores, sink_control=sink_control, reach=reach,
+                         bias_reach=bias_reach, content_kl=content_kl,
+                         probes={"code": (code.tokens, code.maps),
+                                 "induction": (induction_tokens, repeated)},
+                         pairs={"delimiter": pairs, "newline": lines})
+
+
+def _maps_of_ids(model, ids) -> list[np.ndarray]:
+    """Attention maps of the model on raw token ids (no tokenizer): one (heads, T, T) per layer."""
+    device = next(model.parameters()).device
+    with torch.inference_mode():
+        out = model(input_ids=torch.as_tensor(np.asarray(ids), dtype=torch.long)[None].to(device),
+                    output_attentions=True)
+    if out.attentions is None or out.attentions[0] is None:
+        raise AlibiVizError("The model returned no attention probabilities: load it with "
+                            "attn_implementation='eager'.")
+    return [a[0].float().cpu().numpy() for a in out.attentions]

@@ -1,0 +1,150 @@
+"""Models already in the local Hugging Face cache, found by repo id, offline.
+
+Engineers know their models as `org/name` (`bigscience/bloom-560m`), and
+`huggingface-cli download` keeps them under `models--org--name/snapshots/<commit>/` in the hub
+cache. This module lists that cache (`huggingface_hub.scan_cache_dir`) and resolves a repo id,
+optionally `org/name@revision` (a branch or tag under refs/, or a commit hash or its prefix),
+to its snapshot folder, which `loading.load_model` then loads with its usual safety rules.
+Nothing here touches the network.
+
+The cache folder is read at call time, like huggingface_hub does at import: `HF_HUB_CACHE`,
+else `$HF_HOME/hub`, else `~/.cache/huggingface/hub`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import ModelLoadError
+
+REPO_ID = re.compile(r"^(?P<repo>[A-Za-z0-9][\w.-]*/[\w.-]+)(?:@(?P<rev>[\w./-]+))?$")
+PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl", ".pickle")
+ALIBI_TYPES = {"bloom", "mpt"}
+ROPE_TYPES = {"llama", "mistral", "gpt_neox", "qwen2", "qwen3", "phi", "phi3", "gemma",
+              "gemma2", "gptj", "stablelm", "mixtral", "olmo", "starcoder2", "cohere"}
+LEARNED_TYPES = {"gpt2", "opt", "gpt_neo", "gpt_bigcode", "biogpt", "xglm"}
+
+
+def hub_cache_dir() -> Path:
+    """The hub cache folder, from the environment as it is now."""
+    if os.environ.get("HF_HUB_CACHE"):
+        return Path(os.environ["HF_HUB_CACHE"]).expanduser()
+    home = os.environ.get("HF_HOME") or os.path.join("~", ".cache", "huggingface")
+    return Path(home).expanduser() / "hub"
+
+
+def parse_repo_id(text: str) -> tuple[str, str | None] | None:
+    """("org/name", revision or None) if `text` has the form of a repo id, else None."""
+    match = REPO_ID.match(str(text).strip())
+    return (match["repo"], match["rev"]) if match else None
+
+
+def positional_from_config(config: dict) -> str:
+    """How a model encodes position, read from config.json alone: "alibi", "rope", "learned",
+    or "unknown"."""
+    kind = str(config.get("model_type", ""))
+    if kind in ALIBI_TYPES or (kind == "falcon" and config.get("alibi")):
+        return "alibi"
+    if kind == "falcon" or kind in ROPE_TYPES:
+        return "rope"
+    if kind in LEARNED_TYPES:
+        return "learned"
+    return "unknown"
+
+
+@dataclass(frozen=True)
+class CachedModel:
+    """One revision of a cached model repo, and whether the inspector can run it."""
+
+    repo_id: str
+    revision: str  # the refs pointing at it ("main") or the short commit hash
+    commit: str
+    folder: str
+    size_bytes: int
+    architecture: str
+    positional: str
+    runnable: bool
+    reason: str  # why not, when not runnable
+
+    @property
+    def source(self) -> str:
+        """What to pass to load_model / put in the URL: org/name, or org/name@revision."""
+        return self.repo_id if "main" in self.revision.split(", ") else (
+            f"{self.repo_id}@{self.commit[:12]}")
+
+
+def _assess(folder: Path) -> tuple[str, str, bool, str]:
+    """(architecture, positional, runnable, reason) of a snapshot folder, from its files."""
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    config_file = folder / "config.json"
+    if not config_file.is_file():
+        return "?", "unknown", False, "no config.json"
+    try:
+        config = json.loads(config_file.read_text())
+    except (OSError, ValueError):
+        return "?", "unknown", False, "config.json is not readable JSON"
+    arch = ", ".join(config.get("architectures") or []) or str(config.get("model_type", "?"))
+    positional = positional_from_config(config)
+    files = [p.name for p in folder.iterdir()]
+    if config.get("auto_map"):
+        return arch, positional, False, "needs remote code (auto_map), which is never run"
+    if config.get("model_type") not in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
+        return arch, positional, False, (f"'{config.get('model_type')}' is not a causal LM "
+                                         "built into transformers")
+    if not any(name.endswith(".safetensors") for name in files):
+        pickles = any(name.endswith(PICKLE_SUFFIXES) for name in files)
+        return arch, positional, False, ("pickle-only weights (.bin): convert to safetensors"
+                                         if pickles else "no weights in this snapshot")
+    return arch, positional, True, ""
+
+
+def list_cached_models(cache_dir=None) -> list[CachedModel]:
+    """Every revision of every model repo in the hub cache, newest first per repo; [] when
+    there is no cache. Uses huggingface_hub.scan_cache_dir (no network)."""
+    from huggingface_hub import scan_cache_dir
+    from huggingface_hub.errors import CacheNotFound
+
+    folder = Path(cache_dir) if cache_dir is not None else hub_cache_dir()
+    try:
+        info = scan_cache_dir(folder)
+    except (CacheNotFound, OSError, ValueError):
+        return []
+    found = []
+    for repo in sorted(info.repos, key=lambda r: r.repo_id.lower()):
+        if repo.repo_type != "model":
+            continue
+        for rev in sorted(repo.revisions, key=lambda r: r.last_modified, reverse=True):
+            arch, positional, runnable, reason = _assess(Path(rev.snapshot_path))
+            refs = ", ".join(sorted(rev.refs)) or rev.commit_hash[:12]
+            found.append(CachedModel(repo.repo_id, refs, rev.commit_hash, str(rev.snapshot_path),
+                                     int(rev.size_on_disk), arch, positional, runnable, reason))
+    return found
+
+
+def resolve_repo(text: str, cache_dir=None) -> Path:
+    """The snapshot folder of repo id `text` (org/name or org/name@revision) in the cache.
+
+    Raises ModelLoadError saying what to run on a machine with internet when it is not cached.
+    """
+    parsed = parse_repo_id(text)
+    if parsed is None:
+        raise ModelLoadError(f"'{text}' is not a repo id of the form org/name[@revision].")
+    repo_id, rev = parsed
+    folder = Path(cache_dir) if cache_dir is not None else hub_cache_dir()
+    wanted = rev or "main"
+    for model in list_cached_models(folder):
+        if model.repo_id != repo_id:
+            continue
+        if wanted in model.revision.split(", ") or model.commit.startswith(wanted):
+            return Path(model.folder)
+    raise ModelLoadError(
+        f"'{repo_id}'{f' at revision {rev}' if rev else ''} is not in the local Hugging Face "
+        f"cache ({folder}), and nothing is downloaded here. On a machine with internet run "
+        f"`huggingface-cli download {repo_id}{f' --revision {rev}' if rev else ''} --include "
+        "\"*.safetensors\" \"*.json\" \"tokenizer*\"`, then copy its cache (or point HF_HOME "
+        "or HF_HUB_CACHE at it).")
