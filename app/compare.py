@@ -5,21 +5,18 @@ import math
 import numpy as np
 import streamlit as st
 
-from alibi_viz.compare_plots import (
-    DEFAULT_METHODS,
+from alibi_viz.compare_figures import (
     check_selection,
     format_params,
-    parse_methods,
     score_display_values,
     score_matrices_figure,
     score_vs_distance_figure,
 )
 from alibi_viz.errors import AlibiVizError
 from alibi_viz.export import to_npy_bytes
-from alibi_viz.params import Param
-from alibi_viz.positional import METHODS
-
-import ui
+from alibi_viz.params import UrlParam, parse_methods
+from alibi_viz.positional import DEFAULT_METHODS, METHODS
+from app import ui
 
 PREFIX = "cmp"
 MAX_LEN = 65_536
@@ -32,24 +29,24 @@ def param_key(method: str, name: str) -> str:
     return f"{method}.{name}"
 
 
-def method_param_specs() -> list[Param]:
+def method_param_specs() -> list[UrlParam]:
     """One URL parameter per method parameter, with the range METHODS gives it."""
     specs = []
     for method in METHODS.values():
         for p in method.params:
             key = param_key(method.name, p.name)
             if p.kind == "bool":
-                specs.append(Param(key, "choice", p.default, choices=(True, False)))
+                specs.append(UrlParam(key, "choice", p.default, choices=(True, False)))
             else:
-                specs.append(Param(key, p.kind, p.default, p.low, p.high))
+                specs.append(UrlParam(key, p.kind, p.default, p.low, p.high))
     return specs
 
 
 PARAMS = [
-    Param("methods", "text", ",".join(DEFAULT_METHODS)),
-    Param("len", "int", 512, 1, MAX_LEN),
-    Param("mode", "choice", "causal", choices=MODES),
-    Param("xscale", "choice", "linear", choices=XSCALES),
+    UrlParam("methods", "text", ",".join(DEFAULT_METHODS)),
+    UrlParam("len", "int", 512, 1, MAX_LEN),
+    UrlParam("mode", "choice", "causal", choices=MODES),
+    UrlParam("xscale", "choice", "linear", choices=XSCALES),
     *method_param_specs(),
 ]
 DEFAULTS = {spec.name: spec.default for spec in PARAMS} | {"methods": list(DEFAULT_METHODS)}
@@ -198,7 +195,9 @@ tag = f"{'-'.join(selection)}_L{seq_len}_{mode}"
 st.subheader("1. Contribution to the score vs distance")
 ui.show_figure(curve_fig, f"positional_vs_distance_{tag}", key="cmp_fig_curves")
 st.caption("At long lengths ALiBi's line dwarfs the others, and that is the point: it keeps "
-           "falling while the rest level off. Drag on the chart to zoom, double-click to reset.")
+           "falling linearly, while T5 is flat beyond its max distance and the others fall "
+           "ever more slowly (Sandwich roughly logarithmically, out to about 10,000 tokens at "
+           "d' = 128). Drag on the chart to zoom, double-click to reset.")
 
 st.subheader("2. As matrices")
 ui.show_figure(matrix_fig, f"positional_matrices_{tag}", key="cmp_fig_matrices")
@@ -237,9 +236,13 @@ st.markdown(
     "far away, with r1 and r2 learned per head.\n"
     "- **Sandwich is ALiBi-like, derived from sinusoidal dot products.** The sinusoidal inner "
     "product, shifted to 0 at d = 0 and divided by a per-head scale, is added to the score as "
-    "a bias with no learned parameters: it falls over the first tokens, then levels off "
-    "(with ripples) near -d'/(2·scale).\n"
+    "a bias with no learned parameters. Each frequency stops contributing once it has turned "
+    "over, and the frequencies are spaced geometrically, so the bias falls roughly "
+    "logarithmically with distance (at d' = 128 and scale 1, by 11 to 20 logits per decade) "
+    "until its slowest frequency turns over near 10,000 tokens; only then does it ripple "
+    "around -d'/(2·scale).\n"
     "- **Softmax only sees differences within a row.** Adding a constant to a bias changes "
     "nothing; what matters is how fast it falls and whether it keeps falling. A bias that "
-    "levels off (T5, Sandwich, nearly KERPLE-log) stops telling far keys apart; ALiBi keeps "
+    "stops falling (T5 beyond max_distance) cannot tell far keys apart; one that falls ever "
+    "more slowly (Sandwich, KERPLE-log) tells them apart less and less; ALiBi keeps "
     "penalising them in proportion to distance.")

@@ -10,35 +10,42 @@ A page calls, in order:
     heads_view.show(PREFIX, loaded, text, choice)          # grid, one head's row, statistics
 
 Widget keys are f"{prefix}_{name}", so the two pages keep separate state. Everything drawn is
-computed by `alibi_viz.model_plots`; arrays are cached at display resolution (a few MB per
-text), never the full attention maps.
+computed by `alibi_viz.heads` (arrays, cached at display resolution: a few MB per text, never
+the full attention maps) and drawn by `alibi_viz.head_figures`. Every cache is keyed by one
+`analysis_key`: the model's folder and files' stamp, a digest of the text and the token cap.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import streamlit as st
 
 from alibi_viz import data
 from alibi_viz.assets import training_info
+from alibi_viz.behaviour import BEHAVIOUR_TITLES, BEHAVIOURS, behaviour_scores
+from alibi_viz.conformance import check_alibi
 from alibi_viz.errors import AlibiVizError, ModelLoadError
-from alibi_viz.heads import score_decomposition
-from alibi_viz.loading import resolve_model_path
-from alibi_viz.model_plots import (
+from alibi_viz.head_figures import (
     COLOR_SCALES,
-    analyze_heads,
     attention_grid_figure,
+    behaviour_grid_figure,
     decomposition_figure,
-    decomposition_view,
     head_statistics_figure,
-    training_length,
+    highlight_html,
+    precision_figure,
+    single_map_figure,
+    verdict_grid_figure,
 )
-from alibi_viz.params import Param
-
-import ui
+from alibi_viz.heads import BIAS_SHOWN, analyze_heads, decomposition_view, score_decomposition
+from alibi_viz.loading import resolve_model_path, train_seq_len
+from alibi_viz.params import UrlParam
+from alibi_viz.precision import DTYPES, FORMS, precision_lens
+from app import ui
 
 logger = logging.getLogger(__name__)
 
@@ -49,27 +56,27 @@ DEFAULT_MAX_TOKENS = 512
 MAX_INDEX = 1024           # layer and head numbers the URL may name (checked against the model)
 EXAMPLE_SLUGS = ("prose", "code", "long")  # URL names of data.example_texts(), in its order
 CUSTOM = "custom"
-MODEL_TITLES = {"alibi": "ALiBi (BLOOM)", "learned": "learned positions (GPT-2)",
-                "rope": "RoPE (LLaMA)"}  # the shipped models, as the pages name them
 
 VIEW_PARAMS = [
-    Param("layer", "int", 1, 1, MAX_INDEX),
-    Param("head", "int", 1, 1, MAX_INDEX),
-    Param("color", "choice", "log", choices=COLOR_SCALES),
-    Param("tokens", "int", DEFAULT_MAX_TOKENS, 8, MAX_TOKENS),
-    Param("example", "choice", "prose", choices=(*EXAMPLE_SLUGS, CUSTOM)),
-    Param("text", "text", ""),
+    UrlParam("layer", "int", 1, 1, MAX_INDEX),
+    UrlParam("head", "int", 1, 1, MAX_INDEX),
+    UrlParam("color", "choice", "log", choices=COLOR_SCALES),
+    UrlParam("bias", "choice", "textbook", choices=BIAS_SHOWN),
+    UrlParam("tokens", "int", DEFAULT_MAX_TOKENS, 8, MAX_TOKENS),
+    UrlParam("example", "choice", "prose", choices=(*EXAMPLE_SLUGS, CUSTOM)),
+    UrlParam("text", "text", ""),
 ]
 
 
 @dataclass
 class Choice:
-    """What the controls say: 0-based layer and head, colour scale, token cap."""
+    """What the controls say: 0-based layer and head, colour scale, token cap, bias form."""
 
     layer: int
     head: int
     scale: str
     max_tokens: int
+    bias_shown: str = "textbook"
 
 
 @dataclass
@@ -80,7 +87,7 @@ class Loaded:
     tokenizer: object
     info: object
     key: tuple
-    training_length: int | None
+    train_seq_len: int | None
     folder: str
 
 
@@ -101,7 +108,7 @@ def _key(prefix: str, name: str) -> str:
     return f"{prefix}_{name}"
 
 
-def seed(prefix: str, params: list[Param]) -> None:
+def seed(prefix: str, params: list[UrlParam]) -> None:
     """Set the controls from the URL once per session and fill in the text (ui.keep_page_state
     carries them across visits to other pages)."""
     ui.seed_from_url(prefix, params)
@@ -124,9 +131,10 @@ def load(path) -> Loaded | None:
     and what to do, and return None. A folder whose files changed (removed, replaced,
     corrupted) since it was cached is loaded, and checked, again."""
     try:
-        folder = resolve_model_path(path)
+        allow = ui.custom_paths_allowed()
+        folder = resolve_model_path(path, allow)
         stamp = ui.model_stamp(str(folder))
-        model, tokenizer, info = ui.cached_model(str(folder), stamp)
+        model, tokenizer, info = ui.cached_model(str(folder), stamp, allow)
     except ModelLoadError as exc:
         st.error(f"Could not load the model. {exc}", icon="🚫")
         return None
@@ -139,7 +147,7 @@ def load(path) -> Loaded | None:
         training = training_info(folder)
     except (OSError, ValueError):  # a damaged training.json only loses the training length
         training = {}
-    return Loaded(model, tokenizer, info, (str(folder), stamp), training_length(info, training),
+    return Loaded(model, tokenizer, info, (str(folder), stamp), train_seq_len(info, training),
                   str(folder))
 
 
@@ -208,6 +216,12 @@ def controls_ui(prefix: str, info) -> Choice:
         scale = st.radio("Colours", COLOR_SCALES, key=_key(prefix, "color"), horizontal=True,
                          help="log: log10 of the attention, which shows ALiBi's linear decay as "
                               "a straight gradient; linear: the probability itself.")
+        bias_shown = st.radio(
+            "Bias panel", BIAS_SHOWN, key=_key(prefix, "bias"), horizontal=True,
+            format_func={"textbook": "−m(i−j)", "as_added": "as the model adds it"}.get,
+            help="−m(i−j): the textbook bias under the causal mask. As the model adds it: "
+                 "e.g. BLOOM's +m·j, which differs from −m(i−j) by m·i, the same for every "
+                 "key of a row; softmax ignores that, so the attention is identical.")
     slopes = info.slopes
     left, mid, _ = st.columns([1, 2, 3])
     layer = left.selectbox("Layer", list(range(1, info.num_layers + 1)), key=_key(prefix, "layer"),
@@ -216,14 +230,15 @@ def controls_ui(prefix: str, info) -> Choice:
         "Head", list(range(1, info.num_heads + 1)), key=_key(prefix, "head"),
         format_func=lambda h: f"head {h}" + (f" (m = {slopes[h - 1]:.3g})" if slopes else ""),
         help="The head whose scores are split into content and bias below.")
-    return Choice(layer=int(layer) - 1, head=int(head) - 1, scale=scale, max_tokens=int(max_tokens))
+    return Choice(layer=int(layer) - 1, head=int(head) - 1, scale=scale,
+                  max_tokens=int(max_tokens), bias_shown=bias_shown)
 
 
 def url_values(prefix: str, choice: Choice, text: str) -> dict:
     """The shareable part of the view: layer, head, colours, token cap, and the example's
     name or (when short) the text itself."""
     values = {"layer": choice.layer + 1, "head": choice.head + 1, "color": choice.scale,
-              "tokens": choice.max_tokens}
+              "tokens": choice.max_tokens, "bias": choice.bias_shown}
     slug = st.session_state.get(_key(prefix, "example"))
     if slug in examples() and examples()[slug][1] == text:
         values["example"] = slug
@@ -233,33 +248,52 @@ def url_values(prefix: str, choice: Choice, text: str) -> dict:
 
 
 # ----------------------------------------------------------------------------- cached data
+# Each cached function takes the unhashed model and text (`_loaded`, `_text`, `_analysis`) and
+# one hashed `key` that determines them: the model's (folder, stamp), the text's digest and the
+# token cap. The slopes and training length come from the model, so the key covers them too.
+
+def analysis_key(loaded: Loaded, text: str, max_tokens: int) -> tuple:
+    """The cache key of one model run: (model key, sha256 of the text, token cap)."""
+    return (loaded.key, hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest(),
+            int(max_tokens))
+
 
 @st.cache_data(max_entries=4, show_spinner="Running the model on the text...")
-def cached_analysis(_model, _tokenizer, model_key: tuple, text: str, max_tokens: int, slopes):
-    return analyze_heads(_model, _tokenizer, text, max_tokens=max_tokens, slopes=slopes)
+def cached_analysis(_loaded: Loaded, _text: str, key: tuple):
+    return analyze_heads(_loaded.model, _loaded.tokenizer, _text, max_tokens=key[2],
+                         slopes=_loaded.info.effective_slopes)
 
 
 @st.cache_data(max_entries=6, show_spinner="Splitting the scores into content and bias...")
-def cached_decomposition(_model, _tokenizer, model_key: tuple, text: str, max_tokens: int,
-                         layer: int):
-    dec = score_decomposition(_model, _tokenizer, text, layer, max_tokens=max_tokens)
-    return decomposition_view(dec)
+def cached_decomposition(_loaded: Loaded, _text: str, key: tuple, layer: int, bias_shown: str):
+    dec = score_decomposition(_loaded.model, _loaded.tokenizer, _text, layer, max_tokens=key[2])
+    return decomposition_view(dec, bias_shown=bias_shown)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def cached_grid_figure(_analysis, model_key, text, max_tokens, layer, head, scale, marker, slopes):
-    return attention_grid_figure(_analysis.layers[layer], _analysis.tokens, layer, slopes=slopes,
-                                 selected=head, training_length=marker, scale=scale)
+def cached_grid_figure(_analysis, _loaded: Loaded, key: tuple, layer: int, head: int, scale: str):
+    return attention_grid_figure(_analysis.layers[layer], _analysis.tokens, layer,
+                                 slopes=_loaded.info.slopes, selected=head,
+                                 train_seq_len=_loaded.train_seq_len, scale=scale)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def cached_row_figure(_view, model_key, text, max_tokens, layer, head, scale, marker, slope):
-    return decomposition_figure(_view, head, slope=slope, training_length=marker, scale=scale)
+def cached_row_figure(_view, _loaded: Loaded, key: tuple, layer: int, head: int, scale: str,
+                      bias_shown: str):
+    slope = _loaded.info.slopes[head] if _loaded.info.slopes else None
+    return decomposition_figure(_view, head, slope=slope, train_seq_len=_loaded.train_seq_len,
+                                scale=scale)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def cached_stats_figure(_analysis, model_key, text, max_tokens, slopes, layer, head):
+def cached_stats_figure(_analysis, key: tuple, layer: int, head: int):
     return head_statistics_figure(_analysis.stats, _analysis.seq_len, selected=(layer, head))
+
+
+@st.cache_data(max_entries=4, show_spinner="Scoring every head on the probe texts...")
+def cached_behaviour(_loaded: Loaded, model_key: tuple):
+    """Behaviour scores of every head (fixed probes, so keyed by the model alone)."""
+    return behaviour_scores(_loaded.model, _loaded.tokenizer, slopes=_loaded.info.effective_slopes)
 
 
 # ----------------------------------------------------------------------------- views
@@ -286,13 +320,11 @@ def show(prefix: str, loaded: Loaded, text: str, choice: Choice) -> None:
 
 
 def _show(prefix: str, loaded: Loaded, text: str, choice: Choice) -> None:
-    info = loaded.info
     name = Path(loaded.folder).name or "model"
-    slopes = info.effective_slopes
-    marker = loaded.training_length
+    marker = loaded.train_seq_len
+    key = analysis_key(loaded, text, choice.max_tokens)
     try:
-        analysis = cached_analysis(loaded.model, loaded.tokenizer, loaded.key, text,
-                                   choice.max_tokens, slopes)
+        analysis = cached_analysis(loaded, text, key)
     except (AlibiVizError, RuntimeError, MemoryError) as exc:
         st.warning(_failed(exc), icon="✍️")
         return
@@ -311,35 +343,211 @@ def _show(prefix: str, loaded: Loaded, text: str, choice: Choice) -> None:
 
     tag = f"{name}_L{choice.layer + 1}_h{choice.head + 1}_T{T}"
     st.subheader(f"1. Every head of layer {choice.layer + 1}")
-    grid = cached_grid_figure(analysis, loaded.key, text, choice.max_tokens, choice.layer,
-                              choice.head, choice.scale, marker, info.slopes)
+    grid = cached_grid_figure(analysis, loaded, key, choice.layer, choice.head, choice.scale)
     ui.show_figure(grid, f"attention_{tag}", key=f"{prefix}_fig_grid")
 
     st.subheader(f"2. Head {choice.head + 1}: content, bias, masked total, attention")
     try:
-        view = cached_decomposition(loaded.model, loaded.tokenizer, loaded.key, text,
-                                    choice.max_tokens, choice.layer)
+        view = cached_decomposition(loaded, text, key, choice.layer, choice.bias_shown)
     except (AlibiVizError, RuntimeError, MemoryError) as exc:
         st.info(_failed(exc), icon="ℹ️")
     else:
-        slope = info.slopes[choice.head] if info.slopes else None
-        row = cached_row_figure(view, loaded.key, text, choice.max_tokens, choice.layer,
-                                choice.head, choice.scale, marker, slope)
+        row = cached_row_figure(view, loaded, key, choice.layer, choice.head, choice.scale,
+                                choice.bias_shown)
         ui.show_figure(row, f"decomposition_{tag}", key=f"{prefix}_fig_row")
         if view.truncated and view.seq_len < T:
             st.caption(f"Decomposition: {view.truncated}")
+        shown = ("The bias panel shows the textbook −m·(i−j), and the total is shifted by the "
+                 "same constant per row, which softmax ignores. "
+                 if view.bias_shown == "textbook" else
+                 "The bias panel shows the model's own numbers: a form like BLOOM's +m·j "
+                 "differs from −m·(i−j) only by m·i, the same for every key of row i, so a "
+                 "positive value does not mean far keys get a bonus. ")
         st.caption(
-            f"How this model adds its position bias: `{view.bias_form}`. The masked total is "
-            "what the softmax sees (grey: keys after the query); softmax of it reproduces "
-            f"the model's own attention to {view.max_abs_error:.1e}.")
+            f"How this model adds its position bias: `{view.bias_form}`. {shown}The masked "
+            "total is what the softmax sees (grey: keys after the query); softmax of it "
+            f"reproduces the model's own attention to {view.max_abs_error:.1e}.")
 
     st.subheader("3. Head statistics")
-    stats = cached_stats_figure(analysis, loaded.key, text, choice.max_tokens, slopes,
-                                choice.layer, choice.head)
+    stats = cached_stats_figure(analysis, key, choice.layer, choice.head)
     ui.show_figure(stats, f"head_statistics_{name}_T{T}", key=f"{prefix}_fig_stats")
+    show_gallery(prefix, loaded)
+    st.subheader("5. Conformance: is this model applying ALiBi correctly?")
+    show_conformance(prefix, loaded.model, loaded.tokenizer, loaded.info, loaded.key)
     st.markdown(
-        "**Effective slope**: the slope m of the straight line that best fits log attention "
-        "against distance (one intercept per query). A head that only followed its ALiBi bias "
-        "would sit on y = x; above it, its content makes it more local; below it, it looks "
-        "further than its bias alone. **Mean distance**: how far back, on average, each query "
-        "looks; the crosses are what the bias alone would give for this text length.")
+        "**Effective slope**: the slope of the straight line that best fits log attention "
+        "against distance, with one intercept per query. For an ALiBi head "
+        "log p_ij = s_ij − m·(i−j) − log Z_i, so the fit returns m whenever the content score "
+        "s is uncorrelated with distance, *however strongly content drives the head*: sitting "
+        "on y = x does not mean a head follows its bias. The label is the fit's **R²**, the "
+        "share of the log-attention variance that distance explains: near 1 the head is its "
+        "bias; near 0 content decides, whatever the slope. **Content reliance** (ALiBi "
+        "models) is the KL divergence, in nats, from the attention the bias alone would give "
+        "(all content scores equal) to the head's attention, averaged over queries: 0 for a "
+        "head that only follows its bias, large when content moves the weight. **Mean "
+        "distance**: how far back, on average, each query looks; the crosses are what the "
+        "bias alone would give for this text length.")
+
+
+def _select_head(prefix: str, cell) -> None:
+    st.session_state[f"{prefix}_gallery_cell"] = cell
+
+
+def _clicked_cell(event) -> tuple[int, int] | None:
+    """(layer, head), 0-based, of the gallery cell a plotly selection event points at."""
+    try:
+        points = event["selection"]["points"]
+        layer, head = points[0]["customdata"][:2]
+        return int(layer), int(head)
+    except (KeyError, IndexError, TypeError, ValueError):
+        return None
+
+
+def show_gallery(prefix: str, loaded: Loaded) -> None:
+    """Section 4: every head's strongest behaviour on fixed probe texts, "find me a head"
+    buttons, and the chosen head's map with the tokens it attends to highlighted."""
+    st.subheader("4. Head gallery: what does each head do?")
+    try:
+        behaviour = cached_behaviour(loaded, loaded.key)
+    except (AlibiVizError, RuntimeError, MemoryError) as exc:
+        st.info(_failed(exc), icon="ℹ️")
+        return
+    state = f"{prefix}_gallery_cell"
+    strongest = behaviour.strongest()
+    names = [b for b in BEHAVIOURS if b != "content" or behaviour.content_kl is not None]
+    st.caption("Find me a head that ...")
+    per_row = 4  # two rows of buttons: every label fits a 1024-pixel screen
+    columns = [c for start in range(0, len(names), per_row) for c in st.columns(per_row)]
+    for column, name in zip(columns, names, strict=False):
+        values = behaviour.content_kl if name == "content" else behaviour.scores[name]
+        if np.all(np.isnan(values)):  # e.g. no bracket pair survives this tokenizer
+            column.button(BEHAVIOUR_TITLES[name], key=f"{prefix}_find_{name}", width="stretch",
+                          disabled=True)
+            continue
+        best = np.unravel_index(np.nanargmax(values), values.shape)
+        column.button(BEHAVIOUR_TITLES[name], key=f"{prefix}_find_{name}", width="stretch",
+                      on_click=_select_head, args=(prefix, (int(best[0]), int(best[1]))))
+    chart_key = f"{prefix}_fig_gallery"
+    clicked = _clicked_cell(st.session_state.get(chart_key))
+    if clicked is not None and clicked != st.session_state.get(f"{prefix}_gallery_click"):
+        st.session_state[f"{prefix}_gallery_click"] = clicked  # a new click wins once
+        st.session_state[state] = clicked
+    cell = st.session_state.get(state) or (0, 0)
+    st.plotly_chart(behaviour_grid_figure(behaviour, selected=cell), key=chart_key,
+                    on_select="rerun", selection_mode="points", theme=None,
+                    config=ui.PLOT_CONFIG, width="stretch")
+    layer, head = cell
+    kind = strongest[layer, head]
+    probe, query = behaviour.example(layer, head, kind)
+    tokens, maps = behaviour.probes[probe]
+    attention = maps[layer][head]
+    left, right = st.columns([2, 3])
+    with left:
+        ui.show_figure(single_map_figure(
+            attention, f"Layer {layer + 1}, head {head + 1}: {BEHAVIOUR_TITLES[kind]}"),
+            f"gallery_L{layer + 1}_h{head + 1}", key=f"{prefix}_fig_gallery_map")
+    with right:
+        st.markdown(f"**Layer {layer + 1}, head {head + 1}** looks most like a "
+                    f"**{BEHAVIOUR_TITLES[kind]}** head. Below, the "
+                    f"{'repeated random sequence' if probe == 'induction' else 'code probe'}: "
+                    f"the outlined token is the query (position {query}); the darker a token, "
+                    "the more attention it gets from the query.")
+        st.html(highlight_html(tokens, attention[query], query))
+        st.caption("Scores: " + "; ".join(
+            f"{BEHAVIOUR_TITLES[b]} {behaviour.scores[b][layer, head]:.2f}"
+            for b in BEHAVIOURS if b != "content")
+            + (f"; content KL {behaviour.content_kl[layer, head]:.2f} nats"
+               if behaviour.content_kl is not None else "")
+            + ". Definitions: `alibi_viz/behaviour.py`.")
+
+
+# ----------------------------------------------------------------------------- conformance
+
+@st.cache_data(max_entries=4, show_spinner=False)
+def cached_check(_model, _tokenizer, model_key: tuple):
+    """The conformance check of one model (keyed by the model alone: fixed probes)."""
+    return check_alibi(_model, _tokenizer)
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
+def cached_lens(num_heads: int, seq_len: int, dtype: str, form: str, head_dim: int):
+    return precision_lens(num_heads, seq_len, dtype, form, head_dim)
+
+
+def show_conformance(prefix: str, model, tokenizer, info, model_key: tuple,
+                     run_label: str = "Run the conformance check") -> None:
+    """Is this model applying ALiBi correctly? Verdicts per head, prefill vs decode, and the
+    precision lens. Runs on a click (a few seconds), with a progress bar."""
+    if info.positional != "alibi":
+        st.info(f"This model encodes position with {info.positional}: there is no ALiBi bias "
+                "to check.", icon="ℹ️")
+        return
+    done = f"_{prefix}_checked"
+    if st.session_state.get(done) != model_key and not st.button(
+            run_label, key=f"{prefix}_check_run", type="primary"):
+        st.caption("Probes every head with one repeated token, decodes a text token by token "
+                   "through the KV cache, and compares a left-padded batch with each text alone.")
+        return
+    bar = st.progress(0.0, text="Checking...")
+    try:
+        check = cached_check(model, tokenizer, model_key)
+    except (AlibiVizError, RuntimeError, MemoryError) as exc:
+        bar.empty()
+        st.error(f"The conformance check could not run: {_failed(exc)}")
+        return
+    bar.empty()
+    st.session_state[done] = model_key
+    if check.ok:
+        st.success(f"Conforms: every head applies the expected bias ({check.expected_form}), "
+                   "and cached decoding and left padding give the full forward's numbers.",
+                   icon="✅")
+    else:
+        counts = {}
+        for row in check.heads:
+            for head in row:
+                counts[head.verdict] = counts.get(head.verdict, 0) + 1
+        st.error("Does not conform: " + ", ".join(f"{n} head(s) {v.replace('_', ' ')}"
+                                                  for v, n in counts.items() if v != "conforms")
+                 + ("" if check.decode is None or check.decode.ok else
+                    "; cached decoding differs from the full forward")
+                 + ("" if check.decode is None or check.decode.padding_ok else
+                    "; left padding changes the outputs") + ".", icon="🚨")
+    for note in check.notes:
+        st.warning(note, icon="⚠️")
+    ui.show_figure(verdict_grid_figure(check), "conformance", key=f"{prefix}_fig_conformance")
+    st.caption("Verdicts: conforms; scaled (a constant ratio to the expected slope); sign "
+               "flipped; permuted (another head's slope); offset (a jump between a key at "
+               "distance 0 and 1: not a row constant); missing; clipped (stops growing). A "
+               "constant added to a whole row is harmless and passes.")
+    if check.decode is not None:
+        d = check.decode
+        rows = [{"check": "prefill vs cached decode: logits", "largest |difference|": d.logits,
+                 "pass": d.logits <= d.tolerance}]
+        rows += [{"check": f"prefill vs cached decode: layer {k + 1} attention",
+                  "largest |difference|": v, "pass": v <= d.tolerance}
+                 for k, v in enumerate(d.layers)]
+        rows += [{"check": "left padding: logits", "largest |difference|": d.padding_logits,
+                  "pass": d.padding_logits <= d.tolerance}]
+        rows += [{"check": f"left padding: layer {k + 1} attention", "largest |difference|": v,
+                  "pass": v <= d.tolerance} for k, v in enumerate(d.padding_layers)]
+        st.dataframe(rows, hide_index=True, key=f"{prefix}_decode_table")
+        st.caption(f"Tolerance {d.tolerance:g} for this dtype: float32 paths differ by about "
+                   "1e-6 relative; 16-bit paths round differently at every layer.")
+    st.markdown("**Precision lens.** The bias a dtype really adds, against the exact one.")
+    left, mid, right = st.columns(3)
+    dtype = left.selectbox("dtype", list(DTYPES), index=list(DTYPES).index(info.dtype)
+                           if info.dtype in DTYPES else 1, key=f"{prefix}_lens_dtype")
+    default_form = "falcon" if info.model_type == "falcon" else "row_constant"
+    form = mid.selectbox("form", FORMS, index=FORMS.index(default_form),
+                         key=f"{prefix}_lens_form",
+                         help="row_constant: BLOOM's m·j cast to the dtype; textbook: −m(i−j) "
+                              "cast; falcon: Falcon's bfloat16 builder scaled by 1/√d.")
+    length = right.select_slider("tokens", [256, 512, 1024, 2048, 4096], value=2048,
+                                 key=f"{prefix}_lens_len")
+    try:
+        lens = cached_lens(info.num_heads, int(length), dtype, form, info.head_dim)
+    except AlibiVizError as exc:
+        st.error(str(exc))
+        return
+    ui.show_figure(precision_figure(lens), "precision", key=f"{prefix}_fig_precision")
+

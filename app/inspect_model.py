@@ -4,18 +4,66 @@ import os
 
 import streamlit as st
 
-from alibi_viz.assets import DEFAULT_MODEL, shipped_models
+from alibi_viz.assets import DEFAULT_MODEL, model_title, shipped_models
 from alibi_viz.errors import AlibiVizError
-from alibi_viz.loading import ALLOW_CUSTOM_ENV, MODEL_ROOT_ENV
-from alibi_viz.model_plots import model_info_rows, model_slopes_figure
-from alibi_viz.params import Param
-
-import heads_view
-import ui
+from alibi_viz.head_figures import model_slopes_figure
+from alibi_viz.hub_cache import hub_cache_dir, list_cached_models
+from alibi_viz.loading import ALLOW_CUSTOM_ENV, MODEL_ROOT_ENV, model_info_rows
+from alibi_viz.params import UrlParam
+from alibi_viz.zoo import BUGS, HARMLESS, broken_model
+from app import heads_view, ui
 
 PREFIX = "im"
-SOURCES = ("shipped", "folder")
-SOURCE_TITLES = {"shipped": "A shipped model", "folder": "A local folder"}
+SOURCES = ("shipped", "cache", "folder")
+SOURCE_TITLES = {"shipped": "A shipped model", "cache": "The Hugging Face cache",
+                 "folder": "A local folder"}
+
+
+@st.cache_data(ttl=60, show_spinner="Reading the Hugging Face cache...")
+def cached_models(cache_dir: str):
+    """The local hub cache's models (re-read at most once a minute)."""
+    return list_cached_models(cache_dir)
+
+
+def size_text(n: int) -> str:
+    return f"{n / 2**30:.2f} GB" if n >= 2**30 else f"{n / 2**20:.1f} MB"
+
+
+def cache_ui(allowed: bool) -> str:
+    """The cached models as a table (the ones the inspector cannot run greyed out, with the
+    reason) and a picker of the runnable ones. Returns the chosen repo id or ''."""
+    if not allowed:
+        st.info("Browsing the model cache is off on this server: it listens beyond this "
+                f"machine and no operator allowed it ({ALLOW_CUSTOM_ENV}=1 turns it on).",
+                icon="🔒")
+        return ""
+    folder = hub_cache_dir()
+    found = cached_models(str(folder))
+    if not found:
+        st.info(f"No models in the Hugging Face cache ({folder}). Models downloaded with "
+                "`huggingface-cli download org/name` (or by transformers) appear here; "
+                "HF_HOME or HF_HUB_CACHE move the cache.", icon="📦")
+        return ""
+    rows = [{"repo id": m.repo_id, "revision": m.revision, "size": size_text(m.size_bytes),
+             "architecture": m.architecture, "position": m.positional,
+             "can inspect": "yes" if m.runnable else f"no: {m.reason}"} for m in found]
+    st.dataframe(rows, hide_index=True, key="im_cache_table",
+                 column_config={"can inspect": st.column_config.TextColumn(width="large")})
+    runnable = [m.source for m in found if m.runnable]
+    if st.session_state.get("im_repo") not in runnable:
+        st.session_state["im_repo"] = runnable[0] if runnable else ""
+    if not runnable:
+        st.warning("None of the cached models can be inspected (see the reasons above).")
+        return ""
+    choice = st.selectbox("Cached model", runnable, key="im_repo",
+                          help="Loaded offline from the cache, with the same safety rules as "
+                               "a folder (safetensors only, no remote code).")
+    model = next(m for m in found if m.source == choice)
+    st.caption(f"{choice}: {size_text(model.size_bytes)} on disk, which is about the memory "
+               "it needs in its stored dtype (alibi-viz loads float32: twice that for a "
+               "16-bit checkpoint). Very large models can be inspected with disk offload, see "
+               "the README.")
+    return choice
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
@@ -38,10 +86,12 @@ def source_ui(models: dict, default: str):
                           help="One of the models shipped with alibi-viz, or any Hugging Face "
                                "causal LM folder on this machine (written by save_pretrained).")
         name, path = None, ""
-        if source == "shipped":
+        if source == "cache":
+            pass  # chosen in the main area, where the table fits
+        elif source == "shipped":
             if models:
                 name = st.selectbox("Shipped model", list(models), key="im_model",
-                                    format_func=lambda n: heads_view.MODEL_TITLES.get(n, n))
+                                    format_func=model_title)
         else:
             path = st.text_input(
                 "Folder", key="im_path", placeholder="/path/to/checkpoint",
@@ -56,7 +106,7 @@ def info_ui(loaded) -> None:
     st.subheader("The model")
     left, right = st.columns([3, 2])
     with left:
-        rows = model_info_rows(info, {"train_seq_len": loaded.training_length})
+        rows = model_info_rows(info, {"train_seq_len": loaded.train_seq_len})
         st.markdown("| property | value |\n|---|---|\n" + "\n".join(
             f"| {row['property']} | {markdown_text(row['value'])} |" for row in rows))
     with right:
@@ -80,23 +130,54 @@ def info_ui(loaded) -> None:
                 "is zero.", icon="ℹ️")
 
 
+@st.cache_resource(max_entries=len(BUGS), show_spinner="Building the broken model...")
+def zoo_model(bug: str):
+    from alibi_viz.data import make_tokenizer
+    from alibi_viz.loading import describe_model
+
+    model = broken_model(bug)
+    return model, make_tokenizer(), describe_model(model)
+
+
+def zoo_ui() -> None:
+    """The conformance check's demo: a tiny BLOOM with one injected bug, checked on a click."""
+    st.markdown("Tiny random BLOOM models, each with one bug that engineers hit when they "
+                "port, quantise or serve ALiBi models, injected through forward hooks. Pick "
+                "one and watch the verdicts change.")
+    bug = st.selectbox("Bug", list(BUGS), key="im_zoo_bug",
+                       format_func=lambda b: f"{b}: {BUGS[b]}"
+                       + (" (harmless)" if b in HARMLESS else ""))
+    net, tokenizer, info = zoo_model(bug)
+    heads_view.show_conformance("im_zoo", net, tokenizer, info, ("zoo", bug),
+                                run_label="Check this broken model")
+
+
 st.title("Inspect a model")
 st.caption("Load a checkpoint and see how it encodes position, its ALiBi slopes against the "
            "standard schedules, and then its heads on any text.")
 
+with st.expander("Conformance demo: a zoo of broken ALiBi models"):
+    zoo_ui()
+
 models = shipped_models()
 default = DEFAULT_MODEL if DEFAULT_MODEL in models else next(iter(models), "")
-PARAMS = [Param("source", "choice", "shipped", choices=SOURCES),
-          Param("model", "choice", default, choices=tuple(models) or ("",)),
-          Param("path", "text", ""), *heads_view.VIEW_PARAMS]
-if not st.session_state.get("_im_seeded") and st.query_params.get("path"):
-    st.session_state["_im_path_in_url"] = True
+PARAMS = [UrlParam("source", "choice", "shipped", choices=SOURCES),
+          UrlParam("model", "choice", default, choices=tuple(models) or ("",)),
+          UrlParam("path", "text", ""), UrlParam("repo", "text", ""), *heads_view.VIEW_PARAMS]
+if ui.first_visit(PREFIX):
+    st.session_state["_im_source_from_url"] = ("cache" if st.query_params.get("repo") else
+                                               "folder" if st.query_params.get("path") else None)
 heads_view.seed(PREFIX, PARAMS)
-if st.session_state.pop("_im_path_in_url", False):
-    st.session_state["im_source"] = "folder"
+if (source_in_url := st.session_state.pop("_im_source_from_url", None)) is not None:
+    st.session_state["im_source"] = source_in_url
 ui.show_url_warnings(PREFIX)
 
+allowed = ui.custom_paths_allowed()
 source, name, path = source_ui(models, default)
+repo = cache_ui(allowed) if source == "cache" else ""
+if source == "cache" and not repo:
+    ui.write_url({"source": source})
+    st.stop()
 if source == "shipped" and not name:
     st.error("No shipped models were found in assets/models: choose *A local folder*, or train "
              "them with `python -m alibi_viz.train` (see the README).", icon="🚫")
@@ -106,7 +187,7 @@ if source == "folder" and not path:
             "with save_pretrained (config.json, model.safetensors, tokenizer files).", icon="👈")
     st.stop()
 
-target = str(models[name]) if source == "shipped" else path
+target = str(models[name]) if source == "shipped" else repo if source == "cache" else path
 restricted = ", ".join(f"`{v}={os.environ[v]}`" for v in (MODEL_ROOT_ENV, ALLOW_CUSTOM_ENV)
                        if os.environ.get(v, "").strip())
 loaded = heads_view.load(target)
@@ -117,7 +198,7 @@ if loaded is None:
         "the model is a causal language model built into transformers."
         + (f" This deployment restricts which folders can be loaded ({restricted})."
            if restricted else ""))
-    ui.write_url({"source": source, "model": name, "path": path or None})
+    ui.write_url({"source": source, "model": name, "path": path or None, "repo": repo or None})
     st.stop()
 
 info_ui(loaded)
@@ -125,5 +206,6 @@ st.subheader("Its heads on a text")
 text = heads_view.text_ui(PREFIX)
 choice = heads_view.controls_ui(PREFIX, loaded.info)
 ui.write_url({"source": source, "model": name if source == "shipped" else None,
-              "path": path or None, **heads_view.url_values(PREFIX, choice, text)})
+              "path": path if source == "folder" and path else None,
+              "repo": repo or None, **heads_view.url_values(PREFIX, choice, text)})
 heads_view.show(PREFIX, loaded, text, choice)

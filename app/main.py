@@ -1,25 +1,29 @@
 """alibi-viz: the Streamlit entry point. `streamlit run app/main.py` (or `make run`).
 
 Pages are registered with st.navigation; each page file only composes widgets and calls the
-`alibi_viz` library, which computes everything shown.
+`alibi_viz` library, which computes everything shown. `app` is a package of the installed
+project (`pip install -e .`, which `make run` does), so the pages import `from app import ui`.
 """
 
 import os
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # `streamlit run app/main.py` puts only app/ on the path
-    sys.path.insert(0, str(ROOT))
+import streamlit as st
+import torch
 
-import streamlit as st  # noqa: E402
-import torch  # noqa: E402
+from app import ui
+
+ROOT = Path(__file__).resolve().parents[1]
 
 # One thread per forward pass: a server shares its cores between sessions, and two torch
 # threads on a busy 2-core machine were measured 100x slower than one (see bench/).
 torch.set_num_threads(int(os.environ.get("ALIBI_VIZ_TORCH_THREADS", "1")))
 
-st.set_page_config(page_title="alibi-viz", page_icon=str(ROOT / "assets" / "favicon.png"), layout="wide")
+# A lesson opened for a projector (?present=1) starts with the sidebar collapsed; the teacher
+# can still open it.
+PRESENTING = st.query_params.get("present") == "1"
+st.set_page_config(page_title="alibi-viz", page_icon=str(ROOT / "assets" / "favicon.png"),
+                   layout="wide", initial_sidebar_state="collapsed" if PRESENTING else "auto")
 
 PAGES = [
     st.Page("bias_explorer.py", title="Bias explorer", icon=":material/grid_on:", url_path="", default=True),
@@ -29,8 +33,10 @@ PAGES = [
     st.Page("extrapolation.py", title="Extrapolation lab", icon=":material/show_chart:", url_path="extrapolation"),
     st.Page("lesson.py", title="Lesson", icon=":material/school:", url_path="lesson"),
 ]
-import ui  # noqa: E402
 
 ui.keep_page_state()
+# Navigation names wrap instead of being cut with an ellipsis in a narrow sidebar (1024 px).
+st.html("<style>[data-testid='stSidebarNavLink'] span { white-space: normal !important; "
+        "overflow: visible !important; text-overflow: clip !important; }</style>")
 page = st.navigation(PAGES)
 page.run()

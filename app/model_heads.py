@@ -2,28 +2,27 @@
 
 import streamlit as st
 
-from alibi_viz.assets import DEFAULT_MODEL, shipped_models
-from alibi_viz.params import Param
-
-import heads_view
-import ui
+from alibi_viz.assets import DEFAULT_MODEL, TRAIN_HINT, model_title, shipped_models
+from alibi_viz.params import UrlParam
+from app import heads_view, ui
 
 PREFIX = "mh"
 
 st.title("Model heads")
-st.caption("A small model trained on Python source with ALiBi, run on your text: every head's "
-           "attention, where one head's score comes from (content vs position), and how "
-           "closely each head follows its slope.")
+st.caption("Small models trained for this project on Python source, run on your text: every "
+           "head's attention, where one head's score comes from (content vs position), and "
+           "per head how far it looks and how much its content, rather than its slope, "
+           "decides where it looks.")
 
 models = shipped_models()
 if not models:
-    st.error("No shipped models were found in assets/models. Train them with "
-             "`python -m alibi_viz.train --arch alibi --out assets/models/alibi` (see the "
-             "README), or open *Inspect a model* to load a model folder of your own.", icon="🚫")
+    st.error("No shipped models were found in assets/models. "
+             + TRAIN_HINT.format(name=DEFAULT_MODEL)
+             + " Or open *Inspect a model* to load a model folder of your own.", icon="🚫")
     st.stop()
 
 default = DEFAULT_MODEL if DEFAULT_MODEL in models else next(iter(models))
-PARAMS = [Param("model", "choice", default, choices=tuple(models)), *heads_view.VIEW_PARAMS]
+PARAMS = [UrlParam("model", "choice", default, choices=tuple(models)), *heads_view.VIEW_PARAMS]
 heads_view.seed(PREFIX, PARAMS)
 ui.show_url_warnings(PREFIX)
 
@@ -34,8 +33,9 @@ if st.session_state["mh_model"] not in models:  # its folder vanished since it w
 with st.sidebar:
     st.header("Model heads")
     name = st.selectbox("Model", list(models), key="mh_model",
-                        format_func=lambda n: heads_view.MODEL_TITLES.get(n, n),
-                        help="The shipped models: ALiBi, and two baselines trained the same way.")
+                        format_func=model_title,
+                        help="The shipped family: ALiBi and four baselines (sinusoidal, rotary, "
+                             "learned and no positions) trained alike on the same data.")
 
 loaded = heads_view.load(str(models[name]))
 if loaded is None:

@@ -7,22 +7,33 @@ from __future__ import annotations
 
 import streamlit as st
 
-from alibi_viz.params import Param, parse_param
+from alibi_viz.params import UrlParam, parse_param
 
 STATE_KEYS = "_url_state_keys"  # widget keys registered by seed_from_url
 PLOT_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
 
 
-def seed_from_url(prefix: str, specs: list[Param]) -> None:
+def _seeded_flag(prefix: str) -> str:
+    return f"_{prefix}_seeded"
+
+
+def first_visit(prefix: str) -> bool:
+    """True until `seed_from_url(prefix, ...)` has run in this session: the page's first run,
+    when its controls still come from the URL."""
+    return not st.session_state.get(_seeded_flag(prefix))
+
+
+def seed_from_url(prefix: str, specs: list[UrlParam]) -> bool:
     """Set each control's state from the URL on a session's first visit to the page.
 
     Widget keys are f"{prefix}_{name}". Bad URL values fall back to defaults with a visible
     warning. The keys are registered for `keep_page_state`, which carries their values across
-    visits to other pages.
+    visits to other pages. Returns True on that first visit (the values just came from the URL).
     """
-    flag = f"_{prefix}_seeded"
+    flag = _seeded_flag(prefix)
     keys = [f"{prefix}_{spec.name}" for spec in specs]
-    if not st.session_state.get(flag):
+    seeding = first_visit(prefix)
+    if seeding:
         warnings = []
         for spec, key in zip(specs, keys, strict=True):
             value, warning = parse_param(spec, st.query_params.get_all(spec.name) or None)
@@ -35,6 +46,7 @@ def seed_from_url(prefix: str, specs: list[Param]) -> None:
     for spec, key in zip(specs, keys, strict=True):
         if key not in st.session_state:
             st.session_state[key] = spec.default
+    return seeding
 
 
 def keep_page_state() -> None:
@@ -71,16 +83,46 @@ def show_figure(fig, filename: str, key: str | None = None) -> None:
     st.plotly_chart(fig, width="stretch", config=config, key=key, theme=None)
 
 
+LOOPBACK = {"localhost", "127.0.0.1", "::1"}
+
+
+def server_is_local() -> bool:
+    """True when Streamlit's server.address is a loopback name (`make run` passes localhost).
+    Unset means Streamlit listens on every interface, so it counts as shared."""
+    address = str(st.config.get_option("server.address") or "").strip().strip("[]").lower()
+    return address in LOOPBACK
+
+
+def custom_paths_allowed() -> bool:
+    """Whether visitors may load folders and cached models other than the shipped ones.
+
+    Safe by default when shared: an operator's explicit ALIBI_VIZ_ALLOW_CUSTOM_PATHS (1 or 0)
+    decides; else a model root (ALIBI_VIZ_MODEL_ROOT) allows folders inside it; else only a
+    server listening on loopback allows them.
+    """
+    import os
+
+    from alibi_viz.loading import ALLOW_CUSTOM_ENV, MODEL_ROOT_ENV
+
+    setting = os.environ.get(ALLOW_CUSTOM_ENV, "").strip().lower()
+    if setting in ("1", "true", "yes", "on"):
+        return True
+    if setting in ("0", "false", "no", "off"):
+        return False
+    return bool(os.environ.get(MODEL_ROOT_ENV, "").strip()) or server_is_local()
+
+
 @st.cache_resource(max_entries=4, show_spinner="Loading the model...")
-def cached_model(path: str, stamp: tuple):
+def cached_model(path: str, stamp: tuple, allow_custom: bool | None = None):
     """Load a model once for all sessions: (model, tokenizer, info).
 
     `stamp` (see `model_stamp`) changes when the folder's files change, so a replaced or
-    corrupted checkpoint is loaded (and refused) again instead of served stale.
+    corrupted checkpoint is loaded (and refused) again instead of served stale. `allow_custom`
+    (see `custom_paths_allowed`) is checked again by the loader.
     """
     from alibi_viz.loading import load_model
 
-    return load_model(path)
+    return load_model(path, allow_custom=allow_custom)
 
 
 def model_stamp(path: str) -> tuple:
