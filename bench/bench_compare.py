@@ -8,8 +8,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from alibi_viz.compare_plots import DEFAULT_METHODS, score_matrices_figure, score_vs_distance_figure  # noqa: E402
-from alibi_viz.positional import METHODS  # noqa: E402
+from alibi_viz.compare_figures import score_matrices_figure, score_vs_distance_figure  # noqa: E402
+from alibi_viz.positional import (
+    DEFAULT_METHODS,  # noqa: E402
+    METHODS,  # noqa: E402
+)
 
 SELECTIONS = {"6 default": {m: {} for m in DEFAULT_METHODS}, "all 8": {m: {} for m in METHODS}}
 print(f"{'methods':>9} {'length':>7} {'mode':>9} | {'curves s':>8} {'curves B':>9} | "

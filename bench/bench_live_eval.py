@@ -1,6 +1,6 @@
 """Live re-evaluation time (Extrapolation lab) per model, protocol and length, 1 torch thread.
 
-    .venv/bin/python bench/bench_live_eval.py [alibi,learned,rope] [nonoverlapping,sliding]
+    .venv/bin/python bench/bench_live_eval.py [alibi,rope,...] [nonoverlapping,sliding]
 
 Uses the page's own token caps, so each line is what one click on "Re-run" costs. The models
 are measured one after another in the same run, so their times can be compared directly.
@@ -9,19 +9,23 @@ are measured one after another in the same run, so their times can be compared d
 import os
 import sys
 import time
-from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from alibi_viz import assets  # noqa: E402
-from alibi_viz.evaluate import LENGTHS, evaluation_stream, load_eval_model, perplexity  # noqa: E402
-from alibi_viz.extrapolation_plots import live_plan, live_token_cap  # noqa: E402
+from alibi_viz import assets
+from alibi_viz.evaluate import (
+    DEFAULT_STRIDE,
+    LENGTHS,
+    evaluation_stream,
+    live_token_cap,
+    load_eval_model,
+    perplexity,
+    protocol_plan,
+)
 
 
 def main() -> None:
-    names = (sys.argv[1] if len(sys.argv) > 1 else "alibi,learned,rope").split(",")
+    names = (sys.argv[1] if len(sys.argv) > 1 else ",".join(assets.shipped_models())).split(",")
     protocols = (sys.argv[2] if len(sys.argv) > 2 else "nonoverlapping,sliding").split(",")
     torch.set_num_threads(1)
     stream = evaluation_stream(2 * 4096 + 64)
@@ -34,7 +38,8 @@ def main() -> None:
             for length in LENGTHS:
                 tokens = live_token_cap(length, protocol)
                 start = time.perf_counter()
-                out = perplexity(model, stream, length, protocol, **live_plan(length, protocol, tokens))
+                out = perplexity(model, stream, length, protocol, stride=DEFAULT_STRIDE,
+                                 **protocol_plan(protocol, tokens, max_length=length))
                 print(f"| {name} | {protocol} | {length} | {out['tokens']} | {out['ppl']:.3f} "
                       f"| {time.perf_counter() - start:.2f} |", flush=True)
     print(f"load average after: {os.getloadavg()[0]:.1f}")

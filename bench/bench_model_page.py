@@ -9,7 +9,7 @@ Two tables, each measured side by side in one run:
 
 1. Text change -> maps shown, at 128, 512 and 2048 tokens, with the shipped ALiBi model:
    the library calls the page makes (alibi_viz.heads.attention_maps and the
-   alibi_viz.model_plots builders), the page's rerun on the server (AppTest) and, in chromium,
+   alibi_viz.head_figures builders), the page's rerun on the server (AppTest) and, in chromium,
    the time from typing a new text to the attention grid redrawn.
 2. This page vs bertviz's head_view(attention, tokens, html_action="return") on the SAME
    attention maps (a tiny random BLOOM, 2 layers x 4 heads, as in issue 6), at 64, 256 and
@@ -312,13 +312,16 @@ def timed(fn, repeats: int):
 
 def library_table(sizes: list[int], repeats: int) -> None:
     """The library calls behind one text change, on the shipped model (layer 1, head 1)."""
-    from alibi_viz.heads import attention_maps, score_decomposition
-    from alibi_viz.model_plots import (
-        analyze_heads,
+    from alibi_viz.head_figures import (
         attention_grid_figure,
         decomposition_figure,
-        decomposition_view,
         head_statistics_figure,
+    )
+    from alibi_viz.heads import (
+        analyze_heads,
+        attention_maps,
+        decomposition_view,
+        score_decomposition,
     )
 
     model, tokenizer, info = shipped_model()
@@ -337,11 +340,11 @@ def library_table(sizes: list[int], repeats: int) -> None:
         assert analysis.seq_len == T, (analysis.seq_len, T)
         grid_s, grid = timed(lambda: attention_grid_figure(
             analysis.layers[0], analysis.tokens, 0, slopes=info.slopes, selected=0,  # noqa: B023
-            training_length=128), repeats)
+            train_seq_len=128), repeats)
         dec_s, view = timed(lambda: decomposition_view(
             score_decomposition(model, tokenizer, text, 0, max_tokens=T)), repeats)  # noqa: B023
         row_s, row = timed(lambda: decomposition_figure(
-            view, 0, slope=info.slopes[0], training_length=128), repeats)  # noqa: B023
+            view, 0, slope=info.slopes[0], train_seq_len=128), repeats)  # noqa: B023
         stats_s, stats = timed(
             lambda: head_statistics_figure(analysis.stats, T, selected=(0, 0)), repeats)  # noqa: B023
         total = analysis_s + grid_s + dec_s + row_s + stats_s

@@ -23,7 +23,7 @@ from alibi_viz import (
     implied_attention,
     mean_distance,
 )
-from alibi_viz.alibi import describe_schedule, is_power_of_two
+from alibi_viz.alibi import describe_schedule, implied_attention_map, is_power_of_two
 
 
 def bloom_slopes(num_heads: int) -> np.ndarray:
@@ -301,3 +301,80 @@ def test_budget_is_configurable():
     """A small explicit budget refuses a matrix the default allows."""
     with pytest.raises(BudgetError):
         alibi_bias(alibi_slopes(8), 100, budget_bytes=1000)
+
+
+def test_implied_attention_map_rows_match_the_core_function():
+    """Row i of the map is alibi.implied_attention for query i (keys 0..i)."""
+    m = 0.3
+    attention = implied_attention_map([m], 9)[0]
+    for i in range(9):
+        np.testing.assert_allclose(attention[i, :i + 1], implied_attention([m], i)[0], rtol=1e-6)
+        assert not attention[i, i + 1:].any()
+
+
+def test_bias_only_mean_distance_averages_the_closed_form_over_queries():
+    """bias_only_mean_distance is the mean over queries 0..T-1 of mean_distance with i + 1 keys."""
+    from alibi_viz.alibi import bias_only_mean_distance
+
+    m, T = 0.1, 40
+    expected = np.mean([mean_distance([m], "causal", i + 1)[0] for i in range(T)])
+    assert bias_only_mean_distance([m], T)[0] == pytest.approx(expected, rel=1e-12)
+
+
+def _brute_force_row(slopes, seq_len, mode, query):
+    """softmax over an explicit bias row -m |i - j| (causal: j <= i), float64 (H, L)."""
+    j = np.arange(seq_len)
+    bias = -np.asarray(slopes)[:, None] * np.abs(query - j)[None, :]
+    if mode == "causal":
+        bias[:, j > query] = -np.inf
+    p = np.exp(bias - bias.max(axis=1, keepdims=True))
+    return p / p.sum(axis=1, keepdims=True)
+
+
+@pytest.mark.parametrize("mode", ["causal", "symmetric"])
+def test_query_decay_matches_brute_force_softmax(mode):
+    """The span and mean distance of the default query (last when causal, middle when
+    symmetric) equal a brute-force softmax over the explicit bias row."""
+    from alibi_viz.alibi import default_query, query_decay
+
+    slopes, L = alibi_slopes(8), 64
+    q = default_query(L, mode)
+    assert q == (63 if mode == "causal" else 31)
+    p = _brute_force_row(slopes, L, mode, q)
+    d = np.abs(q - np.arange(L))
+    decay = query_decay(slopes, L, mode)
+    np.testing.assert_allclose(decay["mean_distance"], (p * d).sum(axis=1), rtol=1e-9)
+    for h in range(8):
+        within = [p[h, d <= D].sum() for D in range(L)]
+        assert decay["span90"][h] == next(D for D in range(L) if within[D] >= 0.9)
+
+
+def test_symmetric_middle_query_numbers_of_the_issue():
+    """8 heads, 64 tokens, symmetric: the gentlest head's middle query has a 90% span of 29
+    and a mean distance of 15.7 (not the 56 and 30.4 of an impossible query)."""
+    from alibi_viz.alibi import head_summary
+
+    row = head_summary(alibi_slopes(8), 64, "symmetric")[-1]
+    assert row["90% span (tokens)"] == 29 and round(row["mean distance"], 1) == 15.7
+
+
+def test_mass_beyond_distance_matches_brute_force():
+    """m = 1/256, last of 1,024 queries: the share of bias-only attention more than 128 tokens
+    back is about 60%, as an explicit softmax gives."""
+    from alibi_viz.alibi import mass_beyond_distance
+
+    p = _brute_force_row([1 / 256], 1024, "causal", 1023)[0]
+    expected = p[: 1023 - 128].sum()  # keys j with 1023 - j > 128
+    value = mass_beyond_distance([1 / 256], 1024, 128)[0]
+    assert value == pytest.approx(expected, rel=1e-9) and round(value, 2) == 0.60
+
+
+def test_official_rule_formula_on_the_page_matches_transformers():
+    """The bias explorer's formula for n not a power of two (c = 2^floor(log2 n); m_h =
+    2^(-8h/c) for h <= c, then 2^(-8(2k-1)/(2c)), k = 1..n-c) gives transformers' BLOOM slopes."""
+    for n in range(1, 65):
+        c = 2 ** int(np.floor(np.log2(n)))
+        formula = [2.0 ** (-8 * h / c) for h in range(1, c + 1)]
+        formula += [2.0 ** (-8 * (2 * k - 1) / (2 * c)) for k in range(1, n - c + 1)]
+        reference = bloom_alibi(torch.ones(1, 2), n, torch.float64)[:, 0, 1].numpy()
+        np.testing.assert_allclose(formula, reference, rtol=1e-6)

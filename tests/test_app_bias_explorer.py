@@ -1,5 +1,6 @@
 """The bias explorer page under Streamlit's AppTest: controls, URL state, bad parameters."""
 
+import pytest
 from apptest_utils import figure_titles, figures, run_app, warnings
 
 
@@ -103,3 +104,57 @@ def test_controls_survive_a_visit_to_another_page():
     assert at.number_input(key="be_heads").value == 12
     assert at.number_input(key="be_len").value == 512
     assert len(panel_titles(at)) == 12
+
+
+def span_of_gentlest(at) -> int:
+    rows = at.dataframe[0].value.to_dict("records")
+    return int(rows[-1]["90% span (tokens)"])
+
+
+def test_symmetric_span_describes_the_middle_query():
+    """?heads=8&len=64&mode=symmetric: the gentlest head's 90% span is at most 32 tokens (the
+    middle query's, 29), not the 56 of a query with 63 keys on each side; causal: at most 60."""
+    at = run_app(params={"heads": "8", "len": "64", "mode": "symmetric"})
+    assert span_of_gentlest(at) <= 32
+    assert "query i = 31 of 64" in figure_titles(at)[2]
+    at = run_app(params={"heads": "8", "len": "64", "mode": "causal"})
+    assert span_of_gentlest(at) <= 60
+
+
+def test_each_head_gets_its_own_colour_scale_by_default():
+    """By default every panel spans [-1, 0] of its own largest penalty; 'one for all heads'
+    puts the bias itself on one scale, down to -m_max (L - 1)."""
+    at = run_app(params={"heads": "8", "len": "64"})
+    assert grid(at)["layout"]["coloraxis"]["cmin"] == -1.0
+    assert "darkest" in panel_titles(at)[7]
+    at.radio(key="be_scale").set_value("shared").run()
+    assert grid(at)["layout"]["coloraxis"]["cmin"] == -0.5 * 63
+    assert at.query_params["scale"] == "shared"
+
+
+def test_decoding_step_draws_the_newest_queries_against_every_key():
+    """The decoding toggle draws the last 16 queries against all 512 cached keys."""
+    at = run_app(params={"len": "512", "decode": "1"})
+    assert at.toggle(key="be_decode").value is True
+    assert "Last 16 queries against 512 cached keys" in figure_titles(at)[1]
+
+
+def test_dilution_number_is_the_closed_form():
+    """The 'why quality degrades gradually' number equals alibi.mass_beyond_distance."""
+    from alibi_viz import alibi_slopes
+    from alibi_viz.alibi import mass_beyond_distance
+
+    at = run_app(params={"heads": "8", "len": "1024"})
+    share = mass_beyond_distance(alibi_slopes(8)[[-1]], 1024, 128)[0]
+    assert any(f"**{share:.0%}**" in m.value for m in at.markdown)
+
+
+def test_bf16_table_matches_the_library():
+    """The bfloat16 table on the page is precision.row_constant_error_table's."""
+    from alibi_viz.precision import row_constant_error_table
+
+    at = run_app()
+    table = at.dataframe[1].value.to_dict("records")
+    expected = row_constant_error_table((8, 112), 2048, "bfloat16")
+    assert [r["largest error (logits)"] for r in table] == pytest.approx(
+        [r["largest error (logits)"] for r in expected])

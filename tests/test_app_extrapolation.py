@@ -70,9 +70,36 @@ def test_missing_assets_give_clear_messages(monkeypatch, tmp_path):
     """With no shipped models or results the page explains what to run, without an exception."""
     monkeypatch.setattr(assets, "MODELS_DIR", tmp_path / "models")
     monkeypatch.setattr(assets, "RESULTS_PATH", tmp_path / "results.json")
+    monkeypatch.setattr(assets, "REACH_PATH", tmp_path / "reach.json")
     at = run_app("extrapolation")
     assert not at.exception
     infos = " ".join(i.value for i in at.info)
-    assert "python -m alibi_viz.evaluate" in infos
+    assert "python -m alibi_viz.evaluate" in infos and "python -m alibi_viz.reach" in infos
     assert "python -m alibi_viz.train --arch alibi" in infos
     assert not figures(at)
+
+
+def test_paper_numbers_sit_beside_ours():
+    """The table beside the paper holds the paper's Table 2 values (alibi_viz.paper) and this
+    project's own perplexities at the training length and the longest length."""
+    from alibi_viz import paper
+
+    at = run_app("extrapolation")
+    rows = at.dataframe[0].value.to_dict("records")
+    results = assets.load_extrapolation_results(assets.RESULTS_PATH)
+    alibi = next(r for r in rows if r["method"] == "ALiBi")
+    assert alibi[f"paper: {paper.TABLE2_LONG:,}"] == paper.TABLE2["ALiBi"][1]
+    assert alibi["ours: 128"] == results["models"]["alibi"]["perplexity"]["nonoverlapping"]["128"]
+
+
+def test_key_result_states_the_measured_sliding_ratios():
+    """The key-result sentence quotes ALiBi's sliding-window gains computed from the chunks:
+    up to the length it uses, and from there to 4,096."""
+    from alibi_viz.evaluate import describe_ratio, useful_context
+
+    results = assets.load_extrapolation_results(assets.RESULTS_PATH)
+    n, gain, rest = useful_context(results, "alibi")
+    at = run_app("extrapolation")
+    text = next(m.value for m in at.markdown if m.value.startswith("**The key result.**"))
+    assert describe_ratio(gain) in text and describe_ratio(rest) in text and f"{n:,}" in text
+

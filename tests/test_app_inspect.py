@@ -18,6 +18,13 @@ def info_table(at) -> str:
     return next(m.value for m in at.markdown if m.value.startswith("| property"))
 
 
+@pytest.fixture(autouse=True)
+def custom_paths_on(monkeypatch):
+    """AppTest runs without a server address, which the app treats as a shared server (custom
+    paths off); these tests load local folders, so they turn them on as an operator would."""
+    monkeypatch.setenv("ALIBI_VIZ_ALLOW_CUSTOM_PATHS", "1")
+
+
 @pytest.fixture(scope="module")
 def tiny_bloom(tmp_path_factory):
     return save_tiny_model(tmp_path_factory.mktemp("bloom") / "bloom", "bloom")
@@ -29,7 +36,7 @@ def test_shipped_model_facts_slopes_and_heads():
     assert not at.exception and not at.error
     assert "BloomForCausalLM" in info_table(at) and "128 tokens" in info_table(at)
     titles = figure_titles(at)
-    assert titles[0].startswith("Slopes of BloomForCausalLM") and len(titles) == 4
+    assert titles[0].startswith("Slopes of BloomForCausalLM") and len(titles) == 6
     assert at.query_params["source"] == "shipped" and at.query_params["model"] == "alibi"
 
 
@@ -38,7 +45,7 @@ def test_local_folder_from_url(tiny_bloom):
     at = run_app("inspect_model", {"path": str(tiny_bloom), "text": SHORT})
     assert not at.exception and not at.error
     assert at.radio(key="im_source").value == "folder"
-    assert len(figures(at)) == 4
+    assert len(figures(at)) == 6
     at.selectbox(key="im_head").set_value(3).run()
     assert figures(at)[2]["layout"]["title"]["text"].startswith("Layer 1, head 3")
     assert at.query_params["path"] == str(tiny_bloom) and "model" not in at.query_params
@@ -50,7 +57,7 @@ def test_typing_a_folder_loads_it(tiny_bloom):
     at.radio(key="im_source").set_value("folder").run()
     assert any("Type the path" in i.value for i in at.info)
     at.text_input(key="im_path").set_value(str(tiny_bloom)).run()
-    assert not at.error and len(figures(at)) == 4
+    assert not at.error and len(figures(at)) == 6
 
 
 def test_bad_folder_path_gives_a_message(tmp_path):
@@ -85,7 +92,7 @@ def test_model_without_alibi_explains_its_positions(tmp_path):
     at = run_app("inspect_model", {"path": str(folder), "text": SHORT})
     assert not at.exception and not at.error
     assert any("No ALiBi slopes" in i.value and "learned" in i.value for i in at.info)
-    assert len(figures(at)) == 3
+    assert len(figures(at)) == 5
 
 
 def test_restricted_deployment_refuses_custom_folders(tiny_bloom, monkeypatch):
@@ -96,11 +103,85 @@ def test_restricted_deployment_refuses_custom_folders(tiny_bloom, monkeypatch):
     assert "Only the shipped models can be loaded" in at.error[0].value
 
 
+def test_shared_server_refuses_paths_by_default_and_says_nothing_of_them(monkeypatch):
+    """No setting and a server that listens beyond loopback (AppTest sets no address): a typed
+    /etc is refused with a message that does not say whether it exists or what it is."""
+    monkeypatch.delenv("ALIBI_VIZ_ALLOW_CUSTOM_PATHS", raising=False)
+    monkeypatch.delenv("ALIBI_VIZ_MODEL_ROOT", raising=False)
+    at = run_app("inspect_model", {"path": "/etc"})
+    message = at.error[0].value
+    assert "Only the shipped models can be loaded" in message
+    assert not any(word in message for word in ("exist", "is a file", "config.json", "/etc"))
+
+
+def test_operator_setting_allows_paths_as_before():
+    """ALIBI_VIZ_ALLOW_CUSTOM_PATHS=1 (this module's default fixture): /etc is looked at and
+    refused for what it is, as on a local server."""
+    at = run_app("inspect_model", {"path": "/etc"})
+    assert "has no config.json" in at.error[0].value
+
+
+def test_loopback_server_allows_paths(monkeypatch):
+    """The app's policy: a loopback server.address allows custom paths without any setting."""
+    import streamlit as st
+
+    from app import ui
+
+    monkeypatch.delenv("ALIBI_VIZ_ALLOW_CUSTOM_PATHS", raising=False)
+    monkeypatch.delenv("ALIBI_VIZ_MODEL_ROOT", raising=False)
+    for address, allowed in (("localhost", True), ("127.0.0.1", True), ("::1", True),
+                             ("0.0.0.0", False), ("", False), ("10.0.0.5", False)):
+        monkeypatch.setattr(st.config, "get_option",
+                            lambda name, a=address: a if name == "server.address" else None)
+        assert ui.custom_paths_allowed() is allowed, address
+
+
+@pytest.fixture
+def hub_cache(tmp_path, monkeypatch):
+    """A Hugging Face cache layout in a temporary HF_HUB_CACHE: org/name (a tiny BLOOM saved
+    with save_pretrained under snapshots/<rev>, refs/main pointing at it) and org/pickled
+    (pickle-only weights)."""
+    cache = tmp_path / "hub"
+    rev = "0123456789abcdef0123456789abcdef01234567"
+    good = cache / "models--org--name"
+    save_tiny_model(good / "snapshots" / rev, "bloom")
+    (good / "refs").mkdir()
+    (good / "refs" / "main").write_text(rev)
+    bad = cache / "models--org--pickled" / "snapshots" / rev
+    bad.mkdir(parents=True)
+    (bad / "config.json").write_text('{"model_type": "bloom", "architectures": ["BloomForCausalLM"]}')
+    (bad / "pytorch_model.bin").write_bytes(b"not really")
+    (cache / "models--org--pickled" / "refs").mkdir()
+    (cache / "models--org--pickled" / "refs" / "main").write_text(rev)
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    return cache, good / "snapshots" / rev
+
+
+def test_cache_lists_models_and_greys_out_pickles(hub_cache):
+    """The cache source lists both repos; the pickle-only one says why it cannot be inspected."""
+    at = run_app("inspect_model", {"source": "cache"})
+    assert not at.exception
+    table = at.dataframe[0].value
+    rows = {r["repo id"]: r for r in table.to_dict("records")}
+    assert rows["org/name"]["can inspect"] == "yes"
+    assert rows["org/pickled"]["can inspect"].startswith("no: pickle-only")
+    assert at.selectbox(key="im_repo").options == ["org/name"]
+
+
+def test_repo_in_the_url_loads_the_cached_model(hub_cache):
+    """?repo=org/name opens the cached model, offline, and keeps repo in the URL."""
+    at = run_app("inspect_model", {"repo": "org/name", "text": SHORT})
+    assert not at.exception and not at.error
+    assert at.radio(key="im_source").value == "cache"
+    assert "BloomForCausalLM" in info_table(at)
+    assert at.query_params["repo"] == "org/name"
+
+
 def test_folder_removed_after_loading_gives_a_message(tmp_path):
     """The folder deleted after its model was loaded and cached: an error, no traceback."""
     folder = save_tiny_model(tmp_path / "gone", "bloom")
     at = run_app("inspect_model", {"path": str(folder), "text": SHORT})
-    assert len(figures(at)) == 4
+    assert len(figures(at)) == 6
     shutil.rmtree(folder)
     at.run()
     assert not at.exception
@@ -111,7 +192,7 @@ def test_corrupted_weights_after_loading_give_a_message(tmp_path):
     """model.safetensors truncated after loading: the reload refuses it with a message."""
     folder = save_tiny_model(tmp_path / "broken", "bloom")
     at = run_app("inspect_model", {"path": str(folder), "text": SHORT})
-    assert len(figures(at)) == 4
+    assert len(figures(at)) == 6
     weights = folder / "model.safetensors"
     weights.write_bytes(weights.read_bytes()[:100])
     at.run()

@@ -1,12 +1,15 @@
-"""The Lesson page under Streamlit's AppTest: six steps, navigation, presentation mode, URL."""
+"""The Lesson page under Streamlit's AppTest: eight steps, navigation, presentation mode with
+predict-then-reveal, misconceptions, URL."""
 
 import pytest
 from apptest_utils import figure_titles, figures, run_app, warnings
 
-from alibi_viz import assets
+from alibi_viz import alibi_slopes, assets
 
 STEP_TITLES = ["Where position enters attention", "The bias matrix", "Slopes",
-               "Decay and half-life", "A real head of the shipped model", "Train short, test long"]
+               "Decay and half-life", "A real head of the shipped model", "Train short, test long",
+               "How far back does it look?", "Common misconceptions"]
+LAST = len(STEP_TITLES)
 needs_model = pytest.mark.skipif("alibi" not in assets.shipped_models(),
                                  reason="the shipped ALiBi model is not in assets/models yet")
 
@@ -24,17 +27,18 @@ def test_first_step_renders_one_figure():
     assert at.button(key="ls_prev").disabled
 
 
-def test_next_and_previous_walk_all_six_steps():
-    """Next goes through steps 1..6 (each with one figure or a message), Previous comes back."""
+def test_next_and_previous_walk_every_step():
+    """Next goes through steps 1..8 (each with one figure or a message, the misconceptions
+    with none until asked), Previous comes back."""
     at = run_app("lesson")
-    for step in range(2, 7):
+    for step in range(2, LAST + 1):
         at.button(key="ls_next").click().run()
         assert not at.exception
         assert step_header(at) == f"{step}. {STEP_TITLES[step - 1]}"
         assert at.query_params["step"] == str(step)
-        assert len(figures(at)) + len(at.info) == 1
+        assert len(figures(at)) + len(at.info) == (0 if step == LAST else 1)
     assert at.button(key="ls_next").disabled
-    for step in range(5, 0, -1):
+    for step in range(LAST - 1, 0, -1):
         at.button(key="ls_prev").click().run()
         assert step_header(at) == f"{step}. {STEP_TITLES[step - 1]}"
 
@@ -46,16 +50,42 @@ def test_step_list_jumps_to_a_step():
     assert step_header(at) == "4. Decay and half-life"
 
 
-def test_presentation_mode_enlarges_text_and_figures():
-    """The toggle injects larger CSS fonts, enlarges the figure and writes present=1."""
+def test_presentation_mode_asks_first_then_reveals_a_larger_figure():
+    """The toggle writes present=1 and injects larger CSS fonts; the step asks its question
+    with no figure, and "Reveal the answer" shows the enlarged figure and the answer."""
     at = run_app("lesson", {"step": "3"})
     normal = figures(at)[0]["layout"]
     at.toggle(key="ls_present").set_value(True).run()
+    assert not figures(at) and any(m.value.startswith("**Predict:**") for m in at.markdown)
+    at.button(key="ls_reveal_button_3").click().run()
     big = figures(at)[0]["layout"]
     assert big["font"]["size"] > normal.get("font", {}).get("size", 12)
-    assert big["height"] > normal["height"]
     assert any("font-size" in h.proto.body for h in at.get("html"))
     assert at.query_params["present"] == "1"
+    answer = next(m.value for m in at.markdown if "**Answer:**" in m.value)
+    assert "Yes" in answer  # 8 heads: the slopes fall steadily
+
+
+def test_revealed_answer_is_computed_from_the_figure():
+    """Step 3 with 12 heads: the answer names head 9 as steeper than head 8, the values the
+    slope figure draws."""
+    at = run_app("lesson", {"step": "3", "present": "1"})
+    at.number_input(key="ls_s3_heads").set_value(12).run()
+    at.button(key="ls_reveal_button_3").click().run()
+    slopes = alibi_slopes(12)  # what the figure draws (its arrays travel as base64)
+    answer = next(m.value for m in at.markdown if "**Answer:**" in m.value)
+    assert "head 9" in answer and f"{slopes[8]:.3g}" in answer and f"{slopes[7]:.3g}" in answer
+
+
+def test_misconception_demonstrations_are_computed():
+    """The slopes myth's "Show me" lists 1/2 .. 1/256; the linear-attention one counts the
+    scores a causal layer computes at 1,024 tokens."""
+    at = run_app("lesson", {"step": str(LAST)})
+    at.button(key="ls_myth_slopes").click().run()
+    table = at.dataframe[0].value
+    assert list(table["slope m"]) == [f"1/{2 ** k}" for k in range(1, 9)]
+    at.button(key="ls_myth_linear").click().run()
+    assert any("524,800 scores" in m.value for m in at.markdown)
 
 
 def test_url_restores_step_and_presentation():
@@ -68,7 +98,7 @@ def test_url_restores_step_and_presentation():
 
 def test_bad_url_values_warn_and_fall_back():
     """step=9 and present=yes warn; the lesson opens on step 1, not presenting."""
-    at = run_app("lesson", {"step": "9", "present": "yes"})
+    at = run_app("lesson", {"step": "99", "present": "yes"})
     assert not at.exception
     assert len([w for w in warnings(at) if w.startswith("URL parameter ignored")]) == 2
     assert step_header(at) == "1. Where position enters attention"

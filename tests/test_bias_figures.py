@@ -1,4 +1,4 @@
-"""Plot builders: bounded payloads, images instead of float arrays, honest labels."""
+"""The bias explorer's figures: bounded payloads, images instead of float arrays, honest labels."""
 
 import json
 
@@ -6,16 +6,14 @@ import numpy as np
 import pytest
 
 from alibi_viz import AlibiVizError, alibi_bias, alibi_slopes
-from alibi_viz.export import matrices_to_csv, to_npy_bytes
-from alibi_viz.plots import (
+from alibi_viz.alibi import head_summary
+from alibi_viz.bias_figures import (
     bias_display_values,
     bias_grid_figure,
-    colorize,
     decay_figure,
-    display_positions,
-    head_summary,
     slope_schedule_figure,
 )
+from alibi_viz.export import matrices_to_csv, to_npy_bytes
 
 MB = 1_000_000
 
@@ -28,11 +26,23 @@ def test_bias_grid_payload_is_bounded(heads, length):
 
 def test_bias_grid_is_an_image_with_a_colour_bar():
     """The matrices travel as one PNG image; a shared colour bar spans [-m_max (L-1), 0]."""
-    fig = bias_grid_figure(alibi_slopes(8), 100)
+    fig = bias_grid_figure(alibi_slopes(8), 100, scale="shared")
     images = [t for t in fig.data if t.type == "image"]
     assert len(images) == 1 and images[0].source.startswith("data:image/png;base64,")
     assert fig.layout.coloraxis.cmax == 0
     assert fig.layout.coloraxis.cmin == pytest.approx(-0.5 * 99)
+
+
+def test_per_head_scale_divides_each_panel_by_its_own_largest_penalty():
+    """Per head (the default), head h's panel is the bias divided by m_h (L - 1): every head
+    spans [-1, 0], so the gentlest head's gradient is as visible as the steepest one's."""
+    slopes = alibi_slopes(8)
+    values, _, _, _ = bias_display_values(slopes, 100)
+    fig = bias_grid_figure(slopes, 100)
+    assert fig.layout.coloraxis.cmin == -1.0
+    scaled = values / (slopes[:, None, None] * 99)
+    assert np.nanmin(np.where(np.isfinite(scaled), scaled, np.nan), axis=(1, 2)) == pytest.approx(
+        np.full(8, -1.0))
 
 
 def test_bias_grid_hover_values_are_the_bias():
@@ -59,19 +69,6 @@ def test_display_values_match_full_matrix():
     values, rows, cols, _ = bias_display_values(slopes, 1000, "causal", [0, 5], budget=20_000)
     full = alibi_bias(slopes, 1000)
     np.testing.assert_array_equal(values, full[[0, 5]][:, rows][:, :, cols])
-
-
-def test_display_positions_cover_the_range():
-    """Display positions are all indices when they fit, else evenly spread within [0, L)."""
-    assert list(display_positions(5, 10)) == [0, 1, 2, 3, 4]
-    pos = display_positions(65_536, 256)
-    assert pos.size == 256 and pos[0] >= 0 and pos[-1] < 65_536 and np.all(np.diff(pos) > 0)
-
-
-def test_colorize_greys_out_masked_cells():
-    """-inf (masked) cells get the mask colour, finite cells a colour from the scale."""
-    rgb = colorize(np.array([[0.0, -np.inf]]), -1.0, 0.0, "Viridis")
-    assert tuple(rgb[0, 1]) == (215, 215, 215) and tuple(rgb[0, 0]) != (215, 215, 215)
 
 
 def test_slope_figure_one_trace_per_schedule_on_log_axis():
@@ -107,7 +104,7 @@ def test_head_summary_rows():
 def test_bad_heads_selection_raises():
     """Out-of-range head indices are refused with an AlibiVizError."""
     with pytest.raises(AlibiVizError):
-        bias_grid_figure(alibi_slopes(4), 10, heads=[4])
+        bias_grid_figure(alibi_slopes(4), 10, head_ids=[4])
 
 
 def test_exports_round_trip():
@@ -124,4 +121,4 @@ def test_exports_round_trip():
 def test_decay_figure_refuses_negative_heads():
     """A negative head index is refused rather than wrapping around to the last head."""
     with pytest.raises(AlibiVizError):
-        decay_figure(alibi_slopes(4), 10, heads=[-1])
+        decay_figure(alibi_slopes(4), 10, head_ids=[-1])

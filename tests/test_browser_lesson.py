@@ -9,29 +9,38 @@ pytestmark = pytest.mark.browser
 
 FIRST_LOAD_MS = 180_000  # a cold server loads the model and runs it on 1,024 tokens first
 STEP_TITLES = ["Where position enters attention", "The bias matrix", "Slopes",
-               "Decay and half-life", "A real head of the shipped model", "Train short, test long"]
+               "Decay and half-life", "A real head of the shipped model", "Train short, test long",
+               "How far back does it look?", "Common misconceptions"]
 
 
 def test_extrapolation_page_renders(page, server_url):
     """/extrapolation draws the results chart (when shipped) and the attention maps."""
     page.goto(server_url + "/extrapolation")
-    expected = int(bool(assets.load_extrapolation_results(assets.RESULTS_PATH)))
-    expected += int("alibi" in assets.shipped_models())
-    if expected:
-        page.wait_for_selector(f".js-plotly-plot >> nth={expected - 1}", timeout=FIRST_LOAD_MS)
+    page.wait_for_selector(".st-key-xl_fig_reach .js-plotly-plot", timeout=FIRST_LOAD_MS)
+    page.wait_for_selector(".st-key-xl_fig_attention .js-plotly-plot", timeout=FIRST_LOAD_MS)
     wait_for_app(page)
-    assert page.locator(".js-plotly-plot").count() == expected
+    assert page.locator(".st-key-xl_fig_results .js-plotly-plot").count() == 1
     assert page.locator("[data-testid='stException']").count() == 0
     assert page.get_by_text("Run live evaluation").count() == 1
     screenshot(page, "extrapolation")
 
 
+def test_reach_section_draws_the_shipped_curves(page, server_url):
+    """The Extrapolation lab's reach section draws one line per shipped model in each panel,
+    from assets/results/reach.json (nothing is run for it)."""
+    page.goto(server_url + "/extrapolation")
+    chart = page.locator(".st-key-xl_fig_reach .js-plotly-plot")
+    chart.wait_for(timeout=FIRST_LOAD_MS)
+    models = len(assets.load_reach_results()["models"])
+    assert chart.locator(".scatterlayer .trace").count() >= 2 * models
+
+
 def test_lesson_steps_through_with_next(page, server_url):
-    """Clicking Next five times walks the lesson from step 1 to step 6, with the URL following."""
+    """Clicking Next walks the lesson from step 1 to the last step, with the URL following."""
     page.goto(server_url + "/lesson")
     page.get_by_role("heading", name=f"1. {STEP_TITLES[0]}").wait_for(timeout=FIRST_LOAD_MS)
     page.wait_for_selector(".js-plotly-plot")
-    for step in range(2, 7):
+    for step in range(2, len(STEP_TITLES) + 1):
         page.get_by_role("button", name="Next →").click()
         page.get_by_role("heading", name=f"{step}. {STEP_TITLES[step - 1]}").wait_for(
             timeout=FIRST_LOAD_MS)
@@ -39,5 +48,5 @@ def test_lesson_steps_through_with_next(page, server_url):
         assert page.locator("[data-testid='stException']").count() == 0
         if step == 5:
             screenshot(page, "lesson")
-    assert "step=6" in page.url
+    assert f"step={len(STEP_TITLES)}" in page.url
     assert page.get_by_role("button", name="Next →").is_disabled()

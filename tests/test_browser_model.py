@@ -61,3 +61,28 @@ def test_inspect_renders(page, server_url):
     assert page.get_by_text("BloomForCausalLM (bloom)").count() == 1
     assert page.locator("[data-testid='stException']").count() == 0
     screenshot(page, "inspect")
+
+
+def test_gallery_click_on_a_head_updates_the_detail(page, server_url):
+    """The head gallery's grid renders; clicking another head's cell redraws the detail map
+    and its text for that head."""
+    open_page(page, f"{server_url}/model?text={TEXT}", charts=5)
+    gallery = page.locator(".st-key-mh_fig_gallery .js-plotly-plot")
+    gallery.scroll_into_view_if_needed()
+    detail = page.locator(".st-key-mh_fig_gallery_map .gtitle")
+    before = detail.text_content()
+    points = gallery.locator("path.point")
+    assert points.count() >= 32  # 4 layers x 8 heads (and the outline of the selected one)
+    for index in range(points.count()):
+        points.nth(index).click(force=True)
+        try:
+            page.wait_for_function(
+                "([sel, old]) => document.querySelector(sel)?.textContent !== old",
+                arg=[".st-key-mh_fig_gallery_map .gtitle", before], timeout=15_000)
+            break
+        except PlaywrightTimeout:
+            continue  # that cell was the selected head already
+    wait_for_app(page)
+    assert detail.text_content() != before
+    assert page.locator("[data-testid='stException']").count() == 0
+    screenshot(page, "gallery")

@@ -4,14 +4,12 @@ import numpy as np
 import pytest
 
 from alibi_viz import AlibiVizError
-from alibi_viz.compare_plots import (
-    DEFAULT_METHODS,
+from alibi_viz.compare_figures import (
     MAX_CURVE_POINTS,
     METHOD_COLORS,
     check_selection,
     compare_distances,
     panel_scales,
-    parse_methods,
     score_display_values,
     score_matrices_figure,
     score_vs_distance_figure,
@@ -172,11 +170,3 @@ def test_selection_errors_are_typed():
         score_vs_distance_figure({"sinusoidal": {"d_model": 7}}, 64)
 
 
-def test_parse_methods_never_raises():
-    """Known names pass, unknown ones are dropped with a warning, only unknown -> defaults."""
-    assert parse_methods("alibi, T5,alibi") == (["alibi", "t5"], None)
-    names, warning = parse_methods("alibi,bogus")
-    assert names == ["alibi"] and "'bogus'" in warning and "dropped" in warning
-    names, warning = parse_methods("<script>")
-    assert names == list(DEFAULT_METHODS) and "defaults" in warning
-    assert parse_methods("") == ([], None)

@@ -1,4 +1,4 @@
-"""Extrapolation and lesson figures: numbers drawn as given, honest summaries, bounded payloads."""
+"""Extrapolation lab figures: numbers drawn as given, bounded payloads, honest marks."""
 
 import base64
 import io
@@ -7,30 +7,15 @@ import math
 import numpy as np
 import pytest
 import torch
-from model_factory import tiny_model
 from PIL import Image
 
-from alibi_viz import assets, implied_attention, mean_distance
+from alibi_viz import assets
 from alibi_viz.errors import AlibiVizError
-from alibi_viz.evaluate import perplexity
-from alibi_viz.extrapolation_plots import (
-    LIVE_CELL_BUDGET,
+from alibi_viz.extrapolation_figures import (
     attention_pair_figure,
-    enlarge_figure,
     extrapolation_attention_figure,
-    extrapolation_summary,
-    implied_attention_map,
-    live_plan,
-    live_token_cap,
-    mass_beyond,
-    mean_attention_distance,
     perplexity_figure,
-    pool_max,
-    results_table,
-    score_pipeline_figure,
-    toy_content_scores,
 )
-from alibi_viz.plots import decay_figure
 
 LENGTHS = [128, 256, 512]
 
@@ -71,9 +56,9 @@ def test_figure_draws_every_model_at_the_given_numbers():
     fig = perplexity_figure(RESULTS)
     for axis, protocol in (("x", "nonoverlapping"), ("x2", "sliding")):
         drawn = lines(fig, axis)
-        assert set(drawn) == {"ALiBi", "learned absolute", "RoPE"}
+        assert set(drawn) == {"ALiBi", "learned", "RoPE"}
         assert list(drawn["RoPE"].x) == LENGTHS
-        assert list(drawn["learned absolute"].y) == [
+        assert list(drawn["learned"].y) == [
             RESULTS["models"]["learned"]["perplexity"][protocol][str(n)] for n in LENGTHS]
 
 
@@ -108,21 +93,6 @@ def test_missing_results_raise_a_clear_error():
         perplexity_figure({})
 
 
-def test_summary_names_rope_best_in_distribution_when_it_is():
-    """At the training length RoPE (3.1) is named best, though ALiBi wins at the longest length."""
-    sentences = extrapolation_summary(RESULTS, "nonoverlapping")
-    assert "lowest perplexity is RoPE's" in sentences[0]
-    assert sentences[-1] == "Lowest perplexity by length: RoPE at 128, ALiBi at 256-512."
-
-
-def test_table_has_one_row_per_model_and_protocol():
-    """Three models x two protocols give six rows carrying the stored values."""
-    rows = results_table(RESULTS)
-    assert len(rows) == 6
-    assert rows[0] == {"model": "ALiBi", "protocol": "nonoverlapping", "128": 3.2, "256": 3.1,
-                       "512": 3.05}
-
-
 def test_shipped_results_draw():
     """The shipped results file (when present) draws with every shipped model in it."""
     results = assets.load_extrapolation_results(assets.RESULTS_PATH)
@@ -132,63 +102,7 @@ def test_shipped_results_draw():
     assert len(drawn) == len(results["models"]) == len(assets.shipped_models())
 
 
-# ----------------------------------------------------------------------------- live runs
-
-@pytest.mark.parametrize("length", [128, 512, 1024, 2048, 4096])
-@pytest.mark.parametrize("protocol", ["nonoverlapping", "sliding"])
-def test_live_cap_is_at_least_one_window_and_within_budget(length, protocol):
-    """The cap scores at least one full window and, above that, costs at most the cell budget."""
-    cap = live_token_cap(length, protocol, stride=64)
-    one_window = length if protocol == "nonoverlapping" else 64
-    assert cap >= one_window
-    cells = cap * length if protocol == "nonoverlapping" else math.ceil(cap / 64) * length**2
-    assert cap == one_window or cells <= LIVE_CELL_BUDGET
-
-
-@pytest.mark.parametrize("protocol", ["nonoverlapping", "sliding"])
-def test_live_plan_scores_the_requested_tokens(protocol):
-    """evaluate.perplexity with live_plan's arguments scores exactly the requested targets."""
-    model = tiny_model("bloom")
-    ids = np.arange(3, 3 + 200) % 250 + 3
-    out = perplexity(model, ids, 32, protocol, **live_plan(32, protocol, 48, stride=16))
-    assert out["tokens"] == 48
-
-
 # ----------------------------------------------------------------------------- attention maps
-
-def test_pool_max_matches_a_loop():
-    """Max-pooling a 10x10 map into 4x4 pixels takes the max of each 3x3 block (edges padded)."""
-    attention = random_attention(10)
-    image, f = pool_max(attention, 4)
-    assert f == 3 and image.shape == (4, 4)
-    for r in range(4):
-        for c in range(4):
-            assert image[r, c] == attention[3 * r:3 * r + 3, 3 * c:3 * c + 3].max()
-
-
-def test_mass_beyond_matches_a_loop():
-    """The share of attention farther back than d equals a direct sum over i - j > d."""
-    attention = random_attention(12, seed=1)
-    d = 4
-    rows = [sum(attention[i, j] for j in range(12) if i - j > d) for i in range(d + 1, 12)]
-    assert mass_beyond(attention, d) == pytest.approx(np.mean(rows), rel=1e-6)
-
-
-def test_implied_attention_map_rows_match_the_core_function():
-    """Row i of the map is alibi.implied_attention for query i (keys 0..i)."""
-    m = 0.3
-    attention = implied_attention_map(m, 9)
-    for i in range(9):
-        np.testing.assert_allclose(attention[i, :i + 1], implied_attention([m], i)[0], rtol=1e-6)
-        assert not attention[i, i + 1:].any()
-
-
-def test_mean_attention_distance_matches_closed_form():
-    """For the bias-only map, the mean distance is the average of alibi.mean_distance per row."""
-    m, T = 0.1, 40
-    expected = np.mean([mean_distance([m], "causal", i + 1)[0] for i in range(T)])
-    assert mean_attention_distance(implied_attention_map(m, T)) == pytest.approx(expected, rel=1e-5)
-
 
 def decode_png(uri: str) -> np.ndarray:
     return np.asarray(Image.open(io.BytesIO(base64.b64decode(uri.split(",", 1)[1]))))
@@ -226,34 +140,4 @@ def test_extrapolation_figure_marks_training_length():
 def test_attention_maps_must_be_square():
     """A non-square map raises AlibiVizError."""
     with pytest.raises(AlibiVizError, match="square"):
-        pool_max(np.zeros((3, 4)), 2)
-
-
-# ----------------------------------------------------------------------------- lesson figures
-
-def test_pipeline_attention_is_softmax_of_content_plus_bias():
-    """The 'with ALiBi' bars equal torch.softmax(content - m (i - j)); 'without' drops the bias."""
-    m, n = 0.25, 12
-    fig = score_pipeline_figure(m, num_keys=n, seed=3)
-    bars = {t.name: np.asarray(t.y) for t in fig.data}
-    content = torch.tensor(toy_content_scores(n, seed=3))
-    distance = torch.arange(n - 1, -1, -1, dtype=torch.float64)  # i - j for the last query
-    np.testing.assert_allclose(bars["attention with ALiBi"],
-                               torch.softmax(content - m * distance, 0).numpy(), rtol=1e-9)
-    np.testing.assert_allclose(bars["attention without position"],
-                               torch.softmax(content, 0).numpy(), rtol=1e-9)
-
-
-def test_pipeline_with_zero_slope_ignores_position():
-    """With m = 0 the attention with and without ALiBi is the same."""
-    bars = {t.name: np.asarray(t.y) for t in score_pipeline_figure(0.0, 10).data}
-    np.testing.assert_array_equal(bars["attention with ALiBi"], bars["attention without position"])
-
-
-def test_enlarge_figure_scales_fonts_and_height_of_a_copy():
-    """Presentation scaling multiplies the base font, subplot titles and height; the input stays."""
-    fig = decay_figure([0.5, 0.25], 32)
-    big = enlarge_figure(fig, 1.5)
-    assert big.layout.font.size == 18 and big.layout.height == round(fig.layout.height * 1.5)
-    assert big.layout.annotations[0].font.size == 24
-    assert fig.layout.font.size is None
+        attention_pair_figure(np.zeros((3, 4)), np.zeros((3, 3)), "a", "b")

@@ -6,10 +6,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 PAGES = {
-    "": ["heads", "len", "mode", "schedule", "max_bias", "show"],
+    "": ["heads", "len", "mode", "schedule", "max_bias", "show", "scale", "decode"],
     "compare": ["methods", "len", "mode", "xscale", "alibi.slope", "t5.num_buckets"],
-    "model_heads": ["model", "layer", "head", "text", "example"],
-    "inspect_model": ["source", "model", "path", "layer", "head", "text"],
+    "model_heads": ["model", "layer", "head", "text", "example", "bias"],
+    "inspect_model": ["source", "model", "path", "repo", "layer", "head", "text"],
     "extrapolation": ["model", "layer", "head", "length"],
     "lesson": ["step", "present"],
 }
@@ -42,7 +42,7 @@ def test_any_query_string_keeps_the_page_alive(path, data):
 @pytest.mark.parametrize("path,params", [
     ("", {"heads": "-3"}), ("", {"len": str(10**12)}), ("compare", {"len": "abc"}),
     ("model_heads", {"layer": "99"}), ("model_heads", {"head": "-1"}),
-    ("extrapolation", {"length": "1e12"}), ("lesson", {"step": "9"}),
+    ("extrapolation", {"length": "1e12"}), ("lesson", {"step": "99"}),
 ])
 def test_known_bad_values_warn(path, params):
     """An out-of-range or non-numeric value shows a visible warning on its page."""

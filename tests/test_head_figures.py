@@ -9,25 +9,25 @@ import pytest
 import torch
 from model_factory import byte_tokenizer, tiny_model
 
-from alibi_viz.alibi import alibi_slopes
+from alibi_viz.alibi import alibi_slopes, bias_only_mean_distance
 from alibi_viz.errors import AlibiVizError
-from alibi_viz.heads import Decomposition, HeadStatistics, score_decomposition
-from alibi_viz.loading import describe_model
-from alibi_viz.model_plots import (
+from alibi_viz.head_figures import (
     LABEL_MAX_TOKENS,
-    analyze_heads,
     attention_colors,
     attention_grid_figure,
-    bias_only_mean_distance,
     decomposition_figure,
-    decomposition_view,
     head_statistics_figure,
-    masked_pixels,
-    model_info_rows,
     model_slopes_figure,
-    stack_view,
-    training_length,
 )
+from alibi_viz.heads import (
+    Decomposition,
+    HeadStatistics,
+    analyze_heads,
+    decomposition_view,
+    score_decomposition,
+)
+from alibi_viz.loading import describe_model, model_info_rows, train_seq_len
+from alibi_viz.render import masked_pixels, stack_view
 
 TEXT = "def f(x):\n    return x + 1\n"  # 28 bytes: labelled heatmaps
 MB = 2**20
@@ -130,7 +130,7 @@ def test_decomposition_view_keeps_the_models_numbers(bloom):
     """Hover values of each part are the decomposition's own entries; ranges span them."""
     model, tokenizer = bloom
     dec = score_decomposition(model, tokenizer, TEXT, layer=1)
-    view = decomposition_view(dec)
+    view = decomposition_view(dec, bias_shown="as_added")
     for part in ("content", "bias", "total", "probs"):
         sv = view.parts[part]
         np.testing.assert_array_equal(sv.hover, getattr(dec, part)[:, sv.hover_rows][:, :, sv.hover_cols])
@@ -171,13 +171,13 @@ def test_short_grid_labels_every_token(bloom):
 def test_long_grid_is_one_image_with_bounded_payload():
     """Past LABEL_MAX_TOKENS the grid is one PNG; 1,500 tokens still send under 2 MB."""
     view = stack_view(random_attention(4, 1500))
-    fig = attention_grid_figure(view, ["a"] * 1500, 0, training_length=128)
+    fig = attention_grid_figure(view, ["a"] * 1500, 0, train_seq_len=128)
     assert sum(isinstance(t, go.Image) for t in fig.data) == 1
     assert payload(fig) < 2 * MB
     assert "training length 128" in fig.layout.title.text
 
 
-def test_training_length_marked_only_when_exceeded():
+def test_train_seq_len_marked_only_when_exceeded():
     """The red dashed marker appears when T > training length and not otherwise."""
     view = stack_view(random_attention(2, LABEL_MAX_TOKENS))
     tokens = ["a"] * LABEL_MAX_TOKENS
@@ -185,15 +185,15 @@ def test_training_length_marked_only_when_exceeded():
     def dashed(fig):
         return [t for t in fig.data if isinstance(t, go.Scatter) and t.line.dash == "dash"]
 
-    assert dashed(attention_grid_figure(view, tokens, 0, training_length=16))
-    assert not dashed(attention_grid_figure(view, tokens, 0, training_length=64))
+    assert dashed(attention_grid_figure(view, tokens, 0, train_seq_len=16))
+    assert not dashed(attention_grid_figure(view, tokens, 0, train_seq_len=64))
 
 
 def test_decomposition_row_has_four_panels_with_their_own_colour_bars():
     """content | bias | masked total | attention, each with its own colour axis."""
     fig = decomposition_figure(decomposition_view(fake_decomposition(2, 20)), head=1, slope=0.25)
     titles = [a.text for a in fig.layout.annotations]
-    assert titles[:4] == ["content q·k/√d", "position bias, as added",
+    assert titles[:4] == ["content q·k/√d", "position bias −m(i−j)",
                           "masked total = softmax input", "attention"]
     axes = {t.coloraxis for t in fig.data if isinstance(t, go.Heatmap)}
     assert axes == {"coloraxis", "coloraxis2", "coloraxis3", "coloraxis4"}
@@ -203,7 +203,7 @@ def test_decomposition_row_has_four_panels_with_their_own_colour_bars():
 def test_long_decomposition_payload_is_bounded():
     """At 1,200 tokens the row is four images plus sampled hover, under 2 MB."""
     fig = decomposition_figure(decomposition_view(fake_decomposition(1, 1200)), head=0,
-                               training_length=128)
+                               train_seq_len=128)
     assert sum(isinstance(t, go.Image) for t in fig.data) == 4
     assert payload(fig) < 2 * MB
     assert "Drawn at 300 px" in fig.layout.title.subtitle.text
@@ -252,12 +252,12 @@ def test_slopes_figure_shows_applied_slopes_only_when_different():
     assert json.loads(falcon.to_json())["layout"]["yaxis"]["type"] == "log"
 
 
-def test_training_length_prefers_training_json():
+def test_train_seq_len_prefers_training_json():
     """train_seq_len from training.json wins over the config's length."""
     info = describe_model(tiny_model("gpt2"))
-    assert info.training_length == 128
-    assert training_length(info, {"train_seq_len": 64}) == 64
-    assert training_length(info, {}) == 128
+    assert info.declared_context == 128
+    assert train_seq_len(info, {"train_seq_len": 64}) == 64
+    assert train_seq_len(info, {}) == 128
 
 
 def test_info_rows_list_slopes_for_alibi_only():
@@ -266,3 +266,18 @@ def test_info_rows_list_slopes_for_alibi_only():
     gpt2_rows = {r["property"]: r["value"] for r in model_info_rows(describe_model(tiny_model("gpt2")))}
     assert bloom_rows["slopes m"].startswith("0.25") and bloom_rows["position"] == "alibi"
     assert "slopes m" not in gpt2_rows and gpt2_rows["position"] == "learned"
+
+
+def test_textbook_bias_panel_is_minus_m_distance_under_the_mask(bloom):
+    """By default the bias panel shows -m (i - j) for j <= i (BLOOM adds +m j: the row
+    constant m i is taken out) and masks the rest; the attention is the model's own."""
+    model, tokenizer = bloom
+    dec = score_decomposition(model, tokenizer, TEXT, layer=0)
+    view = decomposition_view(dec, hover_side=1000)
+    T = dec.probs.shape[-1]
+    i, j = np.arange(T)[:, None], np.arange(T)[None, :]
+    slopes = describe_model(model).slopes
+    for h, m in enumerate(slopes):
+        expected = np.where(j <= i, -m * (i - j), -np.inf)
+        np.testing.assert_allclose(view.parts["bias"].hover[h], expected, atol=1e-5)
+    np.testing.assert_array_equal(view.parts["probs"].hover, dec.probs)

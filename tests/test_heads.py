@@ -14,7 +14,7 @@ from transformers.models.bloom.modeling_bloom import build_alibi_tensor as bloom
 from transformers.models.falcon.modeling_falcon import build_alibi_tensor as falcon_alibi
 from transformers.models.mpt.modeling_mpt import build_mpt_alibi_tensor
 
-from alibi_viz.alibi import alibi_slopes, mean_distance
+from alibi_viz.alibi import alibi_slopes, implied_attention_map, mean_distance
 from alibi_viz.errors import AlibiVizError, BudgetError
 from alibi_viz.heads import (
     AttentionResult,
@@ -22,6 +22,7 @@ from alibi_viz.heads import (
     attention_modules,
     fit_decay_slope,
     head_statistics,
+    mass_beyond,
     score_decomposition,
     tokenize_capped,
 )
@@ -445,3 +446,48 @@ def test_shipped_alibi_model_decomposes_exactly():
         d = score_decomposition(model, tokenizer, TEXT * 2, layer)
         np.testing.assert_allclose(d.probs, result.maps[layer], atol=1e-6)
         assert d.max_abs_error <= 1e-5
+
+
+def _random_attention(T: int, seed: int = 0) -> np.ndarray:
+    """A causal attention map: softmax of random scores over j <= i, float32 (T, T)."""
+    scores = torch.randn(T, T, generator=torch.Generator().manual_seed(seed))
+    scores = scores.masked_fill(torch.ones(T, T, dtype=torch.bool).triu(1), -math.inf)
+    return torch.softmax(scores, dim=-1).numpy()
+
+
+def test_mass_beyond_matches_a_loop():
+    """The share of attention farther back than d equals a direct sum over i - j > d."""
+    attention = _random_attention(12, seed=1)
+    d = 4
+    rows = [sum(attention[i, j] for j in range(12) if i - j > d) for i in range(d + 1, 12)]
+    assert mass_beyond(attention, d) == pytest.approx(np.mean(rows), rel=1e-6)
+
+
+def test_mean_distance_of_the_bias_only_map_matches_the_closed_form():
+    """head_statistics' mean distance of implied_attention_map equals the average over queries
+    of alibi.mean_distance with i + 1 keys (an independent closed form)."""
+    m, T = 0.1, 40
+    expected = np.mean([mean_distance([m], "causal", i + 1)[0] for i in range(T)])
+    stats = head_statistics([implied_attention_map([m], T)])
+    assert stats.mean_distance[0, 0] == pytest.approx(expected, rel=1e-5)
+
+
+def test_content_kl_is_zero_for_a_head_that_follows_its_bias():
+    """A head whose attention is exactly the bias-only attention of its slope has KL 0."""
+    m, T = 0.2, 30
+    stats = head_statistics([implied_attention_map([m], T)], slopes=[m])
+    assert stats.content_kl[0, 0] == pytest.approx(0.0, abs=1e-6)
+
+
+def test_content_kl_of_attending_to_itself_is_log_of_the_normaliser():
+    """A head that puts all weight on the query itself has KL = mean_i log Z_i, with
+    Z_i = sum_{d=0}^{i} e^(-m d) (q_ii = 1 / Z_i), computed here by hand."""
+    m, T = 0.3, 20
+    expected = np.mean([np.log(sum(np.exp(-m * d) for d in range(i + 1))) for i in range(T)])
+    stats = head_statistics([np.eye(T, dtype=np.float32)[None]], slopes=[m])
+    assert stats.content_kl[0, 0] == pytest.approx(expected, rel=1e-5)
+
+
+def test_content_kl_needs_slopes():
+    """Without configured slopes there is no bias-only reference, so no KL."""
+    assert head_statistics([np.eye(5, dtype=np.float32)[None]]).content_kl is None

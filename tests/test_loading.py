@@ -62,7 +62,7 @@ def test_models_without_alibi_have_no_slopes(folders, kind):
 def test_gpt2_reports_its_learned_position_limit(folders):
     """A learned position table is a hard input limit, and ModelInfo says how long."""
     _, _, info = load_model(folders["gpt2"])
-    assert info.max_positions == 128 and info.training_length == 128
+    assert info.max_positions == 128 and info.declared_context == 128
 
 
 def test_dtype_auto_keeps_checkpoint_dtype(tmp_path):
@@ -169,7 +169,7 @@ def test_mpt_max_seq_len_is_raised_at_load(folders):
     """load_model raises MPT's max_seq_len (64 here) and keeps the training length."""
     model, _, info = load_model(folders["mpt"])
     assert model.config.max_seq_len == loading.MPT_MAX_SEQ_LEN
-    assert info.training_length == 64 and any("max_seq_len" in n for n in info.notes)
+    assert info.declared_context == 64 and any("max_seq_len" in n for n in info.notes)
     with torch.inference_mode():
         model(torch.full((1, 200), 50), use_cache=False)  # longer than 64: would crash otherwise
     assert load_model(folders["mpt"], max_seq_len=500)[0].config.max_seq_len == 500
@@ -388,3 +388,45 @@ def test_custom_paths_on_unless_switched_off(tmp_path, monkeypatch, value):
     """Only an explicit 0/false/no/off switches custom paths off."""
     monkeypatch.setenv(loading.ALLOW_CUSTOM_ENV, value)
     assert resolve_model_path(tmp_path) == tmp_path.resolve()
+
+
+def test_disk_offload_gives_the_in_memory_maps(tmp_path):
+    """device_map="auto" with almost no memory offloads the shipped model's layers to disk
+    (accelerate); its attention maps and decomposition equal the in-memory run's."""
+    from alibi_viz.assets import shipped_models
+    from alibi_viz.heads import attention_maps, score_decomposition
+
+    folder = shipped_models()["alibi"]
+    text = "def f(x):\n    return x * 2\n"
+    memory, tokenizer, _ = load_model(folder)
+    offloaded, _, _ = load_model(folder, device_map="auto", max_memory={"cpu": "1MB"},
+                                 offload_folder=tmp_path / "offload")
+    assert any(p.device.type == "meta" for p in offloaded.parameters()) or any(
+        (tmp_path / "offload").iterdir())
+    for a, b in zip(attention_maps(memory, tokenizer, text).maps,
+                    attention_maps(offloaded, tokenizer, text).maps, strict=True):
+        np.testing.assert_allclose(a, b, atol=1e-6)
+    d1 = score_decomposition(memory, tokenizer, text, 1)
+    d2 = score_decomposition(offloaded, tokenizer, text, 1)
+    np.testing.assert_allclose(d1.probs, d2.probs, atol=1e-6)
+
+
+def test_position_tables_are_told_apart():
+    """A GPT-2 table of zeros is no position information, one proportional to the sinusoidal
+    formula is sinusoidal, a random one learned; all three still cap the input length."""
+    from model_factory import tiny_model as factory_model
+
+    from alibi_viz.positional import sinusoidal_table
+
+    kinds = {}
+    for name, fill in (("none", lambda w: w.zero_()),
+                       ("sinusoidal", lambda w: w.copy_(torch.from_numpy(
+                           sinusoidal_table(*w.shape) * 0.03))),
+                       ("learned", lambda w: None)):
+        model = factory_model("gpt2")
+        with torch.no_grad():
+            fill(model.transformer.wpe.weight)
+        info = describe_model(model)
+        kinds[name] = (info.positional, info.max_positions)
+    assert kinds == {"none": ("none", 128), "sinusoidal": ("sinusoidal", 128),
+                     "learned": ("learned", 128)}

@@ -4,11 +4,18 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from alibi_viz.params import Param, format_head_selection, parse_head_selection, parse_param
+from alibi_viz.params import (
+    UrlParam,
+    format_head_selection,
+    parse_head_selection,
+    parse_methods,
+    parse_param,
+)
+from alibi_viz.positional import DEFAULT_METHODS
 
-HEADS = Param("heads", "int", 8, 1, 128)
-MAX_BIAS = Param("max_bias", "float", 8.0, 0.5, 16.0)
-MODE = Param("mode", "choice", "causal", choices=("causal", "symmetric"))
+HEADS = UrlParam("heads", "int", 8, 1, 128)
+MAX_BIAS = UrlParam("max_bias", "float", 8.0, 0.5, 16.0)
+MODE = UrlParam("mode", "choice", "causal", choices=("causal", "symmetric"))
 
 
 def test_valid_int_is_used_without_warning():
@@ -79,3 +86,13 @@ def test_head_selection_round_trips():
     """format_head_selection writes what parse_head_selection reads."""
     for heads in ([0, 1, 2, 7], [3], list(range(8))):
         assert parse_head_selection(format_head_selection(heads, 8), 8)[0] == heads
+
+
+def test_parse_methods_never_raises():
+    """Known names pass, unknown ones are dropped with a warning, only unknown -> defaults."""
+    assert parse_methods("alibi, T5,alibi") == (["alibi", "t5"], None)
+    names, warning = parse_methods("alibi,bogus")
+    assert names == ["alibi"] and "'bogus'" in warning and "dropped" in warning
+    names, warning = parse_methods("<script>")
+    assert names == list(DEFAULT_METHODS) and "defaults" in warning
+    assert parse_methods("") == ([], None)

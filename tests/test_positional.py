@@ -331,3 +331,19 @@ def test_score_matrix_over_budget_raises_budget_error():
     """A full matrix above the memory budget is refused before anything is allocated."""
     with pytest.raises(BudgetError):
         P.score_matrix("alibi", 65536, "causal")
+
+
+def test_sandwich_falls_logarithmically_to_ten_thousand_tokens():
+    """What the Compare page says of Sandwich (d' = 128, scale 1): from 10 to 10^4 tokens each
+    decade lowers the bias by 11 to 20 logits (roughly logarithmic, not levelled off), and
+    beyond that it stays within a few logits of -d'/2 = -64. Checked on the direct sum of
+    cosines written out here."""
+    def direct(d):
+        k = np.arange(1, 65)
+        return np.cos(d / 10000.0 ** (2 * k / 128)).sum() - 64
+
+    values = [direct(10.0 ** e) for e in range(1, 5)]
+    drops = -np.diff(values)
+    assert np.all((drops >= 10.5) & (drops <= 20.5))
+    np.testing.assert_allclose(P.sandwich_bias([10, 100, 1000, 10000], 128, 1.0), values)
+    assert abs(direct(1e5) + 64) < 5

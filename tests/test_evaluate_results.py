@@ -1,0 +1,95 @@
+"""Reading the shipped results: summaries computed from the numbers, tables, live-run plans."""
+
+import math
+
+import numpy as np
+import pytest
+from model_factory import tiny_model
+
+from alibi_viz.evaluate import (
+    LIVE_CELL_BUDGET,
+    confidence_interval,
+    extrapolation_summary,
+    live_token_cap,
+    paired_ratio_interval,
+    perplexity,
+    protocol_plan,
+    results_table,
+)
+
+LENGTHS = [128, 256, 512]
+
+
+def fake_results(ppl: dict, lengths=LENGTHS) -> dict:
+    """Results shaped like evaluate's: ppl = {model: {protocol: [one value per length]}}."""
+    return {
+        "lengths": lengths, "stride": 64,
+        "models": {name: {"train_seq_len": 128, "perplexity": {
+            protocol: {str(n): v for n, v in zip(lengths, values, strict=True)}
+            for protocol, values in per_protocol.items()}}
+            for name, per_protocol in ppl.items()},
+    }
+
+
+RESULTS = fake_results({
+    "alibi": {"nonoverlapping": [3.2, 3.1, 3.05], "sliding": [3.0, 3.0, 3.01]},
+    "learned": {"nonoverlapping": [3.3, 9.0, 40.0], "sliding": [3.2, 20.0, 60.0]},
+    "rope": {"nonoverlapping": [3.1, 3.6, 6.0], "sliding": [2.9, 4.0, 8.0]},
+})
+
+
+def test_summary_names_rope_best_in_distribution_when_it_is():
+    """At the training length RoPE (3.1) is named best, though ALiBi wins at the longest length."""
+    sentences = extrapolation_summary(RESULTS, "nonoverlapping")
+    assert "lowest perplexity is RoPE's" in sentences[0]
+    assert sentences[-1] == "Lowest perplexity by length: RoPE at 128, ALiBi at 256-512."
+
+
+def test_table_has_one_row_per_model_and_protocol():
+    """Three models x two protocols give six rows carrying the stored values."""
+    rows = results_table(RESULTS)
+    assert len(rows) == 6
+    assert rows[0] == {"model": "ALiBi", "protocol": "nonoverlapping", "128": 3.2, "256": 3.1,
+                       "512": 3.05}
+
+
+# ----------------------------------------------------------------------------- live runs
+
+@pytest.mark.parametrize("length", [128, 512, 1024, 2048, 4096])
+@pytest.mark.parametrize("protocol", ["nonoverlapping", "sliding"])
+def test_live_cap_is_at_least_one_window_and_within_budget(length, protocol):
+    """The cap scores at least one full window and, above that, costs at most the cell budget."""
+    cap = live_token_cap(length, protocol, stride=64)
+    one_window = length if protocol == "nonoverlapping" else 64
+    assert cap >= one_window
+    cells = cap * length if protocol == "nonoverlapping" else math.ceil(cap / 64) * length**2
+    assert cap == one_window or cells <= LIVE_CELL_BUDGET
+
+
+@pytest.mark.parametrize("protocol", ["nonoverlapping", "sliding"])
+def test_protocol_plan_at_one_length_scores_the_requested_tokens(protocol):
+    """evaluate.perplexity with protocol_plan(max_length=length)'s arguments scores exactly the requested targets."""
+    model = tiny_model("bloom")
+    ids = np.arange(3, 3 + 200) % 250 + 3
+    out = perplexity(model, ids, 32, protocol, stride=16,
+                     **protocol_plan(protocol, 48, max_length=32))
+    assert out["tokens"] == 48
+
+
+
+
+def test_confidence_interval_matches_a_t_free_normal_formula():
+    """exp(mean +- 1.96 sd / sqrt(n)) of the chunk nlls, computed here by hand."""
+    chunks = [1.0, 1.2, 0.8, 1.1]
+    mean, sd = np.mean(chunks), np.std(chunks, ddof=1)
+    low, high = confidence_interval(chunks)
+    assert low == pytest.approx(math.exp(mean - 1.96 * sd / 2))
+    assert high == pytest.approx(math.exp(mean + 1.96 * sd / 2))
+
+
+def test_paired_interval_is_tight_when_one_model_is_uniformly_better():
+    """Chunks that differ by a constant 0.1 nats give a ratio e^0.1 with a zero-width interval,
+    however much the chunks themselves vary."""
+    a = [1.0, 2.0, 0.5, 3.0]
+    ratio, low, high = paired_ratio_interval(a, [x - 0.1 for x in a])
+    assert ratio == pytest.approx(math.exp(0.1)) and low == pytest.approx(high)

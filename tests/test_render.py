@@ -1,0 +1,94 @@
+"""The drawing kit: display positions, pooling, colours, one image-plus-hover panel."""
+
+import math
+
+import numpy as np
+import plotly.graph_objects as go
+import pytest
+import torch
+from plotly.subplots import make_subplots
+
+from alibi_viz.errors import AlibiVizError
+from alibi_viz.render import (
+    MASK_COLOR,
+    MASK_RGB,
+    colorize,
+    display_positions,
+    image_panel,
+    pool_max,
+    stack_view,
+)
+
+
+def random_attention(T: int, seed: int = 0) -> np.ndarray:
+    """A causal attention map: softmax of random scores over j <= i, float32 (T, T)."""
+    scores = torch.randn(T, T, generator=torch.Generator().manual_seed(seed))
+    scores = scores.masked_fill(torch.ones(T, T, dtype=torch.bool).triu(1), -math.inf)
+    return torch.softmax(scores, dim=-1).numpy()
+
+
+def test_display_positions_cover_the_range():
+    """Display positions are all indices when they fit, else evenly spread within [0, L)."""
+    assert list(display_positions(5, 10)) == [0, 1, 2, 3, 4]
+    pos = display_positions(65_536, 256)
+    assert pos.size == 256 and pos[0] >= 0 and pos[-1] < 65_536 and np.all(np.diff(pos) > 0)
+
+
+def test_colorize_greys_out_masked_cells():
+    """-inf (masked) cells get the mask colour, finite cells a colour from the scale."""
+    rgb = colorize(np.array([[0.0, -np.inf]]), -1.0, 0.0, "Viridis")
+    assert tuple(rgb[0, 1]) == (215, 215, 215) and tuple(rgb[0, 0]) != (215, 215, 215)
+
+
+def test_pool_max_matches_a_loop_over_adaptive_blocks():
+    """Pixel k covers positions floor(k T / side) .. ceil((k + 1) T / side) - 1 (torch's adaptive
+    pooling rule) and holds their maximum."""
+    attention = random_attention(10)
+    image = pool_max(attention, 4)
+    assert image.shape == (4, 4)
+    for r in range(4):
+        for c in range(4):
+            rows = slice(math.floor(r * 10 / 4), math.ceil((r + 1) * 10 / 4))
+            cols = slice(math.floor(c * 10 / 4), math.ceil((c + 1) * 10 / 4))
+            assert image[r, c] == attention[rows, cols].max()
+
+
+def test_pool_max_keeps_a_single_hot_key():
+    """One large entry survives any downsampling (max, not mean)."""
+    attention = np.zeros((1000, 1000), dtype=np.float32)
+    attention[777, 3] = 1.0
+    assert pool_max(attention, 37).max() == 1.0
+
+
+def test_pool_max_refuses_non_square_maps():
+    """A non-square map raises AlibiVizError."""
+    with pytest.raises(AlibiVizError, match="T, T"):
+        pool_max(np.zeros((3, 4)), 2)
+
+
+def test_stack_view_uses_the_same_pooling():
+    """stack_view's 'max' images are pool_max of the stack."""
+    stack = np.stack([random_attention(50, seed=s) for s in range(3)])
+    view = stack_view(stack, side=16)
+    np.testing.assert_array_equal(view.images, pool_max(stack, 16))
+    assert view.reduced == "block max"
+
+
+def test_mask_colour_is_one_grey():
+    """The plotly colour string and the RGB triple are the same grey."""
+    assert MASK_COLOR == "rgb({},{},{})".format(*MASK_RGB)
+
+
+def test_image_panel_places_pixels_over_their_positions():
+    """A panel of 8 pixels over 32 positions starts at x = 32/8/2 - 0.5 with steps of 4, and its
+    hover layer carries the exact values at the hover positions."""
+    fig = make_subplots(rows=1, cols=1)
+    fig.update_layout(coloraxis=dict(colorscale="Blues"))
+    hover = np.arange(9.0).reshape(3, 3)
+    image_panel(fig, 1, 1, np.zeros((8, 8)), 32, hover=hover, hover_rows=[0, 10, 20],
+                hover_cols=[0, 10, 20], hovertemplate="%{z}", coloraxis="coloraxis",
+                cmin=0.0, cmax=1.0, colorscale="Blues")
+    image, heat, carrier = fig.data
+    assert isinstance(image, go.Image) and image.x0 == 1.5 and image.dx == 4
+    np.testing.assert_array_equal(np.asarray(heat.z, dtype=float), hover)
+    assert carrier.marker.coloraxis == "coloraxis"
