@@ -1,8 +1,10 @@
 """alibi-viz: see and teach ALiBi (Attention with Linear Biases, Press, Smith & Lewis, 2021).
 
 The library behind the app: slopes and bias matrices (`alibi`), other positional schemes for
-comparison (`positional`), plot builders (`plots`), and, for real models, loading and head
-inspection. It never imports streamlit, so every number the app shows can be tested plainly.
+comparison (`positional`), figures (`*_figures`, built with the drawing kit `render`), and, for
+real models, loading, head inspection, behaviour scores, context reach and the ALiBi
+conformance check. It never imports streamlit, so every number the app shows can be tested
+plainly. The README's "How the code is laid out" names each module's one job.
 """
 
 import importlib
@@ -29,6 +31,9 @@ _LAZY = {
     "AttentionResult": "heads", "Decomposition": "heads", "HeadStatistics": "heads",
     "attention_maps": "heads", "head_statistics": "heads", "score_decomposition": "heads",
     "ModelInfo": "loading", "load_model": "loading", "resolve_model_path": "loading",
+    "AlibiCheck": "conformance", "check_alibi": "conformance",
+    "behaviour_scores": "behaviour", "context_reach": "reach", "copy_at_distance": "reach",
+    "list_cached_models": "hub_cache",
 }
 
 
@@ -43,6 +48,7 @@ __all__ = [
     "METHODS",
     "MODES",
     "SCHEDULES",
+    "AlibiCheck",
     "AlibiVizError",
     "AttentionResult",
     "BudgetError",
@@ -51,6 +57,11 @@ __all__ = [
     "ModelInfo",
     "ModelLoadError",
     "attention_maps",
+    "behaviour_scores",
+    "check_alibi",
+    "context_reach",
+    "copy_at_distance",
+    "list_cached_models",
     "head_statistics",
     "load_model",
     "resolve_model_path",

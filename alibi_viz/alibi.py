@@ -4,7 +4,11 @@ ALiBi adds no position embeddings. Instead, each head h adds a fixed penalty to 
 pre-softmax attention score that grows linearly with the distance between query i and key j:
 
     score_ij = q_i . k_j / sqrt(d)  +  B_ij,      B_ij = -m_h * (i - j)    (causal, j <= i)
-                                                  B_ij = -m_h * |i - j|    (symmetric/encoder)
+                                                  B_ij = -m_h * |i - j|    (symmetric)
+
+The paper trains causal language models only. The symmetric form is the authors' answer for
+bidirectional models in their repository's issue #5 (github.com/ofirpress/attention_with_
+linear_biases/issues/5), used by later encoder work; it is not part of the paper.
 
 The slope m_h is fixed, not learned, and differs per head, so some heads look far and some
 look only at their neighbours. This module computes the slopes, the bias matrices (full or
@@ -181,7 +185,8 @@ def alibi_bias(slopes, seq_len: int, mode: str = "causal", key_len: int | None =
     """Full ALiBi bias, shape (num_heads, seq_len, key_len or seq_len), float64.
 
     Causal: B_ij = -m (i - j) for j <= i, -inf above the diagonal (the causal mask).
-    Symmetric: B_ij = -m |i - j| (bidirectional models; the paper's encoder variant).
+    Symmetric: B_ij = -m |i - j| (bidirectional models: not in the paper, which trains causal
+    LMs only; the authors suggest it in their repository's issue #5).
     With key_len > seq_len the queries are the last seq_len positions (bottom-right aligned,
     as when decoding with a KV cache): query row q sits at position q + key_len - seq_len.
     Raises BudgetError if the matrix would exceed `budget_bytes`.
@@ -214,6 +219,13 @@ def alibi_bias_row_constant(slopes, key_len: int) -> np.ndarray:
 
 # ----------------------------------------------------------------------------- decay intuition
 
+def _softmax_rows(bias: np.ndarray) -> np.ndarray:
+    """Softmax over the last axis of a bias array (-inf where masked), float64."""
+    bias = bias - bias.max(axis=-1, keepdims=True)
+    weights = np.exp(bias)
+    return weights / weights.sum(axis=-1, keepdims=True)
+
+
 def implied_attention(slopes, query_pos: int, mode: str = "causal",
                       seq_len: int | None = None) -> np.ndarray:
     """Softmax of the bias alone for one query: the attention a head gives with no content signal.
@@ -230,9 +242,13 @@ def implied_attention(slopes, query_pos: int, mode: str = "causal",
         raise AlibiVizError(f"query_pos ({query_pos}) must be < seq_len ({seq_len}).")
     check_budget(slopes.size * seq_len * 8 * 2, DEFAULT_BUDGET_BYTES, "This attention row")
     bias = alibi_bias_sampled(slopes, [query_pos], np.arange(seq_len), mode)[:, 0, :]  # (H, L)
-    bias -= bias.max(axis=1, keepdims=True)
-    weights = np.exp(bias)
-    return weights / weights.sum(axis=1, keepdims=True)
+    return _softmax_rows(bias)
+
+
+def implied_attention_map(slopes, seq_len: int, mode: str = "causal") -> np.ndarray:
+    """`implied_attention` for every query at once: (num_heads, seq_len, seq_len) float64,
+    row i the bias-only attention of query i (causal: over j <= i)."""
+    return _softmax_rows(alibi_bias(slopes, seq_len, mode))
 
 
 def half_life(slopes) -> np.ndarray:
@@ -242,9 +258,10 @@ def half_life(slopes) -> np.ndarray:
 
 
 def _geometric_sums(r: np.ndarray, n: float) -> tuple[np.ndarray, np.ndarray]:
-    """S0 = sum_{d=0}^{n} r^d and S1 = sum_{d=0}^{n} d r^d, elementwise; n may be inf."""
+    """S0 = sum_{d=0}^{n} r^d and S1 = sum_{d=0}^{n} d r^d, elementwise; n may be inf, or an
+    array of finite counts broadcast against r."""
     one_minus_r = -np.expm1(np.log(r))  # 1 - r, accurate for r close to 1
-    if math.isinf(n):
+    if np.isscalar(n) and math.isinf(n):
         return 1.0 / one_minus_r, r / one_minus_r**2
     rn1 = r ** (n + 1)
     s0 = (1.0 - rn1) / one_minus_r
@@ -291,3 +308,87 @@ def mean_distance(slopes, mode: str = "causal", context: int | None = None) -> n
     mode = check_mode(mode)
     s0, s1 = _geometric_sums(np.exp(-slopes), _check_context(context) - 1)
     return s1 / s0 if mode == "causal" else 2 * s1 / (2 * s0 - 1)
+
+
+def default_query(seq_len: int, mode: str = "causal") -> int:
+    """The query the decay statistics describe by default: the last one in causal mode (it sees
+    all seq_len keys, all behind it) and the middle one, (seq_len - 1) // 2, in symmetric mode
+    (about (seq_len - 1) / 2 keys on each side: no query of a bidirectional sequence has
+    seq_len - 1 keys on both sides)."""
+    seq_len = check_seq_len(seq_len)
+    return seq_len - 1 if check_mode(mode) == "causal" else (seq_len - 1) // 2
+
+
+def query_keys(seq_len: int, mode: str, query_pos: int) -> tuple[int, int]:
+    """(keys behind, keys ahead) of query `query_pos` that it may attend to, itself excluded:
+    causal (query_pos, 0); symmetric (query_pos, seq_len - 1 - query_pos)."""
+    seq_len = check_seq_len(seq_len)
+    query_pos = check_int(query_pos, "query_pos", 0, seq_len - 1)
+    return query_pos, (0 if check_mode(mode) == "causal" else seq_len - 1 - query_pos)
+
+
+def query_decay(slopes, seq_len: int, mode: str = "causal", query_pos: int | None = None
+                ) -> dict:
+    """Bias-only attention statistics of one real query, in closed form, per head.
+
+    The query at `query_pos` (default `default_query`) with `behind` keys before it and `ahead`
+    after it (causal: none) weighs the key at distance d by e^(-m d). Returns a dict of
+    (num_heads,) float64 arrays: "mean_distance" (expected |i - j|), "span90" (smallest D
+    such that keys within D hold 90% of the attention, whole tokens), plus "query_pos",
+    "behind", "ahead". Exact sums, no L x L matrix: works at any length.
+    """
+    slopes = check_slopes(slopes)
+    query_pos = default_query(seq_len, mode) if query_pos is None else query_pos
+    behind, ahead = query_keys(seq_len, mode, query_pos)
+    r = np.exp(-slopes)
+    s0_b, s1_b = _geometric_sums(r, behind)  # sums over d = 0..behind
+    s0_a, s1_a = _geometric_sums(r, ahead)
+    total = s0_b + s0_a - 1.0  # the query itself counted once
+    mean = (s1_b + s1_a) / total
+
+    def within(d):  # mass within distance d (array of d per head)
+        return (_geometric_sums(r, np.minimum(d, behind))[0]
+                + _geometric_sums(r, np.minimum(d, ahead))[0] - 1.0) / total
+
+    low, high = np.zeros_like(slopes), np.full_like(slopes, float(max(behind, ahead)))
+    while np.any(high - low > 0):  # smallest whole D with within(D) >= 0.9, by bisection
+        mid = np.floor((low + high) / 2)
+        ok = within(mid) >= 0.9 - 1e-12
+        high = np.where(ok, mid, high)
+        low = np.where(ok, low, mid + 1)
+    return {"mean_distance": mean, "span90": high, "query_pos": query_pos, "behind": behind,
+            "ahead": ahead}
+
+
+def head_summary(slopes, seq_len: int, mode: str = "causal", query_pos: int | None = None
+                 ) -> list[dict]:
+    """One row per head: slope, half-life, and the 90% span and mean distance (tokens) of the
+    bias-only attention of one real query (`query_decay`: the last query when causal, the
+    middle one when symmetric, unless query_pos says otherwise)."""
+    slopes = check_slopes(slopes)
+    decay = query_decay(slopes, seq_len, mode, query_pos)
+    return [
+        {"head": h + 1, "slope m": float(m), "log2 m": float(np.log2(m)),
+         "half-life (tokens)": float(hl), "90% span (tokens)": int(s), "mean distance": float(md)}
+        for h, (m, hl, s, md) in enumerate(zip(slopes, half_life(slopes), decay["span90"],
+                                               decay["mean_distance"], strict=True))
+    ]
+
+
+def mass_beyond_distance(slopes, seq_len: int, distance: int) -> np.ndarray:
+    """Share of the last causal query's bias-only attention on keys more than `distance` tokens
+    back, per head: (r^(distance+1) - r^seq_len) / (1 - r^seq_len), r = e^-m. Why quality
+    degrades gradually past the training length: gentle heads keep spreading weight that far.
+    """
+    slopes = check_slopes(slopes)
+    seq_len = check_seq_len(seq_len)
+    distance = check_int(distance, "distance", 0, seq_len - 1)
+    r = np.exp(-slopes)
+    return (r ** (distance + 1) - r ** seq_len) / -np.expm1(-slopes * seq_len)
+
+
+def bias_only_mean_distance(slopes, seq_len: int) -> np.ndarray:
+    """Mean attention distance per head if attention followed the ALiBi bias alone, averaged
+    over the T queries of a causal sequence (query i sees i + 1 keys), shape (heads,)."""
+    contexts = range(1, seq_len + 1)
+    return np.mean([mean_distance(slopes, "causal", c) for c in contexts], axis=0)

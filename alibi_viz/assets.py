@@ -1,27 +1,83 @@
-"""Where the shipped models and results live, and small readers for them.
+"""The shipped model family, where it lives, and small readers for it.
 
-    assets/models/<name>/           one trained model per folder (save_pretrained + training.json)
+    assets/models/<name>/               one trained model per folder (save_pretrained + training.json)
     assets/results/extrapolation.json   written by `python -m alibi_viz.evaluate`
+    assets/results/reach.json           written by `python -m alibi_viz.reach`
 
-The ALiBi model is the default one the app opens; "learned" and "rope" are the baselines of the
-train-short-test-long experiment (see `alibi_viz.train`).
+`SHIPPED` is the one table of the family: every page, the training CLI and the evaluation take
+names, labels and descriptions from it. The ALiBi model is the default the app opens; the other
+four are the baselines of the train-short-test-long experiment (see `alibi_viz.train`).
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 ASSETS_DIR = Path(__file__).resolve().parent.parent / "assets"
 MODELS_DIR = ASSETS_DIR / "models"
 RESULTS_PATH = ASSETS_DIR / "results" / "extrapolation.json"
+REACH_PATH = ASSETS_DIR / "results" / "reach.json"
 DEFAULT_MODEL = "alibi"
-MODEL_ORDER = ("alibi", "learned", "rope")  # shown in this order; other folders follow by name
+
+
+@dataclass(frozen=True)
+class ShippedModel:
+    name: str  # folder under assets/models and the --arch of alibi_viz.train
+    label: str  # short name on charts
+    title: str  # name in menus: the scheme and the transformers class
+    position: str  # how the model knows where a token is, one sentence
+
+
+SHIPPED = {m.name: m for m in (
+    ShippedModel("alibi", "ALiBi", "ALiBi (BLOOM)",
+                 "no position embeddings; each head adds -m_h (i - j) to its attention scores, "
+                 "slopes 2^-1 .. 2^-8"),
+    ShippedModel("sinusoidal", "sinusoidal", "sinusoidal (GPT-2, frozen table)",
+                 "the fixed sinusoidal table of Vaswani et al. 2017, scaled to the token "
+                 "embeddings' initial size, added to them (a GPT-2 position table, frozen)"),
+    ShippedModel("rope", "RoPE", "rotary (GPT-NeoX)",
+                 "rotary position embeddings: queries and keys rotated by their position "
+                 "(all dimensions rotated, base 10000)"),
+    ShippedModel("learned", "learned", "learned positions (GPT-2)",
+                 "a learned vector per absolute position added to the token embeddings; only "
+                 "the rows below the training length are ever trained"),
+    ShippedModel("nope", "NoPE", "no positions (GPT-2, zero table)",
+                 "no position information at all (a GPT-2 position table of zeros, frozen): "
+                 "the causal mask alone lets it infer position"),
+)}
+MODEL_ORDER = tuple(SHIPPED)  # shown in this order; other folders follow by name
+
+# What still differs between the five besides position (tests/test_train.py checks the counts).
+REMAINING_DIFFERENCES = (
+    "BLOOM (alibi) applies a LayerNorm to the token embeddings (`word_embeddings_layernorm`, "
+    "256 parameters); the GPT-2 and GPT-NeoX models do not.",
+    "The GPT-2 models (sinusoidal, learned, nope) carry a 4096 x 128 position table "
+    "(524,288 entries): trained in `learned`, frozen in `sinusoidal` and `nope`; leave it out "
+    "and every model has the same parameter count to within 0.1%.",
+    "GPT-2 scales the initial weights of its residual projections by 1/sqrt(2 x layers); BLOOM "
+    "and GPT-NeoX initialise every linear layer with std 0.02.",
+    "GPT-NeoX (rope) computes attention in its own module with rotary embeddings on queries "
+    "and keys; the arithmetic is otherwise the same (scaled dot product, causal mask, softmax).",
+)
+
+TRAIN_HINT = "Train it with `python -m alibi_viz.train --arch {name} --out assets/models/{name}`."
+
+
+def model_label(name: str) -> str:
+    """Short chart label of a shipped model ('ALiBi', 'RoPE', ...); the name itself otherwise."""
+    return SHIPPED[name].label if name in SHIPPED else name
+
+
+def model_title(name: str) -> str:
+    """Menu title of a shipped model ('ALiBi (BLOOM)', ...); the name itself otherwise."""
+    return SHIPPED[name].title if name in SHIPPED else name
 
 
 def shipped_models() -> dict[str, Path]:
-    """Name -> folder of every model under assets/models that has a config.json, the default
-    (ALiBi) model first. Empty if none are shipped."""
+    """Name -> folder of every model under assets/models that has a config.json, in
+    MODEL_ORDER (the default ALiBi model first). Empty if none are shipped."""
     if not MODELS_DIR.is_dir():
         return {}
     found = {p.name: p for p in sorted(MODELS_DIR.iterdir()) if (p / "config.json").is_file()}
@@ -35,6 +91,15 @@ def training_info(path) -> dict:
     if not file.is_file():
         return {}
     return json.loads(file.read_text())
+
+
+def load_reach_results(path=None) -> dict:
+    """The results `python -m alibi_viz.reach` wrote (context reach, copy at a distance); {}
+    if missing."""
+    path = Path(REACH_PATH if path is None else path)
+    if not path.is_file():
+        return {}
+    return json.loads(path.read_text())
 
 
 def load_extrapolation_results(path=RESULTS_PATH) -> dict:

@@ -7,8 +7,8 @@ A *selection* is an ordered mapping {method name: {parameter: value}} over the m
   method. Methods that add a bias to the score (ALiBi, T5, KERPLE, Sandwich; logits) and methods
   that only shape q . k (sinusoidal, RoPE; unitless) are drawn in separate panels, because the
   second kind is not added to anything and its numbers are not logits.
-- `score_matrices_figure`: one matrix per method, drawn as images at display resolution (reusing
-  `plots.matrix_grid_figure`). Their scales differ by orders of magnitude (ALiBi reaches -4,095
+- `score_matrices_figure`: one matrix per method, drawn as images at display resolution (the drawing kit's
+  `render.matrix_grid_figure`). Their scales differ by orders of magnitude (ALiBi reaches -4,095
   at 65,536 tokens, a normalised cosine stays in [-1, 1]), so each panel is divided by its own
   largest |value|, named in its title; colour 0 always means "no contribution". Hover shows the
   unscaled value.
@@ -23,17 +23,16 @@ import numpy as np
 import plotly.graph_objects as go
 
 from .alibi import check_mode, check_seq_len
+from .bias_figures import decay_distances
 from .errors import AlibiVizError
-from .plots import (
-    MAX_PANEL_PIXELS,
-    decay_distances,
-    display_positions,
-    matrix_grid_figure,
-    panel_resolution,
+from .positional import (
+    METHODS,
+    check_params,
+    score_matrix_sampled,
+    score_vs_distance,
 )
-from .positional import METHODS, check_params, score_matrix_sampled, score_vs_distance
+from .render import MAX_PANEL_PIXELS, display_positions, matrix_grid_figure, panel_resolution
 
-DEFAULT_METHODS = ("alibi", "t5", "sinusoidal", "rope_bound", "kerple_log", "sandwich")
 MAX_CURVE_POINTS = 1024  # distances evaluated per curve: about the pixels a chart is wide
 # Smaller than the bias explorer's budgets: these matrices can be as noisy as PNG allows
 # (oscillating cosines), and 400,000 pixels of pure noise encode to about 0.86 MB of base64;
@@ -73,25 +72,6 @@ def check_selection(selection, mode: str = "causal") -> dict[str, dict]:
     for name, params in checked.items():  # one distance each: catches mode-dependent limits
         score_vs_distance(name, np.zeros(1, dtype=np.int64), mode, **params)
     return checked
-
-
-def parse_methods(text: str, default=DEFAULT_METHODS) -> tuple[list[str], str | None]:
-    """Parse a URL value like "alibi,t5,rope_bound" into method names; never raises.
-
-    Returns (names, warning). Unknown names are dropped with a warning; duplicates are dropped
-    silently; if only unknown names were given, the defaults are used. An empty string is an
-    empty selection (the user cleared it), not an error.
-    """
-    parts = [p.strip().lower() for p in str(text or "").split(",") if p.strip()]
-    names = list(dict.fromkeys(p for p in parts if p in METHODS))
-    bad = [p for p in parts if p not in METHODS]
-    if not bad:
-        return names, None
-    shown = ", ".join(repr(b[:20]) for b in bad[:5])
-    outcome = "dropped." if names else "showing the defaults."
-    if not names:
-        names = list(default)
-    return names, f"'methods' holds unknown {shown} (known: {', '.join(METHODS)}); {outcome}"
 
 
 def format_params(method: str, params: dict) -> str:
@@ -207,7 +187,7 @@ def score_display_values(selection, seq_len: int, mode: str = "causal",
     """Each method's score matrix at display resolution: (values (P, R, C), rows, cols).
 
     values[p] is `positional.score_matrix_sampled` for the p-th selected method at query
-    positions `rows` and key positions `cols` (int64, from `plots.display_positions`), float64,
+    positions `rows` and key positions `cols` (int64, from `render.display_positions`), float64,
     -inf where masked (causal, key after query). P panels share `budget` pixels.
     """
     mode = check_mode(mode)

@@ -1,21 +1,15 @@
-"""Figures for "train short, test long" (the Extrapolation lab) and for the Lesson page.
+"""Figures for "train short, test long": the Extrapolation lab.
 
-Three groups, in the order the pages use them:
+In the order the page uses them:
 
-* Shipped results (`assets/results/extrapolation.json`, written by `alibi_viz.evaluate`):
-  `perplexity_figure` draws perplexity against evaluation length for every model, one panel per
-  protocol, with the training length marked; `results_table` and `extrapolation_summary` give
-  the same numbers as rows and as plain sentences computed from the data (whichever model wins
-  at a length is the one named, so RoPE is said to be better in distribution when it is).
-  `live_token_cap` bounds a live re-run so that it stays interactive.
-* Attention at two lengths: `attention_pair_figure` puts two attention maps side by side as
-  images (max-pooled to at most `max_px` pixels a side, so a 4,096-token map costs the same as
-  a 512-token one) with a sparse hover grid of exact values; `extrapolation_attention_figure`
-  uses it for one head of the ALiBi model at the training length and at 8x that length, with
-  the training length marked.
-* Lesson figures: `score_pipeline_figure` (where the bias enters the score of one query),
-  `implied_attention_map` (what a slope alone does to a whole map) and `enlarge_figure`
-  (larger fonts and height for a projector).
+* `perplexity_figure`: perplexity against evaluation length for every shipped model, one panel
+  per protocol, with the training length marked (the numbers are `assets/results/
+  extrapolation.json`, read and summarised by `alibi_viz.evaluate`).
+* `attention_pair_figure`: two attention maps side by side, each a kit panel
+  (`render.image_panel`: max-pooled to at most `max_px` pixels a side, so a 4,096-token map
+  costs the same as a 512-token one) with a sparse hover grid of exact values;
+  `extrapolation_attention_figure` uses it for one head of the ALiBi model at the training
+  length and at 8x that length, with the training length marked.
 
 The ALiBi facts used here (Press, Smith & Lewis 2021, arXiv:2108.12409): the bias -m (i - j)
 is added to the scaled scores q.k / sqrt(d) before the softmax, not itself scaled, and the
@@ -27,26 +21,24 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import plotly.colors as pc
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .alibi import alibi_bias, check_int, check_seq_len, check_slopes
+from .alibi import check_int
+from .assets import MODEL_ORDER, model_label
 from .errors import AlibiVizError
-from .plots import ATTENTION_COLORSCALE, colorize, display_positions, png_data_uri
+from .evaluate import check_results, protocols_in, result_curve, train_seq_len_of
+from .heads import check_attention
+from .render import ATTENTION_COLORSCALE, display_positions, image_panel, masked_pixels, pool_max
 
-MODEL_LABELS = {"alibi": "ALiBi", "learned": "learned absolute", "rope": "RoPE"}
-MODEL_COLORS = {"alibi": "#1f77b4", "learned": "#ff7f0e", "rope": "#2ca02c"}
-OTHER_COLORS = ("#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
+# One fixed colour per shipped model (plotly's D3 palette), so a model keeps its colour.
+MODEL_COLORS = dict(zip(MODEL_ORDER, ("#1f77b4", "#2ca02c", "#d62728", "#ff7f0e", "#7f7f7f"),
+                        strict=True))
+OTHER_COLORS = ("#9467bd", "#8c564b", "#e377c2", "#17becf")
 PROTOCOL_TITLES = {"nonoverlapping": "non-overlapping windows", "sliding": "sliding window"}
 LOG_Y_RATIO = 8.0  # a log perplexity axis once the largest value is 8x the smallest
-
-LIVE_CELL_BUDGET = 2048 * 4096  # attention cells (query x key) a live run may compute
-LIVE_MAX_TOKENS = 4096          # scored tokens of a live run, whatever the length
 MARKER_COLOR = "red"
-
-
-def model_label(name: str) -> str:
-    return MODEL_LABELS.get(name, name)
 
 
 def model_color(name: str, index: int = 0) -> str:
@@ -55,48 +47,12 @@ def model_color(name: str, index: int = 0) -> str:
 
 # ----------------------------------------------------------------------------- shipped results
 
-def check_results(results) -> None:
-    """Raise AlibiVizError unless `results` looks like what `alibi_viz.evaluate` writes:
-    {"lengths": [...], "models": {name: {"perplexity": {protocol: {"128": ppl, ...}}}}}."""
-    if not isinstance(results, dict) or not results.get("models") or not results.get("lengths"):
-        raise AlibiVizError("No extrapolation results: run `python -m alibi_viz.evaluate` to "
-                            "write assets/results/extrapolation.json.")
-    for name, entry in results["models"].items():
-        if not isinstance(entry, dict) or not isinstance(entry.get("perplexity"), dict):
-            raise AlibiVizError(f"The results for model {name!r} have no perplexities; "
-                                "re-run `python -m alibi_viz.evaluate`.")
-
-
-def train_length(results: dict) -> int | None:
-    """The training length the results were measured against (the first model's), or None."""
-    for entry in results.get("models", {}).values():
-        if entry.get("train_seq_len"):
-            return int(entry["train_seq_len"])
-    return None
-
-
-def protocols_in(results: dict) -> list[str]:
-    """Protocols with at least one perplexity, in the order the evaluator uses."""
-    found = []
-    for entry in results["models"].values():
-        for protocol in entry["perplexity"]:
-            if protocol not in found:
-                found.append(protocol)
-    order = {"nonoverlapping": 0, "sliding": 1}
-    return sorted(found, key=lambda p: (order.get(p, 2), p))
-
-
-def _curve(entry: dict, protocol: str, lengths) -> tuple[list[int], list[float]]:
-    values = entry["perplexity"].get(protocol, {})
-    xs = [n for n in lengths if str(n) in values and values[str(n)] is not None]
-    return xs, [float(values[str(n)]) for n in xs]
-
-
 def perplexity_figure(results: dict, live=(), protocols=None, height: int = 420) -> go.Figure:
     """Perplexity vs evaluation length: one line per model, one panel per protocol.
 
     x: evaluation length in tokens on a log2 axis (128, 256, ..., 4096 evenly spaced). A dashed
-    vertical line marks the training length. y: per-token perplexity, on a log axis when the
+    vertical line marks the training length. y: per-token perplexity with its 95% interval as
+    error bars (when the results carry `ci95`), on a log axis when the
     largest value is over LOG_Y_RATIO times the smallest (a collapsing baseline would
     otherwise flatten the others). live: optional dicts {"model", "protocol", "length", "ppl",
     "tokens"} drawn as stars over the shipped lines.
@@ -106,7 +62,7 @@ def perplexity_figure(results: dict, live=(), protocols=None, height: int = 420)
     protocols = protocols_in(results) if protocols is None else list(protocols)
     if not protocols:
         raise AlibiVizError("The results hold no protocol to draw.")
-    train_len = train_length(results)
+    train_len = train_seq_len_of(results)
     stride = results.get("stride")
     titles = [PROTOCOL_TITLES.get(p, p) + (f" (stride {stride})" if p == "sliding" and stride
                                            else "") for p in protocols]
@@ -115,18 +71,27 @@ def perplexity_figure(results: dict, live=(), protocols=None, height: int = 420)
     all_values = []
     for col, protocol in enumerate(protocols, start=1):
         for k, (name, entry) in enumerate(results["models"].items()):
-            xs, ys = _curve(entry, protocol, lengths)
+            xs, ys = result_curve(entry, protocol, lengths)
             if not xs:
                 continue
             all_values += ys
             base = ys[xs.index(train_len)] if train_len in xs else None
             ratio = [y / base if base else math.nan for y in ys]
+            intervals = entry.get("ci95", {}).get(protocol, {})
+            low = [intervals.get(str(x), [y, y])[0] for x, y in zip(xs, ys, strict=True)]
+            high = [intervals.get(str(x), [y, y])[1] for x, y in zip(xs, ys, strict=True)]
+            all_values += low + high
             fig.add_trace(go.Scatter(
                 x=xs, y=ys, mode="lines+markers", name=model_label(name), legendgroup=name,
                 showlegend=col == 1, line=dict(color=model_color(name, k), width=2.5),
-                marker=dict(size=7), customdata=ratio,
+                marker=dict(size=7), customdata=list(zip(ratio, low, high, strict=True)),
+                error_y=dict(type="data", symmetric=False,
+                             array=[h - y for h, y in zip(high, ys, strict=True)],
+                             arrayminus=[y - lo for lo, y in zip(low, ys, strict=True)],
+                             thickness=1.2, width=3) if intervals else None,
                 hovertemplate=(f"{model_label(name)}<br>length %{{x}}<br>perplexity %{{y:.3f}}"
-                               "<br>x%{customdata:.2f} of its value at the training length"
+                               " (95% interval %{customdata[1]:.3f}-%{customdata[2]:.3f})"
+                               "<br>x%{customdata[0]:.2f} of its value at the training length"
                                "<extra>" + protocol + "</extra>")), row=1, col=col)
         for k, run in enumerate(r for r in live if r.get("protocol") == protocol):
             all_values.append(float(run["ppl"]))
@@ -172,158 +137,7 @@ def perplexity_figure(results: dict, live=(), protocols=None, height: int = 420)
     return fig
 
 
-def results_table(results: dict) -> list[dict]:
-    """One row per model and protocol: {"model", "protocol", "<length>": perplexity, ...}."""
-    check_results(results)
-    lengths = sorted(int(n) for n in results["lengths"])
-    rows = []
-    for name, entry in results["models"].items():
-        for protocol in protocols_in(results):
-            xs, ys = _curve(entry, protocol, lengths)
-            if not xs:
-                continue
-            row = {"model": model_label(name), "protocol": protocol}
-            values = dict(zip(xs, ys, strict=True))
-            row.update({f"{n:,}": values.get(n) for n in lengths})
-            rows.append(row)
-    return rows
-
-
-def _rank(results: dict, protocol: str, length: int) -> list[tuple[str, float]]:
-    found = []
-    for name, entry in results["models"].items():
-        value = entry["perplexity"].get(protocol, {}).get(str(length))
-        if value is not None:
-            found.append((name, float(value)))
-    return sorted(found, key=lambda item: item[1])
-
-
-def extrapolation_summary(results: dict, protocol: str = "nonoverlapping") -> list[str]:
-    """Plain sentences on what the numbers say under `protocol`, computed from the data:
-    who is best at the training length, how each model moves from there to the longest
-    length, and which model is lowest at each length. Empty if the protocol or the training
-    length is missing."""
-    check_results(results)
-    lengths = sorted(int(n) for n in results["lengths"])
-    train_len = train_length(results)
-    if train_len is None or train_len not in lengths:
-        return []
-    at_train = _rank(results, protocol, train_len)
-    if not at_train:
-        return []
-    order = ", then ".join(f"{model_label(n)} {v:.3f}" for n, v in at_train)
-    sentences = [f"At the training length ({train_len} tokens) the lowest perplexity is "
-                 f"{model_label(at_train[0][0])}'s: {order}."]
-    longest = lengths[-1]
-    at_long = dict(_rank(results, protocol, longest))
-    start = dict(at_train)
-    moves = []
-    for name, value in sorted(at_long.items(), key=lambda item: item[1]):
-        if name in start:
-            ratio = value / start[name]
-            change = (f"{(ratio - 1) * 100:+.1f}%" if ratio < 2 else f"x{ratio:.1f}")
-            moves.append(f"{model_label(name)} {value:.3f} ({change})")
-    if moves:
-        sentences.append(f"At {longest:,} tokens ({longest // train_len}x the training length): "
-                         + ", ".join(moves) + ", relative to each model's own value at "
-                         f"{train_len}.")
-    runs = []  # [model, first length, last length] where that model is lowest
-    for n in lengths:
-        ranked = _rank(results, protocol, n)
-        if not ranked:
-            continue
-        if runs and runs[-1][0] == ranked[0][0]:
-            runs[-1][2] = n
-        else:
-            runs.append([ranked[0][0], n, n])
-    sentences.append("Lowest perplexity by length: " + ", ".join(
-        f"{model_label(name)} at {a:,}" + (f"-{b:,}" if b != a else "") for name, a, b in runs)
-        + ".")
-    return sentences
-
-
-def live_token_cap(length: int, protocol: str = "nonoverlapping", stride: int = 64,
-                   cell_budget: int = LIVE_CELL_BUDGET, max_tokens: int = LIVE_MAX_TOKENS) -> int:
-    """Most tokens a live run scores at `length`, so its attention costs about `cell_budget`
-    query x key cells (one 2,048-token window pair; eager attention time grows with cells).
-
-    nonoverlapping: each scored token costs `length` cells; sliding: each window of `length`
-    tokens costs length^2 cells and scores `stride` tokens. Never less than one full window
-    (`length` tokens, or `stride` for sliding: the length is the point of the run) and never
-    more than `max_tokens`.
-    """
-    length = check_seq_len(length, "length")
-    stride = min(check_int(stride, "stride", 1, 1 << 24), length)
-    if protocol == "nonoverlapping":
-        cap = cell_budget // length
-        return int(min(max(cap, length), max(max_tokens, length)))
-    if protocol == "sliding":
-        windows = max(1, cell_budget // (length * length))
-        return int(min(windows * stride, max_tokens))
-    raise AlibiVizError(f"protocol must be 'nonoverlapping' or 'sliding', got {protocol!r}.")
-
-
-def live_plan(length: int, protocol: str, tokens: int, stride: int = 64) -> dict:
-    """Keyword arguments for `evaluate.perplexity` that score `tokens` targets at `length`.
-
-    nonoverlapping: targets 1..tokens. sliding: targets length..length + tokens - 1, so every
-    scored token sees a full window (between length - stride and length tokens of context).
-    """
-    tokens = check_int(tokens, "tokens", 1, 1 << 24)
-    if protocol == "nonoverlapping":
-        return {"max_tokens": tokens}
-    if protocol == "sliding":
-        return {"max_tokens": length - 1 + tokens, "score_from": length, "stride": stride}
-    raise AlibiVizError(f"protocol must be 'nonoverlapping' or 'sliding', got {protocol!r}.")
-
-
 # ----------------------------------------------------------------------------- attention maps
-
-def check_attention(attention, name: str = "attention") -> np.ndarray:
-    """An attention map as float32 (T, T), T >= 1; else AlibiVizError."""
-    attention = np.asarray(attention, dtype=np.float32)
-    if attention.ndim != 2 or attention.shape[0] != attention.shape[1] or attention.shape[0] < 1:
-        raise AlibiVizError(f"{name} must be a square (T, T) map, got shape {attention.shape}.")
-    return attention
-
-
-def pool_max(attention, max_px: int) -> tuple[np.ndarray, int]:
-    """Max-pool a (T, T) map by f = ceil(T / max_px) so that it fits max_px pixels a side.
-
-    Returns (image (ceil(T/f), ceil(T/f)) float32, f). Max rather than mean so that a sharp
-    diagonal or a single strong key stays visible when 8 positions share a pixel.
-    """
-    attention = check_attention(attention)
-    T = attention.shape[0]
-    f = max(1, math.ceil(T / max(1, max_px)))
-    if f == 1:
-        return attention, 1
-    n = math.ceil(T / f)
-    padded = np.zeros((n * f, n * f), dtype=np.float32)
-    padded[:T, :T] = attention
-    return padded.reshape(n, f, n, f).max(axis=(1, 3)), f  # (n, f, n, f) -> (n, n)
-
-
-def mass_beyond(attention, distance: int) -> float:
-    """Mean share of attention on keys more than `distance` tokens back (i - j > distance),
-    over the queries that have such keys (i > distance); NaN if none do."""
-    attention = check_attention(attention)
-    T = attention.shape[0]
-    distance = check_int(distance, "distance", 0, 1 << 24)
-    if T <= distance + 1:
-        return math.nan
-    far = np.tril(attention, k=-(distance + 1))  # keeps j <= i - distance - 1
-    return float(far[distance + 1:].sum(axis=1).mean())
-
-
-def mean_attention_distance(attention) -> float:
-    """Mean over queries of the expected distance i - j under each query's attention row, in
-    tokens (rows are assumed to sum to 1)."""
-    attention = check_attention(attention)
-    T = attention.shape[0]
-    distance = np.arange(T)[:, None] - np.arange(T)[None, :]  # (T, T): i - j
-    return float((np.clip(distance, 0, None) * attention).sum(axis=1).mean())
-
 
 def attention_color_cap(*maps, quantile: float = 0.99) -> float:
     """Top of the colour scale shared by several maps: the `quantile` of their non-zero values.
@@ -338,41 +152,27 @@ def attention_color_cap(*maps, quantile: float = 0.99) -> float:
     return float(max(np.quantile(values, quantile), 1e-6))
 
 
-def implied_attention_map(slope: float, seq_len: int) -> np.ndarray:
-    """Causal attention of the ALiBi bias alone (all q.k equal), float32 (T, T):
-    row i is softmax over j <= i of -m (i - j), i.e. weights proportional to e^(-m (i - j))."""
-    bias = alibi_bias(check_slopes([slope]), check_seq_len(seq_len))[0]  # (T, T), -inf above
-    bias -= bias.max(axis=1, keepdims=True)
-    weights = np.exp(bias)
-    return (weights / weights.sum(axis=1, keepdims=True)).astype(np.float32)
-
-
 def _panel(fig, attention, col: int, max_px: int, hover_cells: int, cmax: float,
            hover_label: str) -> int:
-    """Draw one map as an image in column `col` (token coordinates on both axes), plus an
-    invisible heatmap of exact values at a grid of positions for hover. Returns the pool factor."""
+    """Draw one causal map in column `col` as a kit panel (token coordinates on both axes;
+    pixels wholly above the diagonal grey). Returns the pixels per side."""
     T = attention.shape[0]
-    image, f = pool_max(attention, max_px)
-    mask = np.triu(np.ones(image.shape, dtype=bool), k=1)  # pixels wholly above the diagonal
-    shown = np.where(mask, np.nan, image)
-    rgb = colorize(shown, 0.0, cmax, ATTENTION_COLORSCALE)  # (n, n, 3)
-    # pixel p covers positions p*f .. p*f + f - 1: its centre is at p*f + (f - 1) / 2
-    fig.add_trace(go.Image(source=png_data_uri(rgb), x0=(f - 1) / 2, dx=f, y0=(f - 1) / 2, dy=f,
-                           hoverinfo="skip"), row=1, col=col)
+    image = pool_max(attention, max_px)  # (side, side)
+    side = image.shape[0]
+    shown = np.where(masked_pixels(T, side, side), np.nan, image)
     pos = display_positions(T, hover_cells)  # same positions for rows and columns: the
     values = attention[np.ix_(pos, pos)]       # diagonal is always among the hover cells
     distance = pos[:, None] - pos[None, :]
-    values = np.where(distance >= 0, values, np.nan)
-    fig.add_trace(go.Heatmap(
-        x=pos, y=pos, z=values, customdata=distance, opacity=0, coloraxis="coloraxis",
-        hoverongaps=False,
-        hovertemplate=(hover_label + "<br>query i=%{y}<br>key j=%{x}<br>distance i-j="
-                       "%{customdata}<br>attention=%{z:.4f}<extra></extra>")), row=1, col=col)
+    image_panel(fig, 1, col, shown, T, hover=np.where(distance >= 0, values, np.nan),
+                hover_rows=pos, hover_cols=pos, customdata=distance,
+                hovertemplate=(hover_label + "<br>query i=%{y}<br>key j=%{x}<br>distance i-j="
+                               "%{customdata}<br>attention=%{z:.4f}<extra></extra>"),
+                coloraxis="coloraxis", cmin=0.0, cmax=cmax, colorscale=ATTENTION_COLORSCALE)
     fig.update_xaxes(range=[-0.5, T - 0.5], row=1, col=col, title="key position j",
                      constrain="domain")
     fig.update_yaxes(range=[T - 0.5, -0.5], row=1, col=col, title="query position i",
                      scaleanchor="x" if col == 1 else f"x{col}", constrain="domain")
-    return f
+    return side
 
 
 def attention_pair_figure(left, right, left_title: str, right_title: str, *, title: str = "",
@@ -389,11 +189,11 @@ def attention_pair_figure(left, right, left_title: str, right_title: str, *, tit
     cmax = attention_color_cap(left, right) if cmax is None else float(cmax)
     fig = make_subplots(rows=1, cols=2, subplot_titles=(left_title, right_title),
                         horizontal_spacing=0.08)
-    factors = [_panel(fig, left, 1, max_px, hover_cells, cmax, left_title.split(":")[0]),
-               _panel(fig, right, 2, max_px, hover_cells, cmax, right_title.split(":")[0])]
-    pooled = [f"{T}x{T} tokens drawn as {math.ceil(T / f)}x{math.ceil(T / f)} pixels (max of "
-              f"{f}x{f})" for T, f in zip((left.shape[0], right.shape[0]), factors, strict=True)
-              if f > 1]
+    sides = [_panel(fig, left, 1, max_px, hover_cells, cmax, left_title.split(":")[0]),
+             _panel(fig, right, 2, max_px, hover_cells, cmax, right_title.split(":")[0])]
+    pooled = [f"{T}x{T} tokens drawn as {side}x{side} pixels (block max)"
+              for T, side in zip((left.shape[0], right.shape[0]), sides, strict=True)
+              if side < T]
     fig.update_layout(
         title=dict(text=title + (f"<br><sup>{'; '.join(pooled)}</sup>" if pooled else "")),
         coloraxis=dict(colorscale=ATTENTION_COLORSCALE, cmin=0.0, cmax=cmax,
@@ -428,94 +228,106 @@ def extrapolation_attention_figure(short, long, train_len: int, layer: int, head
     return fig
 
 
-def head_vs_bias_figure(attention, slope: float, layer: int, head: int, **kwargs) -> go.Figure:
-    """A real head's attention (T, T) beside what its ALiBi slope alone would give (all
-    q.k equal): the difference is what the content term does. layer/head are 1-based."""
-    attention = check_attention(attention)
-    implied = implied_attention_map(slope, attention.shape[0])
-    return attention_pair_figure(
-        attention, implied, f"Layer {layer}, head {head}: the model",
-        f"Bias alone: m={slope:.3g}",
-        title=f"Real attention vs the bias alone (m={slope:.3g}, half-life "
-              f"{math.log(2) / slope:.3g} tokens)", **kwargs)
+# ----------------------------------------------------------------------------- context reach
+
+def check_reach(reach: dict) -> None:
+    """Raise AlibiVizError unless `reach` looks like what `python -m alibi_viz.reach` writes."""
+    if not isinstance(reach, dict) or not reach.get("models"):
+        raise AlibiVizError("No reach results: run `python -m alibi_viz.reach` to write "
+                            "assets/results/reach.json.")
 
 
-# ----------------------------------------------------------------------------- lesson figures
-
-def toy_content_scores(num_keys: int, seed: int = 0, scale: float = 1.0) -> np.ndarray:
-    """Made-up content scores q.k / sqrt(d) of one query against `num_keys` keys, float64
-    (num_keys,): standard normal times `scale`, fixed by `seed` (for the lesson only)."""
-    num_keys = check_int(num_keys, "num_keys", 1, 4096)
-    return np.random.default_rng(seed).standard_normal(num_keys) * scale
-
-
-def _softmax(x: np.ndarray) -> np.ndarray:
-    e = np.exp(x - x.max())
-    return e / e.sum()
-
-
-def score_pipeline_figure(slope: float, num_keys: int = 32, seed: int = 0,
-                          scale: float = 1.0, height: int = 520) -> go.Figure:
-    """Where position enters: one query (the last of `num_keys` tokens) against every key.
-
-    Top: content scores q.k / sqrt(d) (toy values, `toy_content_scores`), the ALiBi bias
-    -m (i - j) and their sum, per key. Bottom: the attention softmax gives with and without
-    the bias. slope 0 means no position information: both rows are the same.
+def reach_figure(reach: dict, train_len: int | None = None, height: int = 420) -> go.Figure:
+    """Left: per-token loss of the same held-out targets against the context given (tokens
+    before each target, log2 axis), one line per model. Right: the gain on a repeated span
+    (loss on its first occurrence minus loss on the repeat, nats per token) against the
+    distance between the two copies, with a 0 line. A dashed line marks the training length.
     """
-    num_keys = check_int(num_keys, "num_keys", 2, 4096)
-    slope = float(slope)
-    if not (math.isfinite(slope) and 0 <= slope <= 16):
-        raise AlibiVizError(f"slope must be in [0, 16], got {slope}.")
-    content = toy_content_scores(num_keys, seed, scale)
-    j = np.arange(num_keys)
-    i = num_keys - 1
-    bias = -slope * (i - j)
-    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.12,
-                        subplot_titles=("scores before the softmax",
-                                        f"attention of query i={i} over keys"))
-    fig.add_trace(go.Bar(x=j, y=content, name="content q·k/√d", marker_color="#9ecae1",
-                         hovertemplate="key %{x}<br>content %{y:.3f}<extra></extra>"), row=1, col=1)
-    fig.add_trace(go.Scatter(x=j, y=bias, name=f"ALiBi bias −m(i−j), m={slope:.3g}",
-                             mode="lines", line=dict(color=MARKER_COLOR, width=2),
-                             hovertemplate="key %{x}<br>bias %{y:.3f}<extra></extra>"),
-                  row=1, col=1)
-    fig.add_trace(go.Scatter(x=j, y=content + bias, name="score = content + bias",
-                             mode="markers", marker=dict(color="black", size=7),
-                             hovertemplate="key %{x}<br>score %{y:.3f}<extra></extra>"),
-                  row=1, col=1)
-    fig.add_trace(go.Bar(x=j, y=_softmax(content), name="attention without position",
-                         marker_color="#bdbdbd",
-                         hovertemplate="key %{x}<br>weight %{y:.3f}<extra></extra>"), row=2, col=1)
-    fig.add_trace(go.Bar(x=j, y=_softmax(content + bias), name="attention with ALiBi",
-                         marker_color="#1f77b4",
-                         hovertemplate="key %{x}<br>weight %{y:.3f}<extra></extra>"), row=2, col=1)
-    fig.update_xaxes(title="key position j (the query is the last token)", row=2, col=1)
-    fig.update_yaxes(title="logit", row=1, col=1)
-    fig.update_yaxes(title="weight", row=2, col=1)
-    fig.update_layout(height=height, barmode="group", margin=dict(l=60, r=20, t=60, b=50),
-                      legend=dict(orientation="h", y=-0.15, yanchor="top", x=0.5,
+    check_reach(reach)
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.09, subplot_titles=(
+        "loss vs context given (same scored tokens)",
+        "copy at a distance: gain on a repeated span"))
+    contexts, distances = [], []
+    for k, (name, entry) in enumerate(reach["models"].items()):
+        color = model_color(name, k)
+        r, c = entry["reach"], entry["copy"]
+        contexts += r["contexts"]
+        distances += c["distances"]
+        fig.add_trace(go.Scatter(
+            x=r["contexts"], y=r["nll"], mode="lines+markers", name=model_label(name),
+            legendgroup=name, line=dict(color=color, width=2.5),
+            hovertemplate=(f"{model_label(name)}<br>context %{{x}} tokens<br>loss %{{y:.3f}} "
+                           "nats/token<extra></extra>")), row=1, col=1)
+        fig.add_trace(go.Scatter(
+            x=c["distances"], y=c["gain"], mode="lines+markers", name=model_label(name),
+            legendgroup=name, showlegend=False, line=dict(color=color, width=2.5),
+            customdata=list(zip(c["first"], c["repeat"], strict=True)),
+            hovertemplate=(f"{model_label(name)}<br>copies %{{x}} tokens apart<br>gain "
+                           "%{y:.3f} nats/token<br>first occurrence %{customdata[0]:.3f}, "
+                           "repeat %{customdata[1]:.3f}<extra></extra>")), row=1, col=2)
+    if distances:
+        fig.add_trace(go.Scatter(x=[min(distances), max(distances)], y=[0, 0], mode="lines",
+                                 line=dict(color="gray", width=1), hoverinfo="skip",
+                                 showlegend=False), row=1, col=2)
+    if train_len:
+        for col in (1, 2):
+            fig.add_vline(x=train_len, line=dict(color="gray", dash="dash", width=1.5),
+                          row=1, col=col)
+    for col, values, title in ((1, contexts, "context given (tokens, log2 scale)"),
+                               (2, distances, "distance between the copies (tokens)")):
+        ticks = sorted(set(values))
+        fig.update_xaxes(type="log", tickvals=ticks, ticktext=[f"{v:,}" for v in ticks],
+                         title=title, row=1, col=col)
+    fig.update_yaxes(title="loss (nats per token)", row=1, col=1)
+    fig.update_yaxes(title="first − repeat (nats per token)", row=1, col=2)
+    fig.update_layout(
+        height=height, margin=dict(l=60, r=20, t=80, b=50), hovermode="closest",
+        title=dict(text="How far back do the models really look?"
+                   + (f" (dashes: training length {train_len})" if train_len else "")),
+        legend=dict(orientation="h", y=-0.22, yanchor="top", x=0.5, xanchor="center"))
+    return fig
+
+
+def win_half_figure(slopes, num_keys: int, distances=None, height: int = 380) -> go.Figure:
+    """Per ALiBi head, the content score (logits above every other key) a key d tokens back
+    needs to take half of the query's attention under the bias alone
+    (`reach.content_to_win_half`): the retrieval limit, growing by m logits per token."""
+    from .reach import content_to_win_half
+
+    if distances is None:
+        distances = np.unique(np.round(np.geomspace(1, num_keys - 1, 64))).astype(int)
+    need = content_to_win_half(slopes, distances, num_keys)  # (H, D)
+    fig = go.Figure()
+    colors = pc.sample_colorscale("Turbo", np.linspace(0.05, 0.95, max(2, len(slopes))))
+    for h, m in enumerate(slopes):
+        fig.add_trace(go.Scatter(x=distances, y=need[h], mode="lines", name=f"head {h + 1}",
+                                 line=dict(color=colors[h], width=2),
+                                 hovertemplate=f"head {h + 1} (m={m:.3g})<br>distance %{{x}}"
+                                               "<br>needs %{y:.1f} logits<extra></extra>"))
+    fig.update_xaxes(type="log", title="distance of the key (tokens)")
+    fig.update_yaxes(type="log", title="content advantage needed (logits)")
+    fig.update_layout(height=height, margin=dict(l=60, r=20, t=70, b=50),
+                      title=f"To win half the attention against {num_keys - 1:,} other keys",
+                      legend=dict(orientation="h", y=-0.25, yanchor="top", x=0.5,
                                   xanchor="center"))
     return fig
 
 
-def enlarge_figure(fig: go.Figure, scale: float = 1.5, min_height: int = 450) -> go.Figure:
-    """A copy of `fig` for a projector: every font (base, titles, subplot titles, text
-    traces) and the height multiplied by `scale`."""
-    if not (isinstance(scale, (int, float)) and 0.5 <= scale <= 4):
-        raise AlibiVizError(f"scale must be in [0.5, 4], got {scale!r}.")
-    fig = go.Figure(fig)
-
-    def grow(size, default):
-        return round((size or default) * scale)
-
-    layout = fig.layout
-    fig.update_layout(font=dict(size=grow(layout.font.size, 12)),
-                      title_font_size=grow(layout.title.font.size, 17),
-                      height=grow(layout.height, min_height))
-    for annotation in layout.annotations:  # subplot titles
-        annotation.font.size = grow(annotation.font.size, 16)
-    for trace in fig.data:
-        textfont = getattr(trace, "textfont", None)
-        if textfont is not None and textfont.size:
-            textfont.size = grow(textfont.size, 12)
+def copy_heads_figure(values, distance: int, height: int = 300) -> go.Figure:
+    """Layer x head heatmap of `reach.copy_attention`: how much each head attends from the
+    repeat to the token after its twin, the attention that does the copying."""
+    values = np.asarray(values, dtype=np.float64)
+    layers, heads = values.shape
+    fig = go.Figure(go.Heatmap(
+        z=values, x=list(range(1, heads + 1)), y=list(range(1, layers + 1)),
+        colorscale=ATTENTION_COLORSCALE, zmin=0.0, zmax=max(1e-6, float(values.max())),
+        colorbar=dict(title=dict(text="attention"), thickness=12),
+        hovertemplate="layer %{y}, head %{x}<br>attention to the copy: %{z:.3f}"
+                      "<extra></extra>"))
+    fig.update_xaxes(title="head", tickvals=list(range(1, heads + 1)))
+    fig.update_yaxes(title="layer", tickvals=list(range(1, layers + 1)), autorange="reversed")
+    fig.update_layout(height=height, margin=dict(l=60, r=20, t=60, b=40),
+                      title=f"Which heads copy: attention from the repeat to its twin's next "
+                            f"token ({distance:,} tokens back)")
     return fig
+

@@ -4,207 +4,44 @@ Four builders, in the order a page shows them:
 
 * `attention_grid_figure`: every head of one layer. Up to `LABEL_MAX_TOKENS` tokens each panel
   is a heatmap with the tokens on its axes and in its hover; beyond that the panels are one PNG
-  image (`plots.matrix_grid_figure`), so the payload stays bounded whatever the length.
-* `decomposition_figure`: one head, one row: content q·k/sqrt(d) | positional bias as the model
-  adds it | masked total (what the softmax sees) | attention. Heatmaps with token labels for
-  short inputs, images with a sampled hover grid for long ones (about 1-2 MB at most).
+  image (`render.matrix_grid_figure`), so the payload stays bounded whatever the length.
+* `decomposition_figure`: one head, one row: content q·k/sqrt(d) | positional bias | masked
+  total (what the softmax sees) | attention. Heatmaps with token labels for short inputs,
+  kit panels (`render.image_panel`) with a sampled hover grid for long ones.
 * `head_statistics_figure`: effective vs configured slope (log-log, y = x line) and mean
   attention distance per head, for every layer.
 * `model_slopes_figure`: a model's slopes against the standard schedules.
 
-The arrays behind them are reduced to display resolution first (`stack_view`), by
-`analyze_heads` and `decomposition_view`, so a page can cache them (a few MB) instead of the
-full maps (layers x heads x T^2 floats, 512 MB for the shipped model at 2048 tokens).
-
-Downsampling: attention maps are max-pooled over the block of positions under each pixel, so
-a sharp head (previous token, a spike at one key) stays visible at any length; scores
-(content, bias, total) are sampled at the position under the pixel's centre, as the bias
-explorer draws its matrices. Hover values are always exact entries at sampled positions.
+They draw the display-resolution arrays that `heads.analyze_heads` and
+`heads.decomposition_view` keep (attention max-pooled, scores sampled; hover values exact).
 """
 
 from __future__ import annotations
 
 import html
 import math
-from dataclasses import dataclass
 
 import numpy as np
 import plotly.graph_objects as go
-import torch
 from plotly.subplots import make_subplots
 
-from .alibi import SCHEDULES, alibi_slopes, mean_distance
+from .alibi import SCHEDULES, alibi_slopes, bias_only_mean_distance
 from .errors import AlibiVizError
-from .heads import Decomposition, HeadStatistics, attention_maps, head_statistics
-from .plots import (
+from .heads import DECOMPOSITION_PARTS, DecompositionView, HeadStatistics
+from .render import (
     ATTENTION_COLORSCALE,
-    HOVER_CELL_BUDGET,
-    IMAGE_PIXEL_BUDGET,
-    colorize,
-    display_positions,
+    MASK_COLOR,
+    StackView,
+    image_panel,
+    masked_pixels,
     matrix_grid_figure,
-    panel_resolution,
-    png_data_uri,
 )
 
 LABEL_MAX_TOKENS = 48        # up to this many tokens, maps are heatmaps with token labels
 SMALL_GRID_CELLS = 20_000    # ... and the grid only if heads x T^2 stays below this
-DECOMP_PANEL_PIXELS = 300    # per side of each decomposition panel (about its width on screen)
-DECOMP_HOVER_SIDE = 64       # hover samples per side of each decomposition panel
-GRID_HOVER_CELLS = 8_000     # hover samples over all heads of the grid (the row has finer ones)
 CONTENT_COLORSCALE = "RdBu_r"
 SCORE_COLORSCALE = "Viridis"
-MASK_COLOR = "rgb(215,215,215)"  # as plots.MASK_RGB: masked cells (key after its query)
 COLOR_SCALES = ("log", "linear")  # how attention probabilities are coloured
-DECOMPOSITION_PARTS = ("content", "bias", "total", "probs")
-
-
-# ----------------------------------------------------------------------------- display arrays
-
-@dataclass
-class StackView:
-    """A stack of (T, T) matrices (one per head) reduced to display resolution.
-
-    images:      (panels, R, C) float32; pixel (r, c) covers query positions
-                 [r*T/R, (r+1)*T/R) and keys [c*T/C, (c+1)*T/C).
-    hover:       (panels, len(hover_rows), len(hover_cols)) exact entries at those positions.
-    hover_rows, hover_cols: int64 positions of the hover samples.
-    seq_len:     T.
-    reduced:     None at full resolution, else how it was reduced ("block max", "sampled").
-    """
-
-    images: np.ndarray
-    hover: np.ndarray
-    hover_rows: np.ndarray
-    hover_cols: np.ndarray
-    seq_len: int
-    reduced: str | None = None
-
-
-def block_starts(length: int, side: int) -> np.ndarray:
-    """First position of each of `side` even blocks covering range(length), int64 (side,)."""
-    return np.floor(np.arange(side) * length / side).astype(np.int64)
-
-
-def stack_view(stack, side: int | None = None, pixel_budget: int = IMAGE_PIXEL_BUDGET,
-               hover_side: int | None = None, reduce: str = "max") -> StackView:
-    """Reduce a (panels, T, T) stack to at most `side` pixels per side (default: the panels
-    share `pixel_budget` pixels), max-pooling blocks (reduce="max", for probabilities) or
-    sampling the position under each pixel (reduce="sample", for scores). The hover grid holds
-    exact entries at about `hover_side` positions per side (default: HOVER_CELL_BUDGET cells
-    over all panels)."""
-    stack = np.asarray(stack, dtype=np.float32)
-    if stack.ndim != 3 or stack.shape[1] != stack.shape[2] or stack.shape[1] == 0:
-        raise AlibiVizError(f"Expected a (panels, T, T) stack of matrices, got {stack.shape}.")
-    panels, T, _ = stack.shape
-    if side is None:
-        side = panel_resolution(T, panels, pixel_budget)
-    side = max(1, min(T, side))
-    if side == T:
-        images, reduced = stack, None
-    elif reduce == "max":
-        # block max over the positions under each pixel (adaptive pooling: block k covers
-        # floor(k*T/side) .. ceil((k+1)*T/side)), so one hot key survives any downsampling
-        pooled = torch.nn.functional.adaptive_max_pool2d(torch.from_numpy(stack), side)
-        images, reduced = pooled.numpy(), "block max"  # (panels, side, side)
-    elif reduce == "sample":
-        pos = display_positions(T, side)
-        images, reduced = stack[:, pos][:, :, pos], "sampled"  # (panels, side, side)
-    else:
-        raise AlibiVizError(f"reduce must be 'max' or 'sample', got {reduce!r}.")
-    if hover_side is None:
-        hover_side = max(2, int(math.sqrt(HOVER_CELL_BUDGET / panels)))
-    hpos = display_positions(T, min(T, hover_side))
-    hover = stack[:, hpos][:, :, hpos]  # (panels, h, h)
-    return StackView(images=np.ascontiguousarray(images), hover=np.ascontiguousarray(hover),
-                     hover_rows=hpos, hover_cols=hpos, seq_len=T, reduced=reduced)
-
-
-def masked_pixels(seq_len: int, rows: int, cols: int) -> np.ndarray:
-    """Bool (rows, cols): pixels whose every key comes after every query (causal mask)."""
-    r_last = np.append(block_starts(seq_len, rows)[1:], seq_len) - 1  # last query of each row
-    c_first = block_starts(seq_len, cols)
-    return c_first[None, :] > r_last[:, None]
-
-
-@dataclass
-class HeadsAnalysis:
-    """What the heads pages draw for one text, at display resolution (a few MB).
-
-    tokens:   label per position (length T).
-    layers:   one StackView of attention probabilities per layer, (heads, R, R).
-    stats:    head_statistics of the full maps, arrays (layers, heads).
-    truncated: what was cut from the text and why, or None.
-    """
-
-    tokens: list[str]
-    seq_len: int
-    layers: list[StackView]
-    stats: HeadStatistics
-    truncated: str | None = None
-
-
-def analyze_heads(model, tokenizer, text, max_tokens: int | None = None, slopes=None,
-                  pixel_budget: int = IMAGE_PIXEL_BUDGET,
-                  hover_cells: int = GRID_HOVER_CELLS) -> HeadsAnalysis:
-    """Run the model once on `text` and keep what the pages draw: every layer's attention at
-    display resolution and the head statistics (configured `slopes` beside the fitted ones).
-
-    The full maps (layers x heads x T^2 float32) are dropped before returning.
-    """
-    result = attention_maps(model, tokenizer, text, max_tokens=max_tokens)
-    stats = head_statistics(result.maps, slopes=slopes)
-    T = len(result.tokens)
-    hover_side = max(2, int(math.sqrt(hover_cells / len(result.maps[0]))))
-    layers = [stack_view(m, pixel_budget=pixel_budget, hover_side=hover_side, reduce="max")
-              for m in result.maps]
-    return HeadsAnalysis(tokens=result.tokens, seq_len=T, layers=layers, stats=stats,
-                         truncated=result.truncated)
-
-
-@dataclass
-class DecompositionView:
-    """A Decomposition (one layer, every head) at display resolution.
-
-    parts:  "content", "bias", "total", "probs" -> StackView (heads, R, R); probs max-pooled,
-            the scores sampled.
-    ranges: same keys -> float64 (heads, 2): colour range (min, max) of each head's full matrix
-            (content: symmetric about 0, over visible keys; total: over visible keys).
-    """
-
-    tokens: list[str]
-    seq_len: int
-    layer: int
-    bias_form: str
-    max_abs_error: float
-    parts: dict
-    ranges: dict
-    truncated: str | None = None
-
-
-def decomposition_view(dec: Decomposition, side: int = DECOMP_PANEL_PIXELS,
-                       hover_side: int = DECOMP_HOVER_SIDE) -> DecompositionView:
-    """Reduce a Decomposition to display resolution, with each head's colour ranges."""
-    T = dec.probs.shape[-1]
-    visible = torch.ones(T, T, dtype=torch.bool).tril()  # key j <= query i
-    content, bias, total = (torch.from_numpy(np.require(a, np.float32, "W"))  # writable, no copy
-                            for a in (dec.content, dec.bias, dec.total))
-    top = torch.where(visible, content.abs(), 0.0).amax(dim=(1, 2))
-    finite = torch.isfinite(total)  # the masked entries are -inf
-    ranges = {
-        "content": torch.stack([-top, top], 1),
-        "bias": torch.stack([bias.amin(dim=(1, 2)), bias.amax(dim=(1, 2))], 1),
-        "total": torch.stack([torch.where(finite, total, math.inf).amin(dim=(1, 2)),
-                              torch.where(finite, total, -math.inf).amax(dim=(1, 2))], 1),
-        "probs": torch.tensor([[0.0, 1.0]]).expand(len(content), 2),
-    }
-    ranges = {k: v.double().numpy().copy() for k, v in ranges.items()}
-    parts = {name: stack_view(getattr(dec, name), side=side, hover_side=hover_side,
-                              reduce="max" if name == "probs" else "sample")
-             for name in DECOMPOSITION_PARTS}
-    return DecompositionView(tokens=dec.tokens, seq_len=T, layer=dec.layer,
-                             bias_form=dec.bias_form, max_abs_error=dec.max_abs_error,
-                             parts=parts, ranges=ranges, truncated=dec.truncated)
 
 
 # ----------------------------------------------------------------------------- colours
@@ -267,9 +104,9 @@ def _add_panel(fig, row: int, col: int, view: StackView, image: np.ndarray, hove
     """Draw one (T, T) matrix into subplot (row, col), in position coordinates (-0.5..T-0.5).
 
     labels=True: a heatmap of `image` (full resolution, T x T) with tokens in its hover.
-    Otherwise `image` (R, C) as one PNG (NaN grey) plus an invisible heatmap at the hover
-    samples carrying the hover, and an invisible point carrying the colour bar. `hover` holds
-    the values the hover shows (probabilities even when the colours are log10).
+    Otherwise `image` (R, C) as a kit panel (`render.image_panel`: PNG, NaN grey, hover at the
+    view's samples). `hover` holds the values the hover shows (probabilities even when the
+    colours are log10).
     """
     T = view.seq_len
     if labels:
@@ -280,25 +117,18 @@ def _add_panel(fig, row: int, col: int, view: StackView, image: np.ndarray, hove
             customdata=_token_hover(tokens, positions, positions, hover),
             hovertemplate=_hovertemplate(label, head_text)), row=row, col=col)
         return
-    R, C = image.shape
-    rgb = colorize(image, cmin, cmax, colorscale)  # (R, C, 3), NaN grey
-    fig.add_trace(go.Image(source=png_data_uri(rgb), x0=T / C / 2 - 0.5, dx=T / C,
-                           y0=T / R / 2 - 0.5, dy=T / R, hoverinfo="skip"), row=row, col=col)
-    fig.add_trace(go.Heatmap(
-        z=np.where(np.isfinite(hover), hover, np.nan), x=view.hover_cols, y=view.hover_rows,
-        opacity=0, showscale=False, hoverongaps=False, colorscale="Greys",
-        customdata=_token_hover(tokens, view.hover_rows, view.hover_cols, hover),
-        hovertemplate=_hovertemplate(label, head_text)), row=row, col=col)
-    fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", showlegend=False,
-                             hoverinfo="skip", marker=dict(coloraxis=coloraxis, color=[cmin])),
-                  row=row, col=col)
+    image_panel(fig, row, col, image, T, hover=hover, hover_rows=view.hover_rows,
+                hover_cols=view.hover_cols,
+                customdata=_token_hover(tokens, view.hover_rows, view.hover_cols, hover),
+                hovertemplate=_hovertemplate(label, head_text), coloraxis=coloraxis,
+                cmin=cmin, cmax=cmax, colorscale=colorscale)
 
 
-def _marker_lines(T: int, training_length: int | None):
-    """x, y of dashed lines at key and query position `training_length` (None: no lines)."""
-    if training_length is None or not 0 < training_length < T:
+def _marker_lines(T: int, train_seq_len: int | None):
+    """x, y of dashed lines at key and query position `train_seq_len` (None: no lines)."""
+    if train_seq_len is None or not 0 < train_seq_len < T:
         return None
-    edge = training_length - 0.5
+    edge = train_seq_len - 0.5
     return [edge, edge, None, -0.5, T - 0.5], [-0.5, T - 0.5, None, edge, edge]
 
 
@@ -317,12 +147,12 @@ def use_labels(seq_len: int, panels: int = 1) -> bool:
 
 
 def attention_grid_figure(view: StackView, tokens: list[str], layer: int, *, slopes=None,
-                          selected: int | None = None, training_length: int | None = None,
+                          selected: int | None = None, train_seq_len: int | None = None,
                           scale: str = "log", panel_px: int = 240) -> go.Figure:
     """Every head's attention map for one layer (0-based `layer`), one shared colour bar.
 
     view: the layer's StackView (heads, R, R). slopes: per-head slopes for the panel titles
-    (ALiBi models). selected: 0-based head whose title is marked. training_length: dashed lines
+    (ALiBi models). selected: 0-based head whose title is marked. train_seq_len: dashed lines
     at that key and query position when the input is longer.
     """
     heads, T = len(view.images), view.seq_len
@@ -332,8 +162,8 @@ def attention_grid_figure(view: StackView, tokens: list[str], layer: int, *, slo
     for h in range(heads):
         title = f"head {h + 1}" + (f": m={slopes[h]:.3g}" if slopes is not None else "")
         titles.append(f"<b>▶ {title}</b>" if h == selected else title)
-    over = training_length is not None and T > training_length
-    mark = f"; red dashes: training length {training_length}" if over else ""
+    over = train_seq_len is not None and T > train_seq_len
+    mark = f"; red dashes: training length {train_seq_len}" if over else ""
     shown = "log10 attention" if scale == "log" else "attention"
     if not use_labels(T, heads):
         values, cmin, cmax, bar = attention_colors(_with_mask(view.images, T), T, scale)
@@ -341,7 +171,7 @@ def attention_grid_figure(view: StackView, tokens: list[str], layer: int, *, slo
         return matrix_grid_figure(
             values, titles, T, cmin=cmin, cmax=cmax, colorscale=ATTENTION_COLORSCALE,
             colorbar_title=bar, hover=view.hover, hover_rows=view.hover_rows,
-            hover_cols=view.hover_cols, hover_label="attention", marker=training_length if over else None,
+            hover_cols=view.hover_cols, hover_label="attention", marker=train_seq_len if over else None,
             title=f"Layer {layer + 1}: {shown}, {T:,} tokens{note}{mark}. Grey: masked.",
             panel_px=panel_px)
 
@@ -352,7 +182,7 @@ def attention_grid_figure(view: StackView, tokens: list[str], layer: int, *, slo
     values, cmin, cmax, bar = attention_colors(_with_mask(view.images, T), T, scale)
     fig.update_layout(coloraxis=dict(colorscale=ATTENTION_COLORSCALE, cmin=cmin, cmax=cmax,
                                      colorbar=dict(title=dict(text=bar), thickness=14)))
-    lines = _marker_lines(T, training_length)
+    lines = _marker_lines(T, train_seq_len)
     for h in range(heads):
         r, c = divmod(h, columns)
         _add_panel(fig, r + 1, c + 1, view, values[h], view.images[h], tokens,
@@ -382,14 +212,15 @@ def attention_grid_figure(view: StackView, tokens: list[str], layer: int, *, slo
 
 PART_TITLES = {
     "content": "content q·k/√d",
-    "bias": "position bias, as added",
+    "bias": "position bias −m(i−j)",
     "total": "masked total = softmax input",
     "probs": "attention",
 }
+AS_ADDED_TITLE = "position bias, as the model adds it"
 
 
 def decomposition_figure(view: DecompositionView, head: int, *, slope: float | None = None,
-                         training_length: int | None = None, scale: str = "log",
+                         train_seq_len: int | None = None, scale: str = "log",
                          panel_px: int = 300) -> go.Figure:
     """One head (0-based) in one row: content | bias | masked total | attention.
 
@@ -401,9 +232,11 @@ def decomposition_figure(view: DecompositionView, head: int, *, slope: float | N
         raise AlibiVizError(f"head must be in [0, {heads - 1}], got {head}.")
     T = view.seq_len
     labels = use_labels(T)
-    fig = make_subplots(rows=1, cols=4, subplot_titles=[PART_TITLES[p] for p in DECOMPOSITION_PARTS],
+    titles = [AS_ADDED_TITLE if p == "bias" and view.bias_shown == "as_added" else PART_TITLES[p]
+              for p in DECOMPOSITION_PARTS]
+    fig = make_subplots(rows=1, cols=4, subplot_titles=titles,
                         horizontal_spacing=0.035)
-    lines = _marker_lines(T, training_length)
+    lines = _marker_lines(T, train_seq_len)
     for k, part in enumerate(DECOMPOSITION_PARTS, start=1):
         sv = view.parts[part]
         image = sv.images[head]
@@ -444,7 +277,7 @@ def decomposition_figure(view: DecompositionView, head: int, *, slope: float | N
         notes.append(f"drawn at {sv.images.shape[-1]} px from {T:,} tokens (scores sampled, "
                      "attention block max); hover shows exact values")
     if lines:
-        notes.append(f"red dashes: training length {training_length}")
+        notes.append(f"red dashes: training length {train_seq_len}")
     fig.update_layout(
         title=dict(text=what, subtitle=dict(text="; ".join(notes).capitalize())),
         height=panel_px + 180, plot_bgcolor=MASK_COLOR, showlegend=False,
@@ -454,13 +287,6 @@ def decomposition_figure(view: DecompositionView, head: int, *, slope: float | N
 
 # ----------------------------------------------------------------------------- (c) statistics
 
-def bias_only_mean_distance(slopes, seq_len: int) -> np.ndarray:
-    """Mean attention distance per head if attention followed the ALiBi bias alone, averaged
-    over the T queries of a causal sequence (query i sees i + 1 keys), shape (heads,)."""
-    contexts = range(1, seq_len + 1)
-    return np.mean([mean_distance(slopes, "causal", c) for c in contexts], axis=0)
-
-
 def _layer_colors(layers: int) -> list[str]:
     import plotly.colors as pc
 
@@ -469,39 +295,53 @@ def _layer_colors(layers: int) -> list[str]:
 
 def head_statistics_figure(stats: HeadStatistics, seq_len: int,
                            selected: tuple[int, int] | None = None) -> go.Figure:
-    """Two panels over every (layer, head): effective vs configured slope, and mean distance.
+    """Panels over every (layer, head): effective slope, mean distance and (ALiBi) content
+    reliance.
 
     Left, for models with configured slopes (ALiBi): fitted effective slope against configured
-    slope, log-log, with the line y = x (a head on it decays exactly as its bias says; above it
-    is more local, below it looks further). Heads whose fit is not positive cannot sit on a log
-    axis; their number is in the title. Without configured slopes: effective slope per head.
-    Right: mean attention distance per head, one line per layer, and (ALiBi) what the bias
-    alone would give at this length. selected: (layer, head), 0-based, ringed in both panels.
+    slope, log-log, with the line y = x, each point labelled with its fit's R^2. For an ALiBi
+    head log p = content - m d - log Z, so the row-centred fit returns m whenever content is
+    uncorrelated with distance, however much content moves the attention: a point on y = x
+    with a low R^2 is a head whose content does the work. Heads whose fit is not positive
+    cannot sit on a log axis; their number is in the title. Without configured slopes: the
+    effective slope per head. Middle: mean attention distance per head, one line per layer,
+    and (ALiBi) what the bias alone would give at this length. Right (ALiBi): content
+    reliance, KL(attention || bias-only attention) per head. selected: (layer, head),
+    0-based, ringed in every panel.
     """
     effective, configured = stats.effective_slope, stats.configured_slope
     layers, heads = effective.shape
     alibi = configured is not None
+    reliance = stats.content_kl is not None
     positive = np.isfinite(effective) & (effective > 0)
     hidden = int((~positive).sum()) if alibi else 0
-    left_title = ("effective vs configured slope" if alibi else "effective slope per head")
+    left_title = ("effective vs configured slope (labels: fit R²)" if alibi
+                  else "effective slope per head")
     if hidden:
         left_title += f" ({hidden} not positive, not shown)"
-    fig = make_subplots(rows=1, cols=2, subplot_titles=(left_title, "mean attention distance"),
-                        horizontal_spacing=0.1)
+    titles = [left_title, "mean attention distance"]
+    if reliance:
+        titles.append("content reliance: KL from the bias alone")
+    fig = make_subplots(rows=1, cols=len(titles), subplot_titles=titles,
+                        horizontal_spacing=0.08)
     colors = _layer_colors(layers)
     head_ids = np.arange(1, heads + 1)
+    kl = stats.content_kl if reliance else np.full((layers, heads), np.nan)
     for layer in range(layers):
         custom = np.stack([np.full(heads, layer + 1), head_ids, stats.slope_fit_r2[layer],
-                           stats.local_share[layer], stats.entropy[layer]], axis=1)
+                           stats.local_share[layer], stats.entropy[layer], kl[layer]], axis=1)
         style = dict(color=colors[layer], size=8)
         if alibi:
             keep = positive[layer]
             x, y = configured[layer][keep], effective[layer][keep]
             fig.add_trace(go.Scatter(
-                x=x, y=y, customdata=custom[keep], mode="markers", marker=style,
+                x=x, y=y, customdata=custom[keep], mode="markers+text", marker=style,
+                text=[f"{r:.2f}" for r in stats.slope_fit_r2[layer][keep]],
+                textposition="middle right", textfont=dict(size=9, color=colors[layer]),
                 name=f"layer {layer + 1}", legendgroup=str(layer),
                 hovertemplate="layer %{customdata[0]} head %{customdata[1]}<br>configured "
                               "m=%{x:.4g}<br>effective m=%{y:.4g}<br>fit R²=%{customdata[2]:.2f}"
+                              "<br>KL from bias alone %{customdata[5]:.3f} nats"
                               "<extra></extra>"), row=1, col=1)
         else:
             fig.add_trace(go.Scatter(
@@ -519,6 +359,14 @@ def head_statistics_figure(stats: HeadStatistics, seq_len: int,
                           "%{y:.3g} tokens<br>share within " + str(stats.k) + " tokens "
                           "%{customdata[3]:.2f}<br>entropy %{customdata[4]:.2f} nats"
                           "<extra></extra>"), row=1, col=2)
+        if reliance:
+            fig.add_trace(go.Scatter(
+                x=head_ids, y=kl[layer], customdata=custom, mode="lines+markers", marker=style,
+                line=dict(color=colors[layer], width=1), name=f"layer {layer + 1}",
+                legendgroup=str(layer), showlegend=False,
+                hovertemplate="layer %{customdata[0]} head %{customdata[1]}<br>KL from bias "
+                              "alone %{y:.3f} nats<br>fit R²=%{customdata[2]:.2f}"
+                              "<extra></extra>"), row=1, col=3)
     if alibi:
         finite = configured[np.isfinite(configured) & (configured > 0)]
         ys = effective[positive]
@@ -551,12 +399,19 @@ def head_statistics_figure(stats: HeadStatistics, seq_len: int,
         fig.add_trace(go.Scatter(x=[head + 1], y=[stats.mean_distance[layer, head]],
                                  mode="markers", marker=ring, showlegend=False, hoverinfo="skip"),
                       row=1, col=2)
+        if reliance:
+            fig.add_trace(go.Scatter(x=[head + 1], y=[kl[layer, head]], mode="markers",
+                                     marker=ring, showlegend=False, hoverinfo="skip"),
+                          row=1, col=3)
     fig.update_xaxes(title="head", dtick=max(1, heads // 16), row=1, col=2)
     fig.update_yaxes(title="tokens", row=1, col=2, rangemode="tozero")
+    if reliance:
+        fig.update_xaxes(title="head", dtick=max(1, heads // 16), row=1, col=3)
+        fig.update_yaxes(title="nats", row=1, col=3, rangemode="tozero")
     fig.update_layout(
         title=f"Head statistics over {seq_len:,} tokens (effective slope: log p fitted "
               f"against distance up to {stats.max_distance})",
-        height=420, margin=dict(l=60, r=20, t=80, b=50),
+        height=440, margin=dict(l=60, r=20, t=80, b=50),
         legend=dict(orientation="h", y=-0.2, yanchor="top", x=0.5, xanchor="center"))
     return fig
 
@@ -605,37 +460,170 @@ def model_slopes_figure(slopes, effective=None, schedules=SCHEDULES, max_bias: f
     return fig
 
 
-# ----------------------------------------------------------------------------- model facts
+# ----------------------------------------------------------------------------- (e) gallery
 
-def training_length(info, training: dict | None = None) -> int | None:
-    """The length the model was trained at: training.json's train_seq_len when the folder has
-    one (the shipped models), else what the config declares (ModelInfo.training_length)."""
-    value = (training or {}).get("train_seq_len")
-    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-        return value
-    return info.training_length
+BEHAVIOUR_COLORS = {
+    "previous_token": "#1f77b4", "local": "#aec7e8", "sink": "#7f7f7f", "induction": "#d62728",
+    "delimiter": "#2ca02c", "newline": "#9467bd", "content": "#ff7f0e",
+}
 
 
-def model_info_rows(info, training: dict | None = None) -> list[dict]:
-    """ModelInfo as (property, value) rows of text for a table."""
-    rows = [
-        ("architecture", f"{info.architecture} ({info.model_type})"),
-        ("layers x heads", f"{info.num_layers} x {info.num_heads} (head size {info.head_dim}, "
-                           f"hidden {info.hidden_size})"),
-        ("parameters", f"{info.num_params:,}"),
-        ("dtype / device", f"{info.dtype} / {info.device}"),
-        ("position", info.positional),
-        ("how the bias enters", info.bias_form),
-    ]
-    if info.slopes is not None:
-        rows.append(("slope schedule", info.slope_schedule or "none of the standard ones"))
-        rows.append(("slopes m", ", ".join(f"{m:.4g}" for m in info.slopes)))
-        if info.effective_slopes is not None and not np.allclose(info.effective_slopes, info.slopes):
-            rows.append(("slopes as applied", ", ".join(f"{m:.4g}" for m in info.effective_slopes)))
-    length = training_length(info, training)
-    rows.append(("training length", f"{length:,} tokens" if length else "unknown"))
-    if info.max_positions:
-        rows.append(("longest input", f"{info.max_positions:,} tokens (learned position table)"))
-    if info.path:
-        rows.append(("folder", info.path))
-    return [{"property": k, "value": v} for k, v in rows]
+def behaviour_grid_figure(behaviour, selected: tuple[int, int] | None = None,
+                          height: int | None = None) -> go.Figure:
+    """A layer x head grid, each cell coloured by the head's strongest behaviour
+    (`HeadBehaviour.strongest`), every score in the hover; `selected` (layer, head), 0-based,
+    is outlined. Clicking a cell selects a point whose customdata is (layer, head), 0-based."""
+    from .behaviour import BEHAVIOUR_TITLES, BEHAVIOURS
+
+    strongest = behaviour.strongest()
+    layers, heads = strongest.shape
+    names = [b for b in BEHAVIOURS if b != "content" or behaviour.content_kl is not None]
+    fig = go.Figure()
+    for name in names:
+        cells = [(lay, h) for lay in range(layers) for h in range(heads) if strongest[lay, h] == name]
+        lines = []
+        for lay, h in cells:
+            parts = [f"{BEHAVIOUR_TITLES[b]}: {behaviour.scores[b][lay, h]:.2f}"
+                     for b in BEHAVIOURS if b != "content"]
+            if behaviour.content_kl is not None:
+                parts.append(f"content KL: {behaviour.content_kl[lay, h]:.2f} nats")
+            parts.append(f"sink on a repeated token: {behaviour.sink_control[lay, h]:.2f}")
+            parts.append(f"90% reach: {behaviour.reach[lay, h]:.1f} tokens"
+                         + (f" (bias alone {behaviour.bias_reach[lay, h]:.1f})"
+                            if behaviour.bias_reach is not None else ""))
+            lines.append("<br>".join(parts))
+        fig.add_trace(go.Scatter(
+            x=[h + 1 for _, h in cells], y=[lay + 1 for lay, _ in cells], mode="markers",
+            name=BEHAVIOUR_TITLES[name], customdata=[[lay, h] for lay, h in cells],
+            text=lines, marker=dict(symbol="square", size=30, color=BEHAVIOUR_COLORS[name],
+                                    line=dict(color="white", width=1)),
+            hovertemplate="layer %{y}, head %{x}<br>%{text}<extra>" + BEHAVIOUR_TITLES[name]
+                          + "</extra>"))
+    if selected is not None:
+        fig.add_trace(go.Scatter(x=[selected[1] + 1], y=[selected[0] + 1], mode="markers",
+                                 marker=dict(symbol="square-open", size=38, color="black",
+                                             line=dict(width=3)),
+                                 hoverinfo="skip", showlegend=False))
+    fig.update_xaxes(title="head", tickvals=list(range(1, heads + 1)), range=[0.4, heads + 0.6])
+    fig.update_yaxes(title="layer", tickvals=list(range(1, layers + 1)),
+                     range=[layers + 0.6, 0.4])
+    fig.update_layout(height=height or max(260, 46 * layers + 150), plot_bgcolor="white",
+                      margin=dict(l=60, r=20, t=50, b=40), clickmode="event+select",
+                      title="Each head's strongest behaviour (click a head)",
+                      legend=dict(orientation="h", y=-0.18, yanchor="top", x=0.5,
+                                  xanchor="center"))
+    return fig
+
+
+def single_map_figure(attention, title: str, height: int = 380) -> go.Figure:
+    """One causal attention map (T, T) as a kit panel: pooled to at most 256 px, exact hover."""
+    from .heads import check_attention
+    from .render import display_positions, image_panel, masked_pixels, pool_max
+
+    attention = check_attention(attention)
+    T = attention.shape[0]
+    fig = make_subplots(rows=1, cols=1)
+    image = pool_max(attention, 256)
+    shown = np.where(masked_pixels(T, image.shape[0], image.shape[0]), np.nan, image)
+    pos = display_positions(T, 64)
+    values = attention[np.ix_(pos, pos)]
+    distance = pos[:, None] - pos[None, :]
+    image_panel(fig, 1, 1, shown, T, hover=np.where(distance >= 0, values, np.nan),
+                hover_rows=pos, hover_cols=pos, customdata=distance,
+                hovertemplate="query i=%{y}<br>key j=%{x}<br>distance i-j=%{customdata}"
+                              "<br>attention=%{z:.4f}<extra></extra>",
+                coloraxis="coloraxis", cmin=0.0, cmax=1.0, colorscale=ATTENTION_COLORSCALE)
+    fig.update_xaxes(range=[-0.5, T - 0.5], title="key j", constrain="domain")
+    fig.update_yaxes(range=[T - 0.5, -0.5], title="query i", scaleanchor="x", constrain="domain")
+    fig.update_layout(coloraxis=dict(colorscale=ATTENTION_COLORSCALE, cmin=0.0, cmax=1.0,
+                                     colorbar=dict(title=dict(text="attention"), thickness=12)),
+                      title=title, height=height, margin=dict(l=50, r=10, t=60, b=40),
+                      plot_bgcolor=MASK_COLOR)
+    return fig
+
+
+def highlight_html(tokens: list[str], weights, query: int) -> str:
+    """The text with each token's background as dark as the attention `query` gives it, the
+    query itself outlined: HTML (escaped), for st.html. weights: (T,) attention of that row."""
+    weights = np.asarray(weights, dtype=np.float64)
+    top = float(weights[: query + 1].max()) or 1.0
+    spans = []
+    for j, token in enumerate(tokens):
+        label = {"⏎": "⏎<br>", "␣": "&nbsp;"}.get(token, _escape(token))
+        alpha = 0.0 if j > query else min(1.0, weights[j] / top)
+        style = f"background: rgba(31,119,180,{alpha:.2f});"
+        if j == query:
+            style += " outline: 2px solid #d62728;"
+        spans.append(f'<span title="{weights[j] if j <= query else 0:.3f}" '
+                     f'style="{style}">{label}</span>')
+    return ('<div style="font-family: monospace; font-size: 14px; line-height: 1.6; '
+            'white-space: normal;">' + "".join(spans) + "</div>")
+
+
+# ----------------------------------------------------------------------------- (f) conformance
+
+VERDICT_COLORS = {"conforms": "#2ca02c", "scaled": "#ff7f0e", "sign_flipped": "#d62728",
+                  "permuted": "#9467bd", "offset": "#8c564b", "missing": "#7f7f7f",
+                  "clipped": "#e377c2"}
+
+
+def verdict_grid_figure(check, height: int | None = None) -> go.Figure:
+    """Layer x head grid of a conformance check (`conformance.AlibiCheck`): each cell coloured
+    by its verdict, with expected vs applied slope and the detail on hover."""
+    layers, heads = len(check.heads), len(check.heads[0])
+    fig = go.Figure()
+    for verdict, color in VERDICT_COLORS.items():
+        cells = [h for row in check.heads for h in row if h.verdict == verdict]
+        if not cells:
+            continue
+        fig.add_trace(go.Scatter(
+            x=[c.head + 1 for c in cells], y=[c.layer + 1 for c in cells], mode="markers",
+            name=verdict.replace("_", " "),
+            customdata=[[c.expected_slope, c.applied_slope, c.ratio, c.detail or "-"]
+                        for c in cells],
+            marker=dict(symbol="square", size=26, color=color, line=dict(color="white", width=1)),
+            hovertemplate=("layer %{y}, head %{x}: " + verdict.replace("_", " ")
+                           + "<br>expected m=%{customdata[0]:.5g}<br>applied m=%{customdata[1]:.5g}"
+                           "<br>ratio %{customdata[2]:.4g}<br>%{customdata[3]}<extra></extra>")))
+    fig.update_xaxes(title="head", tickvals=list(range(1, heads + 1)), range=[0.4, heads + 0.6])
+    fig.update_yaxes(title="layer", tickvals=list(range(1, layers + 1)),
+                     range=[layers + 0.6, 0.4])
+    fig.update_layout(height=height or max(240, 34 * layers + 150), plot_bgcolor="white",
+                      margin=dict(l=60, r=20, t=50, b=40),
+                      title=f"Applied bias per head (probe: one token x {check.probe_length})",
+                      legend=dict(orientation="h", y=-0.2, yanchor="top", x=0.5,
+                                  xanchor="center"))
+    return fig
+
+
+def precision_figure(lens: dict, max_points: int = 400, height: int = 380) -> go.Figure:
+    """Left: |bias added in the dtype - exact bias| against key position, per head, with the
+    dtype's spacing dotted. Right: KL of the last query's bias-only attention, per head."""
+    import plotly.colors as pc
+
+    error, step, kl = lens["error"], lens["step"], lens["kl"]
+    heads, T = error.shape
+    pos = np.unique(np.linspace(0, T - 1, min(T, max_points)).round().astype(int))
+    colors = pc.sample_colorscale("Turbo", np.linspace(0.05, 0.95, max(2, heads)))
+    fig = make_subplots(rows=1, cols=2, column_widths=[0.65, 0.35], horizontal_spacing=0.1,
+                        subplot_titles=(f"{lens['dtype']} error of the {lens['form']} bias",
+                                        "effect on the last query's attention"))
+    for h in range(heads):
+        fig.add_trace(go.Scatter(x=pos, y=error[h, pos], mode="lines", name=f"head {h + 1}",
+                                 line=dict(color=colors[h], width=1.5),
+                                 hovertemplate=f"head {h + 1}<br>key %{{x}}<br>error "
+                                               "%{y:.4g} logits<extra></extra>"), row=1, col=1)
+    fig.add_trace(go.Scatter(x=pos, y=step[0, pos], mode="lines", name="spacing (head 1)",
+                             line=dict(color="black", dash="dot", width=1),
+                             hovertemplate="key %{x}<br>spacing %{y:.4g}<extra></extra>"),
+                  row=1, col=1)
+    fig.add_trace(go.Bar(x=[f"h{h + 1}" for h in range(heads)], y=kl, name="KL (nats)",
+                         marker_color="#4c78a8", showlegend=False,
+                         hovertemplate="%{x}: KL %{y:.3g} nats<extra></extra>"), row=1, col=2)
+    fig.update_xaxes(title="key position j", row=1, col=1)
+    fig.update_yaxes(title="|added − exact| (logits)", row=1, col=1)
+    fig.update_yaxes(title="KL from exact (nats)", row=1, col=2)
+    fig.update_layout(height=height, margin=dict(l=60, r=20, t=60, b=50),
+                      legend=dict(orientation="h", y=-0.25, yanchor="top", x=0.3,
+                                  xanchor="center"))
+    return fig

@@ -16,6 +16,9 @@ Three entry points, in the order a page uses them:
   of attention within k tokens, and an effective slope fitted to how the attention decays
   with distance, beside the slope the model was configured with.
 
+For the pages, `analyze_heads` and `decomposition_view` run the first two once and keep only
+display-resolution arrays (`render.stack_view`: a few MB instead of layers x heads x T^2).
+
 Long inputs are cut (never silently): the token count is capped by a memory budget
 (layers x heads x T^2 x 4 bytes for the maps), by `max_tokens`, and by a learned position
 table's length; the result's `truncated` field says what was cut and why.
@@ -34,6 +37,7 @@ import torch
 from .alibi import DEFAULT_BUDGET_BYTES, check_int
 from .errors import AlibiVizError, BudgetError
 from .loading import bias_form, learned_positions, model_dims
+from .render import IMAGE_PIXEL_BUDGET, StackView, stack_view
 
 DECOMPOSITION_ARRAYS = 8  # float32 (heads, T, T) arrays alive at once in score_decomposition
 REPRODUCE_TOL = 1e-4      # largest |softmax(total) - model probs| accepted as "reproduced"
@@ -41,6 +45,10 @@ REPRODUCE_TOL_16BIT = 2e-2  # the same for bfloat16/float16 models (probabilitie
 FIT_ROWS = 512            # query rows used to fit a head's effective slope
 CHECK_ROWS = 256          # query rows on which score_decomposition checks its reproduction
 VISIBLE = {" ": "␣", "\n": "⏎", "\t": "⇥", "\r": "␍"}
+DECOMPOSITION_PARTS = ("content", "bias", "total", "probs")
+DECOMP_PANEL_PIXELS = 300    # per side of each decomposition panel (about its width on screen)
+DECOMP_HOVER_SIDE = 64       # hover samples per side of each decomposition panel
+GRID_HOVER_CELLS = 8_000     # hover samples over all heads of the grid (the row has finer ones)
 
 
 # ----------------------------------------------------------------------------- tokens
@@ -508,7 +516,14 @@ class HeadStatistics:
                       probabilities above 1e-30; a head that follows only its ALiBi bias gives
                       back its slope, one that looks far gives a smaller or negative value.
     slope_fit_r2:     share of the within-row variance of log p explained by that line (0..1).
+                      For an ALiBi head log p_ij = s_ij - m (i - j) - log Z_i, so the fit gives
+                      back m whenever the content s is uncorrelated with distance, however much
+                      content moves the attention: a slope on y = x with a low R^2 says content
+                      does the work. Read it with content_kl.
     configured_slope: the slopes passed in, broadcast to (layers, heads); None if none given.
+    content_kl:       (with slopes) KL(p || q) in nats, q the attention the configured bias
+                      alone gives (causal, all content scores equal), averaged over queries:
+                      0 for a head that only follows its bias, large when content decides.
     """
 
     mean_distance: np.ndarray
@@ -519,6 +534,7 @@ class HeadStatistics:
     configured_slope: np.ndarray | None
     k: int
     max_distance: int
+    content_kl: np.ndarray | None = None
 
 
 def fit_decay_slope(attn, max_distance: int | None = None, floor: float = 1e-30,
@@ -581,6 +597,17 @@ def _band_sum(p: torch.Tensor, k: int) -> torch.Tensor:
     return total
 
 
+def _kl_from_bias(p: torch.Tensor, slope: float, distance: torch.Tensor,
+                  buffer: torch.Tensor) -> torch.Tensor:
+    """Mean over queries of KL(p_i || q_i), q_i the causal bias-only attention of slope m
+    (q_ij proportional to e^(-m (i - j)) over j <= i). p: (T, T) rows summing to 1. nats."""
+    logits = torch.mul(distance, -slope, out=buffer).masked_fill_(
+        torch.ones_like(p, dtype=torch.bool).triu_(1), -math.inf)  # (T, T)
+    log_q = torch.log_softmax(logits, dim=-1)
+    terms = torch.special.xlogy(p, p) - torch.where(p > 0, p * log_q, 0.0)
+    return terms.sum(1).double().mean()
+
+
 def _as_maps(maps) -> list[np.ndarray]:
     maps = getattr(maps, "maps", maps)  # an AttentionResult is fine too
     if isinstance(maps, np.ndarray) and maps.ndim == 3:
@@ -622,6 +649,7 @@ def head_statistics(maps, slopes=None, k: int = 8, max_distance: int | None = No
 
     distance = _distance(T)                                       # (T, T)
     buffer = torch.empty(T, T)                                    # reused: no T^2 allocations
+    kl = np.zeros((layers, heads)) if configured is not None else None
     mean_distance = np.zeros((layers, heads))
     entropy = np.zeros((layers, heads))
     local_share = np.zeros((layers, heads))
@@ -634,7 +662,137 @@ def head_statistics(maps, slopes=None, k: int = 8, max_distance: int | None = No
             mean_distance[layer, h] = torch.mul(p, distance, out=buffer).sum(1).double().mean().item()
             entropy[layer, h] = torch.special.entr(p, out=buffer).sum(1).double().mean().item()
             local_share[layer, h] = _band_sum(p, k).double().mean().item()
+            if kl is not None:
+                kl[layer, h] = _kl_from_bias(p, float(configured[layer, h]), distance,
+                                             buffer).item()
         effective[layer], r2[layer] = fit_decay_slope(attn, max_distance)
     return HeadStatistics(mean_distance=mean_distance, entropy=entropy, local_share=local_share,
                           effective_slope=effective, slope_fit_r2=r2, configured_slope=configured,
-                          k=k, max_distance=max_distance)
+                          k=k, max_distance=max_distance, content_kl=kl)
+
+
+# ----------------------------------------------------------------------------- one map
+
+def check_attention(attention, name: str = "attention") -> np.ndarray:
+    """An attention map as float32 (T, T), T >= 1; else AlibiVizError."""
+    attention = np.asarray(attention, dtype=np.float32)
+    if attention.ndim != 2 or attention.shape[0] != attention.shape[1] or attention.shape[0] < 1:
+        raise AlibiVizError(f"{name} must be a square (T, T) map, got shape {attention.shape}.")
+    return attention
+
+
+def mass_beyond(attention, distance: int) -> float:
+    """Mean share of attention on keys more than `distance` tokens back (i - j > distance),
+    over the queries that have such keys (i > distance); NaN if none do."""
+    attention = check_attention(attention)
+    T = attention.shape[0]
+    distance = check_int(distance, "distance", 0, 1 << 24)
+    if T <= distance + 1:
+        return math.nan
+    far = np.tril(attention, k=-(distance + 1))  # keeps j <= i - distance - 1
+    return float(far[distance + 1:].sum(axis=1).mean())
+
+
+# ----------------------------------------------------------------------------- for the pages
+
+@dataclass
+class HeadsAnalysis:
+    """What the heads pages draw for one text, at display resolution (a few MB).
+
+    tokens:   label per position (length T).
+    layers:   one StackView of attention probabilities per layer, (heads, R, R).
+    stats:    head_statistics of the full maps, arrays (layers, heads).
+    truncated: what was cut from the text and why, or None.
+    """
+
+    tokens: list[str]
+    seq_len: int
+    layers: list[StackView]
+    stats: HeadStatistics
+    truncated: str | None = None
+
+
+def analyze_heads(model, tokenizer, text, max_tokens: int | None = None, slopes=None,
+                  pixel_budget: int = IMAGE_PIXEL_BUDGET,
+                  hover_cells: int = GRID_HOVER_CELLS) -> HeadsAnalysis:
+    """Run the model once on `text` and keep what the pages draw: every layer's attention at
+    display resolution and the head statistics (configured `slopes` beside the fitted ones).
+
+    The full maps (layers x heads x T^2 float32) are dropped before returning.
+    """
+    result = attention_maps(model, tokenizer, text, max_tokens=max_tokens)
+    stats = head_statistics(result.maps, slopes=slopes)
+    T = len(result.tokens)
+    hover_side = max(2, int(math.sqrt(hover_cells / len(result.maps[0]))))
+    layers = [stack_view(m, pixel_budget=pixel_budget, hover_side=hover_side, reduce="max")
+              for m in result.maps]
+    return HeadsAnalysis(tokens=result.tokens, seq_len=T, layers=layers, stats=stats,
+                         truncated=result.truncated)
+
+
+@dataclass
+class DecompositionView:
+    """A Decomposition (one layer, every head) at display resolution.
+
+    parts:  "content", "bias", "total", "probs" -> StackView (heads, R, R); probs max-pooled,
+            the scores sampled.
+    ranges: same keys -> float64 (heads, 2): colour range (min, max) of each head's full matrix
+            (content: symmetric about 0, over visible keys; total: over visible keys).
+    bias_shown: "textbook" (bias and total relative to the query's own key: -m (i - j) under
+            the mask) or "as_added" (the model's own numbers, e.g. BLOOM's +m j).
+    """
+
+    tokens: list[str]
+    seq_len: int
+    layer: int
+    bias_form: str
+    max_abs_error: float
+    parts: dict
+    ranges: dict
+    truncated: str | None = None
+    bias_shown: str = "textbook"
+
+
+BIAS_SHOWN = ("textbook", "as_added")
+
+
+def decomposition_view(dec: Decomposition, side: int = DECOMP_PANEL_PIXELS,
+                       hover_side: int = DECOMP_HOVER_SIDE,
+                       bias_shown: str = "textbook") -> DecompositionView:
+    """Reduce a Decomposition to display resolution, with each head's colour ranges.
+
+    bias_shown "textbook" subtracts from each query row the bias of its own key (i = j), so
+    the bias panel shows -m (i - j) under the causal mask whatever row constant the model adds
+    (BLOOM's +m j, MPT's m (j - (L - 1))), and the total shifts by the same constant per row,
+    which softmax ignores: the attention is unchanged. "as_added" shows the model's numbers.
+    """
+    if bias_shown not in BIAS_SHOWN:
+        raise AlibiVizError(f"bias_shown must be one of {BIAS_SHOWN}, got {bias_shown!r}.")
+    T = dec.probs.shape[-1]
+    visible = torch.ones(T, T, dtype=torch.bool).tril()  # key j <= query i
+    content, bias, total = (torch.from_numpy(np.require(a, np.float32, "W"))  # writable, no copy
+                            for a in (dec.content, dec.bias, dec.total))
+    if bias_shown == "textbook":
+        own = torch.diagonal(bias, dim1=1, dim2=2)[:, :, None]  # (H, T, 1): bias at j = i
+        bias = torch.where(visible, bias - own, -math.inf)  # (H, T, T), -inf where masked
+        total = total - own
+    top = torch.where(visible, content.abs(), 0.0).amax(dim=(1, 2))
+    finite = torch.isfinite(total)  # the masked entries are -inf
+    shown = torch.isfinite(bias)
+    ranges = {
+        "content": torch.stack([-top, top], 1),
+        "bias": torch.stack([torch.where(shown, bias, math.inf).amin(dim=(1, 2)),
+                             torch.where(shown, bias, -math.inf).amax(dim=(1, 2))], 1),
+        "total": torch.stack([torch.where(finite, total, math.inf).amin(dim=(1, 2)),
+                              torch.where(finite, total, -math.inf).amax(dim=(1, 2))], 1),
+        "probs": torch.tensor([[0.0, 1.0]]).expand(len(content), 2),
+    }
+    ranges = {k: v.double().numpy().copy() for k, v in ranges.items()}
+    arrays = {"content": content, "bias": bias, "total": total, "probs": dec.probs}
+    parts = {name: stack_view(np.asarray(arrays[name]), side=side, hover_side=hover_side,
+                              reduce="max" if name == "probs" else "sample")
+             for name in DECOMPOSITION_PARTS}
+    return DecompositionView(tokens=dec.tokens, seq_len=T, layer=dec.layer,
+                             bias_form=dec.bias_form, max_abs_error=dec.max_abs_error,
+                             parts=parts, ranges=ranges, truncated=dec.truncated,
+                             bias_shown=bias_shown)

@@ -48,6 +48,7 @@ import torch
 
 from .alibi import SCHEDULES, alibi_slopes, check_int
 from .errors import ModelLoadError
+from .hub_cache import parse_repo_id, resolve_repo
 
 MODEL_ROOT_ENV = "ALIBI_VIZ_MODEL_ROOT"  # only folders inside this root can be loaded
 ALLOW_CUSTOM_ENV = "ALIBI_VIZ_ALLOW_CUSTOM_PATHS"  # "0": only shipped models can be loaded
@@ -97,8 +98,8 @@ class ModelInfo:
     slope_schedule: str | None = None                  # alibi_slopes schedule they match, or None
     matching_schedules: tuple[str, ...] = ()            # every schedule they match
     effective_slopes: tuple[float, ...] | None = None  # per-token bias on the eager logits
-    training_length: int | None = None  # context length the config declares, if known
-    max_positions: int | None = None    # hard input limit (learned position table), else None
+    declared_context: int | None = None  # context length the config declares, if known
+    max_positions: int | None = None    # hard input limit (an absolute position table), else None
     warnings: tuple[str, ...] = ()      # departures from the paper, to flag in the app
     notes: tuple[str, ...] = ()         # other things done or found while loading
     extra: dict = field(default_factory=dict)  # architecture details (softmax_scale, ...)
@@ -117,8 +118,20 @@ def _inside(path: str, root: str) -> bool:
         return False
 
 
-def resolve_model_path(path) -> Path:
+def custom_paths_allowed(allow_custom: bool | None = None) -> bool:
+    """Whether folders other than the shipped models may be loaded: `allow_custom` when given
+    (the app decides it from where its server listens, see app/ui.py), else the environment:
+    `ALIBI_VIZ_ALLOW_CUSTOM_PATHS=0` turns them off; unset, the library allows them."""
+    return bool(allow_custom) if allow_custom is not None else not _env_flag_off(ALLOW_CUSTOM_ENV)
+
+
+def resolve_model_path(path, allow_custom: bool | None = None) -> Path:
     """The real (symlink-free) folder `path` names, after the deployment's restrictions.
+
+    `path` may also be a repo id in the local Hugging Face cache, `org/name` or
+    `org/name@revision` (see `hub_cache`), when no folder of that name exists: it resolves to
+    the cached snapshot folder, under the same restrictions (custom paths allowed; inside the
+    model root when one is set).
 
     Relative paths are taken from the shipped models folder when custom paths are off, else
     from `ALIBI_VIZ_MODEL_ROOT` when it is set, else from the working directory. The result is
@@ -138,7 +151,7 @@ def resolve_model_path(path) -> Path:
         raise ModelLoadError("The model path is empty: give the folder that holds config.json.")
     if "\x00" in text:
         raise ModelLoadError("The model path contains a NUL character.")
-    custom_allowed = not _env_flag_off(ALLOW_CUSTOM_ENV)
+    custom_allowed = custom_paths_allowed(allow_custom)
     root_setting = os.environ.get(MODEL_ROOT_ENV, "").strip()
     shipped = os.path.realpath(SHIPPED_MODELS_DIR)
     root = os.path.realpath(os.path.expanduser(root_setting)) if root_setting else None
@@ -150,9 +163,20 @@ def resolve_model_path(path) -> Path:
         return Path(resolved)
     if not custom_allowed:
         raise ModelLoadError(
-            f"Only the shipped models can be loaded here ({ALLOW_CUSTOM_ENV}=0): give the name of "
-            f"a folder in {shipped}, for example 'alibi'."
+            "Only the shipped models can be loaded on this server (custom paths and the model "
+            f"cache are off; an operator turns them on with {ALLOW_CUSTOM_ENV}=1 or "
+            f"{MODEL_ROOT_ENV}): give the name of a shipped model, for example 'alibi'."
         )
+    if parse_repo_id(text) is not None and not os.path.exists(resolved):
+        try:
+            snapshot = os.path.realpath(resolve_repo(text))
+        except ModelLoadError as exc:
+            raise ModelLoadError(f"No model folder at '{text}'. {exc}") from None
+        if root is not None and not _inside(snapshot, root):
+            raise ModelLoadError(
+                f"Only models inside {root} can be loaded here ({MODEL_ROOT_ENV} is set), and "
+                "the Hugging Face cache is outside it.")
+        return Path(snapshot)
     if root is not None and not _inside(resolved, root):
         raise ModelLoadError(
             f"Only model folders inside {root} can be loaded here ({MODEL_ROOT_ENV} is set); "
@@ -298,14 +322,18 @@ def _parse_device(device) -> torch.device:
 # ----------------------------------------------------------------------------- loading
 
 def load_model(path, device="cpu", device_map=None, max_seq_len: int | None = None,
-               dtype=torch.float32):
+               dtype=torch.float32, max_memory: dict | None = None,
+               offload_folder=None, allow_custom: bool | None = None):
     """Load a local causal LM folder: returns `(model, tokenizer, info: ModelInfo)`.
 
-    path:        folder written by `save_pretrained` (config.json, safetensors, tokenizer);
-                 checked by `resolve_model_path` against the deployment's restrictions.
+    path:        folder written by `save_pretrained` (config.json, safetensors, tokenizer), or
+                 a repo id in the local Hugging Face cache (`org/name[@revision]`); checked
+                 by `resolve_model_path` against the deployment's restrictions
+                 (`allow_custom`, see there).
     device:      where to put the model ("cpu", "cuda", ...), ignored when device_map is given.
     device_map:  handed to `from_pretrained`, e.g. "auto" to spread a model larger than one
-                 device over GPU, CPU and disk; needs the optional package accelerate.
+                 device over GPU, CPU and disk (accelerate); with `max_memory` (e.g.
+                 {"cpu": "2GB"}) and `offload_folder`, layers that do not fit go to disk.
     max_seq_len: MPT only: the longest input to allow; config.max_seq_len is raised to
                  max(config value, max_seq_len or MPT_MAX_SEQ_LEN) because transformers' MPT
                  builds its bias at exactly that many keys and fails on longer inputs.
@@ -318,7 +346,7 @@ def load_model(path, device="cpu", device_map=None, max_seq_len: int | None = No
     """
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    folder = resolve_model_path(path)
+    folder = resolve_model_path(path, allow_custom)
     _check_folder(folder, path)
     config, explicit_weights = _read_config(folder)
     _check_causal_lm(config)
@@ -331,7 +359,7 @@ def load_model(path, device="cpu", device_map=None, max_seq_len: int | None = No
         raise ModelLoadError(f"device_map={device_map!r} needs the optional package accelerate: "
                              "pip install accelerate (or load without device_map).")
 
-    notes, training_length = [], None
+    notes, declared_context = [], None
     if config.model_type == "mpt":
         trained = int(config.max_seq_len)
         wanted = MPT_MAX_SEQ_LEN if max_seq_len is None else check_int(
@@ -340,7 +368,7 @@ def load_model(path, device="cpu", device_map=None, max_seq_len: int | None = No
             config.max_seq_len = wanted
             notes.append(f"config.max_seq_len raised from {trained} to {wanted}: transformers' "
                          "MPT builds its ALiBi bias at max_seq_len keys and fails on longer inputs.")
-        training_length = trained
+        declared_context = trained
 
     try:
         tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True, trust_remote_code=False)
@@ -348,11 +376,17 @@ def load_model(path, device="cpu", device_map=None, max_seq_len: int | None = No
         raise ModelLoadError(f"Tokenizer missing or unreadable ({_first_line(exc)}). Save it "
                              "next to the model with tokenizer.save_pretrained(folder).") from None
 
+    placement = {}
+    if device_map is not None:
+        placement = {k: v for k, v in (("max_memory", max_memory),
+                                       ("offload_folder", offload_folder)) if v is not None}
+        if offload_folder is not None:
+            Path(offload_folder).mkdir(parents=True, exist_ok=True)
     try:
         model, loading_info = AutoModelForCausalLM.from_pretrained(
             folder, config=config, local_files_only=True, trust_remote_code=False,
             use_safetensors=True, attn_implementation="eager", dtype=dtype,
-            device_map=device_map, output_loading_info=True)
+            device_map=device_map, output_loading_info=True, **placement)
     except (OSError, ValueError, RuntimeError, KeyError, TypeError, ImportError) as exc:
         raise ModelLoadError(f"The model could not be loaded: {_first_line(exc)}") from None
     if device_map is None:
@@ -367,7 +401,7 @@ def load_model(path, device="cpu", device_map=None, max_seq_len: int | None = No
     if missing or mismatched:
         notes.append(f"{len(missing) + len(mismatched)} weights were missing or had the wrong "
                      "shape and were initialised at random: the heads shown are partly untrained.")
-    info = describe_model(model, path=str(folder), notes=notes, training_length=training_length)
+    info = describe_model(model, path=str(folder), notes=notes, declared_context=declared_context)
     return model, tokenizer, info
 
 
@@ -387,8 +421,37 @@ def model_dims(model) -> tuple[int, int, int]:
     return layers, heads, int(head_dim)
 
 
+def _position_table(model):
+    """The weight of the model's absolute position table (GPT-2's wpe, ...), or None."""
+    for name, module in model.named_modules():
+        if isinstance(module, torch.nn.Embedding) and name.rsplit(".", 1)[-1] in LEARNED_POSITION_TABLES:
+            return module.weight
+    return None
+
+
+def table_kind(weight) -> str:
+    """What an absolute position table holds: "none" (all zeros: no position information),
+    "sinusoidal" (proportional to the sinusoidal formula of Vaswani et al., as in the shipped
+    sinusoidal model) or "learned"."""
+    from .positional import sinusoidal_table
+
+    table = weight.detach().float().cpu().numpy()  # (positions, dim)
+    if not table.any():
+        return "none"
+    positions, dim = table.shape
+    if dim % 2 == 0 and positions >= 2:
+        formula = sinusoidal_table(min(positions, 4096), dim)
+        part = table[: formula.shape[0]]
+        scale = float((part * formula).sum() / (formula * formula).sum())
+        if scale > 0 and np.allclose(part, scale * formula, rtol=1e-4, atol=1e-6 * abs(scale) + 1e-9):
+            return "sinusoidal"
+    return "learned"
+
+
 def positional_scheme(model) -> str:
-    """"alibi", "rope", "learned" or "none": how this model tells positions apart."""
+    """"alibi", "rope", "learned", "sinusoidal" or "none": how this model tells positions apart
+    (a position table of zeros is "none"; one proportional to the sinusoidal formula is
+    "sinusoidal")."""
     config = model.config
     if config.model_type in ("bloom", "mpt") or (config.model_type == "falcon" and config.alibi):
         return "alibi"
@@ -397,7 +460,10 @@ def positional_scheme(model) -> str:
     if (getattr(config, "rope_parameters", None) or getattr(config, "rotary_dim", None)
             or getattr(config, "rope_theta", None)):
         return "rope"
-    if learned_positions(model) is not None:
+    weight = _position_table(model)
+    if weight is not None and weight.device.type != "meta":
+        return table_kind(weight)
+    if weight is not None:
         return "learned"
     return "none"
 
@@ -457,10 +523,12 @@ def bias_form(model) -> str:
         return "no additive bias: rotary embeddings rotate q and k, so position is inside QK^T"
     if scheme == "learned":
         return "no additive bias: learned position embeddings are added to the input tokens"
-    return "no positional bias found"
+    if scheme == "sinusoidal":
+        return "no additive bias: a fixed sinusoidal position table is added to the input tokens"
+    return "no positional bias found: position only through the causal mask"
 
 
-def _training_length(config) -> int | None:
+def _declared_context(config) -> int | None:
     for name in ("max_position_embeddings", "n_positions", "n_ctx", "seq_length", "max_seq_len"):
         value = getattr(config, name, None)
         if isinstance(value, int) and not isinstance(value, bool) and value > 0:
@@ -507,10 +575,10 @@ def _alibi_details(model, slopes: np.ndarray, head_dim: int) -> tuple[np.ndarray
     return slopes.copy(), warnings, extra
 
 
-def describe_model(model, path: str = "", notes=(), training_length: int | None = None) -> ModelInfo:
+def describe_model(model, path: str = "", notes=(), declared_context: int | None = None) -> ModelInfo:
     """ModelInfo of an already built transformers causal LM (what `load_model` returns).
 
-    training_length overrides the context length read from the config (load_model passes MPT's
+    declared_context overrides the context length read from the config (load_model passes MPT's
     original max_seq_len, since it raises the config's value).
     """
     config = model.config
@@ -525,8 +593,9 @@ def describe_model(model, path: str = "", notes=(), training_length: int | None 
         num_params=int(sum(p.numel() for p in model.parameters())),
         dtype=str(first.dtype).removeprefix("torch."), device=str(embeddings.device),
         positional=scheme, bias_form=bias_form(model),
-        training_length=training_length or _training_length(config),
-        max_positions=learned_positions(model) if scheme == "learned" else None, notes=tuple(notes))
+        declared_context=declared_context or _declared_context(config),
+        max_positions=learned_positions(model) if _position_table(model) is not None else None,
+        notes=tuple(notes))
     if slopes is not None:
         effective, warnings, extra = _alibi_details(model, slopes, head_dim)
         schedules = matching_schedules(slopes, config.model_type)
@@ -539,3 +608,44 @@ def describe_model(model, path: str = "", notes=(), training_length: int | None 
         info.update(warnings=(f"'{config.model_type}' uses ALiBi, but alibi-viz cannot read its "
                               "slopes: only BLOOM, MPT and Falcon are supported fully.",))
     return ModelInfo(**info)
+
+
+# ----------------------------------------------------------------------------- model facts
+
+def train_seq_len(info: ModelInfo, training: dict | None = None) -> int | None:
+    """The length the model was trained at: training.json's train_seq_len when the folder has
+    one (the shipped models), else the context the config declares (ModelInfo.declared_context:
+    for most published checkpoints that is the training length; for the shipped GPT-2 and
+    GPT-NeoX models it is the 4096-row table built for evaluation, hence training.json first)."""
+    value = (training or {}).get("train_seq_len")
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    return info.declared_context
+
+
+def model_info_rows(info: ModelInfo, training: dict | None = None) -> list[dict]:
+    """ModelInfo as (property, value) rows of text for a table."""
+    rows = [
+        ("architecture", f"{info.architecture} ({info.model_type})"),
+        ("layers x heads", f"{info.num_layers} x {info.num_heads} (head size {info.head_dim}, "
+                           f"hidden {info.hidden_size})"),
+        ("parameters", f"{info.num_params:,}"),
+        ("dtype / device", f"{info.dtype} / {info.device}"),
+        ("position", info.positional),
+        ("how the bias enters", info.bias_form),
+    ]
+    if info.slopes is not None:
+        rows.append(("slope schedule", info.slope_schedule or "none of the standard ones"))
+        rows.append(("slopes m", ", ".join(f"{m:.4g}" for m in info.slopes)))
+        if info.effective_slopes is not None and not np.allclose(info.effective_slopes, info.slopes):
+            rows.append(("slopes as applied", ", ".join(f"{m:.4g}" for m in info.effective_slopes)))
+    length = train_seq_len(info, training)
+    known = isinstance((training or {}).get("train_seq_len"), int)
+    rows.append(("training length", (f"{length:,} tokens" + ("" if known else
+                                                             " (as the config declares)"))
+                 if length else "unknown"))
+    if info.max_positions:
+        rows.append(("longest input", f"{info.max_positions:,} tokens (its position table)"))
+    if info.path:
+        rows.append(("folder", info.path))
+    return [{"property": k, "value": v} for k, v in rows]

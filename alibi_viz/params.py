@@ -3,7 +3,7 @@
 Query parameters arrive as strings that nobody has validated (`?heads=-3`, `?len=1e12`,
 `?heads=abc`, a key repeated, unicode). Each parser here returns a valid value and, when the
 input was bad, a warning sentence for the page to show; it never raises. The app declares one
-`Param` per control, so the same table drives reading, validating and writing the URL.
+`UrlParam` per control, so the same table drives reading, validating and writing the URL.
 """
 
 from __future__ import annotations
@@ -12,12 +12,14 @@ import math
 import re
 from dataclasses import dataclass, field
 
+from .positional import DEFAULT_METHODS, METHODS
+
 MAX_PARAM_CHARS = 2000  # longer raw values are refused before any parsing
 
 
 @dataclass(frozen=True)
-class Param:
-    """One URL parameter: its name, kind ("int", "float", "choice", "text", "heads"), default
+class UrlParam:
+    """One URL parameter: its name, kind ("int", "float", "choice", "text", "head_selection"), default
     and allowed range or choices."""
 
     name: str
@@ -33,7 +35,7 @@ def _clip_repr(raw: str, limit: int = 40) -> str:
     return repr(raw if len(raw) <= limit else raw[:limit] + "...")
 
 
-def parse_param(spec: Param, raw) -> tuple[object, str | None]:
+def parse_param(spec: UrlParam, raw) -> tuple[object, str | None]:
     """Parse one raw query value (a str, or a list of str for a repeated key) against `spec`.
 
     Returns (value, warning): value is always valid; warning is None when the input was used
@@ -60,7 +62,7 @@ def parse_param(spec: Param, raw) -> tuple[object, str | None]:
                 return choice, None
         return spec.default, (f"'{spec.name}' must be one of {', '.join(map(str, spec.choices))}; "
                               f"got {_clip_repr(raw)}, {fallback}.")
-    if spec.kind == "heads":
+    if spec.kind == "head_selection":
         return text or spec.default, None  # checked against the head count by parse_head_selection
     if spec.kind == "int":
         if not re.fullmatch(r"[+-]?[0-9]{1,12}", text):
@@ -129,3 +131,22 @@ def format_head_selection(indices: list[int], num_heads: int) -> str:
     if run:
         parts.append(f"{run[0] + 1}" if len(run) == 1 else f"{run[0] + 1}-{run[-1] + 1}")
     return ",".join(parts)
+
+
+def parse_methods(text: str, default=DEFAULT_METHODS) -> tuple[list[str], str | None]:
+    """Parse a URL value like "alibi,t5,rope_bound" into method names; never raises.
+
+    Returns (names, warning). Unknown names are dropped with a warning; duplicates are dropped
+    silently; if only unknown names were given, the defaults are used. An empty string is an
+    empty selection (the user cleared it), not an error.
+    """
+    parts = [p.strip().lower() for p in str(text or "").split(",") if p.strip()]
+    names = list(dict.fromkeys(p for p in parts if p in METHODS))
+    bad = [p for p in parts if p not in METHODS]
+    if not bad:
+        return names, None
+    shown = ", ".join(repr(b[:20]) for b in bad[:5])
+    outcome = "dropped." if names else "showing the defaults."
+    if not names:
+        names = list(default)
+    return names, f"'methods' holds unknown {shown} (known: {', '.join(METHODS)}); {outcome}"

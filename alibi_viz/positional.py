@@ -223,6 +223,18 @@ def sinusoidal_frequencies(d_model: int = 512, base: float = 10000.0) -> np.ndar
     return base ** (-2.0 * np.arange(d_model // 2) / d_model)
 
 
+def sinusoidal_table(n_positions: int, d_model: int, base: float = 10000.0) -> np.ndarray:
+    """The sinusoidal position table of Vaswani et al. 2017, sec. 3.5, shape (n_positions, d_model):
+    PE[p, 2i] = sin(p w_i), PE[p, 2i+1] = cos(p w_i), w_i = base^(-2i/d_model). float32, ready to
+    copy into a GPT-2 `wpe` table (the shipped `sinusoidal` model holds exactly this, frozen)."""
+    if not 1 <= int(n_positions) <= MAX_SEQ_LEN:
+        raise AlibiVizError(f"n_positions must be in [1, {MAX_SEQ_LEN}], got {n_positions}.")
+    angles = np.arange(int(n_positions))[:, None] * sinusoidal_frequencies(d_model, base)[None]
+    table = np.empty((int(n_positions), angles.shape[1] * 2))  # (P, d_model)
+    table[:, 0::2], table[:, 1::2] = np.sin(angles), np.cos(angles)
+    return table.astype(np.float32)
+
+
 def sinusoidal_dot(distances, d_model: int = 512, base: float = 10000.0,
                    normalize: bool = True) -> np.ndarray:
     """Dot product of two sinusoidal position encodings as a function of their distance.
@@ -329,8 +341,10 @@ def sandwich_bias(distances, d_prime: int = 128, scale: float = 1.0) -> np.ndarr
     SandwichRelativePositionEmbedding), so the fastest frequency is 10000^(-2/d'), not 1.
     Subtracting d'/2 (the value at d = 0) makes the diagonal 0 and every entry <= 0. NeMo
     divides head h of H by scale = 8h/H, an ALiBi-like per-head scaling; scale = 1 is the bare
-    shifted inner product. Decreases over the first tokens, then flattens with ripples around
-    -d'/(2 scale). float64, same shape as `distances`.
+    shifted inner product. A frequency stops contributing once d w_k passes about 1, and the
+    w_k are geometric, so the bias falls roughly logarithmically in d until the slowest
+    frequency 10000^-1 turns over (about 10^4 tokens), then ripples around -d'/(2 scale).
+    float64, same shape as `distances`.
     """
     d = check_distances(distances)
     d_prime = _check_even_dim(d_prime, "d_prime")
@@ -342,7 +356,7 @@ def sandwich_bias(distances, d_prime: int = 128, scale: float = 1.0) -> np.ndarr
 # ----------------------------------------------------------------------------- method table
 
 @dataclass(frozen=True)
-class Param:
+class MethodParam:
     """One adjustable parameter of a method, with what a slider (or checkbox) needs.
 
     kind: "int" | "float" | "bool". For numbers, [low, high] is the accepted range and `step`
@@ -369,7 +383,7 @@ class Method:
     label: str  # display name
     description: str  # one sentence
     source: str  # citation
-    params: tuple[Param, ...]
+    params: tuple[MethodParam, ...]
     kind: str  # "bias" (added to the score) or "similarity" (positional part of q.k)
 
     def defaults(self) -> dict:
@@ -377,17 +391,17 @@ class Method:
         return {p.name: p.default for p in self.params}
 
 
-def _slope(help_text: str) -> Param:
-    return Param("slope", "slope m", "float", 0.0625, 2.0**-16, 1.0, None, True, help_text)
+def _slope(help_text: str) -> MethodParam:
+    return MethodParam("slope", "slope m", "float", 0.0625, 2.0**-16, 1.0, None, True, help_text)
 
 
-def _dim(name: str, label: str, default: int, high: int = 4096) -> Param:
-    return Param(name, label, "int", default, 2, high, 2, True,
+def _dim(name: str, label: str, default: int, high: int = 4096) -> MethodParam:
+    return MethodParam(name, label, "int", default, 2, high, 2, True,
                  "Even: sin/cos (or rotation) pairs.")
 
 
-def _base(default: float = 10000.0) -> Param:
-    return Param("base", "base", "float", default, 10.0, 1e7, None, True,
+def _base(default: float = 10000.0) -> MethodParam:
+    return MethodParam("base", "base", "float", default, 10.0, 1e7, None, True,
                  "Longest wavelength is about 2 pi x base tokens.")
 
 
@@ -400,9 +414,9 @@ METHODS: dict[str, Method] = {m.name: m for m in (
            "Adds a learned scalar per distance bucket: exact buckets nearby, log-spaced ones "
            "further out, one shared bucket beyond max_distance (values here are illustrative).",
            "Raffel et al. 2020 (T5), transformers T5Attention._relative_position_bucket",
-           (Param("num_buckets", "buckets", "int", 32, 4, 256, 1, False,
+           (MethodParam("num_buckets", "buckets", "int", 32, 4, 256, 1, False,
                   "Total buckets (halved per side in symmetric mode)."),
-            Param("max_distance", "max distance", "int", 128, 2, 65536, 1, True,
+            MethodParam("max_distance", "max distance", "int", 128, 2, 65536, 1, True,
                   "Distances at or beyond this share the last bucket."),
             _slope("Illustrative values: -slope x the distance where each bucket starts.")),
            "bias"),
@@ -411,13 +425,13 @@ METHODS: dict[str, Method] = {m.name: m for m in (
            "distance and oscillates rather than decaying steadily.",
            "Vaswani et al. 2017, Attention Is All You Need, sec. 3.5",
            (_dim("d_model", "d_model", 512), _base(),
-            Param("normalize", "normalise to 1 at distance 0", "bool", True)), "similarity"),
+            MethodParam("normalize", "normalise to 1 at distance 0", "bool", True)), "similarity"),
     Method("rope_bound", "RoPE decay bound",
            "RoFormer's upper bound on how large q.k can be after rotary encoding, which "
            "decays (with ripples) as the distance grows.",
            "Su et al. 2021, RoFormer, sec. 3.4.3 (Figure 2)",
            (_dim("head_dim", "head dim", 128, 1024), _base(),
-            Param("normalize", "normalise to 1 at distance 0", "bool", True)), "similarity"),
+            MethodParam("normalize", "normalise to 1 at distance 0", "bool", True)), "similarity"),
     Method("rope_cos", "RoPE, all-ones q and k",
            "The cosine between rotated all-ones query and key vectors: the mean of "
            "cos(distance x theta_k) over frequencies.",
@@ -426,23 +440,25 @@ METHODS: dict[str, Method] = {m.name: m for m in (
     Method("kerple_log", "KERPLE (log)",
            "Adds -r1 log(1 + r2 distance): steep nearby, then a slow logarithmic decline.",
            "Chi, Fan, Ramadge & Rudnicky 2022, KERPLE (NeurIPS)",
-           (Param("r1", "r1", "float", 1.0, 0.01, 10.0, None, True, "Overall strength (> 0)."),
-            Param("r2", "r2", "float", 1.0, 0.01, 10.0, None, True, "Distance scale (> 0).")),
+           (MethodParam("r1", "r1", "float", 1.0, 0.01, 10.0, None, True, "Overall strength (> 0)."),
+            MethodParam("r2", "r2", "float", 1.0, 0.01, 10.0, None, True, "Distance scale (> 0).")),
            "bias"),
     Method("kerple_power", "KERPLE (power)",
            "Adds -r1 distance^r2: r2 = 1 is ALiBi, r2 < 1 flattens with distance.",
            "Chi, Fan, Ramadge & Rudnicky 2022, KERPLE (NeurIPS)",
-           (Param("r1", "r1", "float", 1.0, 0.01, 10.0, None, True, "Overall strength (> 0)."),
-            Param("r2", "r2", "float", 0.5, 0.01, 2.0, 0.01, False, "Exponent, in (0, 2].")),
+           (MethodParam("r1", "r1", "float", 1.0, 0.01, 10.0, None, True, "Overall strength (> 0)."),
+            MethodParam("r2", "r2", "float", 0.5, 0.01, 2.0, 0.01, False, "Exponent, in (0, 2].")),
            "bias"),
     Method("sandwich", "Sandwich",
            "Adds the inner product of sinusoidal embeddings of the two positions, minus its "
-           "diagonal value: a smooth decay over the first tokens that then levels off.",
+           "diagonal value: a decay roughly logarithmic in distance out to about 10^4 tokens.",
            "Chi, Fan, Rudnicky & Ramadge 2023, ACL, arXiv:2212.10356",
            (_dim("d_prime", "d'", 128),
-            Param("scale", "scale", "float", 8.0, 0.0625, 64.0, None, True,
-                  "Divisor; NeMo uses 8h/H for head h of H.")), "bias"),
+            MethodParam("scale", "scale", "float", 8.0, 0.0625, 64.0, None, True,
+                        "Divisor; NeMo uses 8h/H for head h of H.")), "bias"),
 )}
+# What the Compare page shows until the user picks: the paper's comparison plus its successors.
+DEFAULT_METHODS = ("alibi", "t5", "sinusoidal", "rope_bound", "kerple_log", "sandwich")
 
 
 def check_params(method: str, **params) -> dict:

@@ -1,0 +1,132 @@
+"""What a 16-bit dtype does to the ALiBi bias a model really adds.
+
+BLOOM (transformers' `build_alibi_tensor`) adds the row-constant form m_h * j: it computes it in
+float32 and casts it to the model's dtype. In bfloat16 a number in [2^e, 2^(e+1)) is rounded to
+a multiple of 2^(e-7), so at 2,048 tokens the steepest head's m * j (up to about 1,024 for
+m = 1/2) is off by up to 2 logits, and neighbouring keys collapse onto the same bias value. The
+textbook form -m (i - j) would be small near the diagonal, where the attention is; the row
+constant m * i that the short form saves is exactly what makes the numbers large.
+
+Everything here calls transformers' own builder and torch's own rounding, so the figures are
+what the model computes, not a model of it.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from .alibi import check_num_heads, check_seq_len
+from .errors import AlibiVizError
+
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+def check_dtype(dtype) -> torch.dtype:
+    """A torch dtype from a name in DTYPES (or a torch dtype among them)."""
+    if isinstance(dtype, torch.dtype) and dtype in DTYPES.values():
+        return dtype
+    if dtype in DTYPES:
+        return DTYPES[dtype]
+    raise AlibiVizError(f"dtype must be one of {', '.join(DTYPES)}, got {dtype!r}.")
+
+
+def spacing(values, dtype) -> np.ndarray:
+    """Distance between neighbouring representable numbers of `dtype` at each |value| (normal
+    range): eps(dtype) * 2^floor(log2 |value|). bfloat16 has eps 2^-7, so the step is 2.0 for
+    |value| in [256, 512). Zero maps to 0."""
+    dtype = check_dtype(dtype)
+    x = np.abs(np.asarray(values, dtype=np.float64))
+    with np.errstate(divide="ignore"):
+        exponent = np.floor(np.log2(np.where(x > 0, x, 1.0)))
+    return np.where(x > 0, torch.finfo(dtype).eps * 2.0**exponent, 0.0)
+
+
+def bloom_bias(num_heads: int, seq_len: int, dtype) -> torch.Tensor:
+    """The bias BLOOM adds, from transformers' build_alibi_tensor: m_h * j, (heads, seq_len),
+    in `dtype` as the model holds it."""
+    from transformers.models.bloom.modeling_bloom import build_alibi_tensor
+
+    num_heads, seq_len = check_num_heads(num_heads), check_seq_len(seq_len)
+    mask = torch.ones(1, seq_len, dtype=torch.long)
+    return build_alibi_tensor(mask, num_heads, check_dtype(dtype))[:, 0, :]  # (heads, seq_len)
+
+
+def bloom_bias_error(num_heads: int, seq_len: int, dtype="bfloat16") -> dict:
+    """How far BLOOM's bias in `dtype` is from the exact m_h * j, per head.
+
+    Returns {"max_error": (heads,) largest |added - exact| over the keys, in logits;
+    "distinct_last_16": (heads,) distinct bias values among the last 16 keys (16 when nothing
+    collapses); "exact": the float64 slopes used}. The exact slopes are transformers' own
+    float32 slopes in float64 (what the model means); the error is the cast to `dtype`.
+    """
+    added = bloom_bias(num_heads, seq_len, dtype).double()  # (H, T)
+    slopes = bloom_bias(num_heads, 2, "float32")[:, 1].double()  # m_h * 1, float32 -> exact
+    exact = slopes[:, None] * torch.arange(seq_len, dtype=torch.float64)[None, :]
+    last = added[:, -min(16, seq_len):]
+    return {"max_error": (added - exact).abs().amax(dim=1).numpy(),
+            "distinct_last_16": np.array([torch.unique(row).numel() for row in last]),
+            "slopes": slopes.numpy()}
+
+
+def row_constant_error_table(head_counts=(8, 112), seq_len: int = 2048,
+                             dtype="bfloat16") -> list[dict]:
+    """One row per head count: the largest error of BLOOM's row-constant bias in `dtype` at
+    `seq_len` tokens, and how many distinct values the steepest head's last 16 keys get."""
+    rows = []
+    for n in head_counts:
+        err = bloom_bias_error(n, seq_len, dtype)
+        rows.append({"heads": int(n), "tokens": int(seq_len), "dtype": str(dtype),
+                     "largest error (logits)": float(err["max_error"].max()),
+                     "distinct values, last 16 keys of head 1": int(err["distinct_last_16"][0])})
+    return rows
+
+
+FORMS = ("row_constant", "textbook", "falcon")
+
+
+def precision_lens(num_heads: int, seq_len: int, dtype="bfloat16", form: str = "row_constant",
+                   head_dim: int = 64) -> dict:
+    """What `dtype` does to the bias of the last of `seq_len` queries, per head.
+
+    form: "row_constant" (BLOOM: float32 m * j cast to dtype), "textbook" (-m (i - j) cast to
+    dtype), "falcon" (Falcon's builder: the bias computed in bfloat16 whatever the model's
+    dtype, then scaled by 1/sqrt(head_dim)). Returns {"error": (H, T) |added - exact| in logits
+    against the exact bias of the same form (float64), "step": (H, T) the dtype's spacing at
+    each exact value, "kl": (H,) KL(exact attention || attention with the added bias) of the
+    last query with all content scores equal, in nats}.
+    """
+    if form not in FORMS:
+        raise AlibiVizError(f"form must be one of {', '.join(FORMS)}, got {form!r}.")
+    dtype = check_dtype(dtype)
+    num_heads, seq_len = check_num_heads(num_heads), check_seq_len(seq_len)
+    slopes32 = bloom_bias(num_heads, 2, "float32")[:, 1]  # transformers' float32 slopes
+    j = torch.arange(seq_len, dtype=torch.float64)
+    if form == "row_constant":
+        exact = slopes32.double()[:, None] * j
+        added = (slopes32[:, None] * j.float()).to(dtype).double()
+    elif form == "textbook":
+        exact = -slopes32.double()[:, None] * (seq_len - 1 - j)
+        added = exact.float().to(dtype).double()
+    else:
+        from transformers.models.falcon.modeling_falcon import build_alibi_tensor
+
+        scale = 1.0 / math.sqrt(head_dim)
+        mask = torch.ones(1, seq_len, dtype=torch.long)
+        added = build_alibi_tensor(mask, num_heads, torch.bfloat16)[:, 0, :].double() * scale
+        exact = torch.tensor(alibi_slopes_exact(num_heads), dtype=torch.float64)[:, None] * j
+        exact = exact * scale
+    log_exact = torch.log_softmax(exact, dim=-1)
+    log_added = torch.log_softmax(added, dim=-1)
+    kl = (log_exact.exp() * (log_exact - log_added)).sum(dim=-1)
+    return {"error": (added - exact).abs().numpy(), "step": spacing(exact.numpy(), dtype),
+            "kl": kl.numpy(), "form": form, "dtype": str(dtype).removeprefix("torch.")}
+
+
+def alibi_slopes_exact(num_heads: int) -> np.ndarray:
+    """The official slopes in float64 (no float32 rounding)."""
+    from .alibi import alibi_slopes
+
+    return alibi_slopes(num_heads)

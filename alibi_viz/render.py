@@ -1,0 +1,325 @@
+"""The drawing kit every figure module uses: big matrices as images with a hover layer.
+
+Large matrices never travel to the browser as JSON floats (a 16-head x 512-token go.Heatmap grid
+is tens of MB per render). Instead a matrix is drawn as a PNG image (values mapped through a
+colour table first, so the colour survives) with a transparent, low-resolution heatmap on top
+that carries the hover values, and an invisible point that carries the colour bar. What is drawn
+is evaluated or pooled to display resolution first, so the payload is bounded whatever the
+sequence length.
+
+In the order a figure uses it:
+  display_positions, panel_resolution, block_starts   which positions sit under which pixel
+  pool_max, stack_view (StackView)                    reduce (panels, T, T) stacks to pixels
+  colorize, png_data_uri                               values -> RGB -> a PNG data URI
+  image_panel                                          one image + hover panel in a subplot
+  matrix_grid_figure                                   a mosaic of panels as ONE image
+Masked cells (a key after its query) are NaN in the values and MASK_RGB in the image.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import io
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import plotly.colors as pc
+import plotly.graph_objects as go
+import torch
+from PIL import Image
+
+from .errors import AlibiVizError
+
+IMAGE_PIXEL_BUDGET = 600_000  # pixels over all panels of one figure (PNG, a few hundred kB at most)
+HOVER_CELL_BUDGET = 24_000  # hover cells over all panels (20 bytes each in the JSON, base64)
+MAX_PANEL_PIXELS = 512  # per side: more than a panel is ever drawn wide
+MASK_RGB = (215, 215, 215)  # light grey: masked cells (a key after its query in causal mode)
+MASK_COLOR = "rgb({},{},{})".format(*MASK_RGB)  # the same grey as a plotly colour
+BIAS_COLORSCALE = "Viridis"
+ATTENTION_COLORSCALE = "Blues"
+
+
+# ----------------------------------------------------------------------------- positions
+
+def display_positions(length: int, max_points: int) -> np.ndarray:
+    """Positions to evaluate so that `length` positions fit in `max_points` pixels.
+
+    Returns int64 indices, one per pixel, each the position under the pixel's centre; all of
+    range(length) when it fits. Pixel p then sits at x = (p + 0.5) * length / k - 0.5.
+    """
+    k = max(1, min(length, max_points))
+    return np.floor((np.arange(k) + 0.5) * length / k).astype(np.int64)
+
+
+def panel_resolution(length: int, num_panels: int, budget: int, cap: int = MAX_PANEL_PIXELS) -> int:
+    """Pixels per side for each of `num_panels` square panels sharing `budget` pixels."""
+    return max(2, min(length, cap, int(math.sqrt(budget / max(1, num_panels)))))
+
+
+def block_starts(length: int, side: int) -> np.ndarray:
+    """First position of each of `side` even blocks covering range(length), int64 (side,)."""
+    return np.floor(np.arange(side) * length / side).astype(np.int64)
+
+
+def masked_pixels(seq_len: int, rows: int, cols: int) -> np.ndarray:
+    """Bool (rows, cols): pixels whose every key comes after every query (causal mask)."""
+    r_last = np.append(block_starts(seq_len, rows)[1:], seq_len) - 1  # last query of each row
+    c_first = block_starts(seq_len, cols)
+    return c_first[None, :] > r_last[:, None]
+
+
+# ----------------------------------------------------------------------------- pooling
+
+def pool_max(stack, side: int) -> np.ndarray:
+    """Max-pool a (panels, T, T) stack (or one (T, T) map) to `side` x `side` pixels.
+
+    Adaptive pooling: pixel k covers positions floor(k T / side) .. ceil((k + 1) T / side) - 1,
+    so its centre sits at about (k + 0.5) T / side - 0.5 (as `image_panel` places it). Max
+    rather than mean so that a sharp diagonal or a single strong key stays visible when many
+    positions share a pixel. Returns float32 of the input's rank.
+    """
+    array = np.asarray(stack, dtype=np.float32)
+    if array.ndim not in (2, 3) or array.shape[-1] != array.shape[-2] or array.shape[-1] == 0:
+        raise AlibiVizError(f"Expected a (T, T) map or (panels, T, T) stack, got {array.shape}.")
+    side = max(1, min(array.shape[-1], int(side)))
+    if side == array.shape[-1]:
+        return array
+    pooled = torch.nn.functional.adaptive_max_pool2d(torch.from_numpy(array)[None], side)[0]
+    return pooled.numpy()  # (panels, side, side) or (side, side)
+
+
+@dataclass
+class StackView:
+    """A stack of (T, T) matrices (one per head) reduced to display resolution.
+
+    images:      (panels, R, C) float32; pixel (r, c) covers query positions
+                 [r*T/R, (r+1)*T/R) and keys [c*T/C, (c+1)*T/C).
+    hover:       (panels, len(hover_rows), len(hover_cols)) exact entries at those positions.
+    hover_rows, hover_cols: int64 positions of the hover samples.
+    seq_len:     T.
+    reduced:     None at full resolution, else how it was reduced ("block max", "sampled").
+    """
+
+    images: np.ndarray
+    hover: np.ndarray
+    hover_rows: np.ndarray
+    hover_cols: np.ndarray
+    seq_len: int
+    reduced: str | None = None
+
+
+def stack_view(stack, side: int | None = None, pixel_budget: int = IMAGE_PIXEL_BUDGET,
+               hover_side: int | None = None, reduce: str = "max") -> StackView:
+    """Reduce a (panels, T, T) stack to at most `side` pixels per side (default: the panels
+    share `pixel_budget` pixels), max-pooling blocks (reduce="max", for probabilities) or
+    sampling the position under each pixel (reduce="sample", for scores). The hover grid holds
+    exact entries at about `hover_side` positions per side (default: HOVER_CELL_BUDGET cells
+    over all panels)."""
+    stack = np.asarray(stack, dtype=np.float32)
+    if stack.ndim != 3 or stack.shape[1] != stack.shape[2] or stack.shape[1] == 0:
+        raise AlibiVizError(f"Expected a (panels, T, T) stack of matrices, got {stack.shape}.")
+    panels, T, _ = stack.shape
+    if side is None:
+        side = panel_resolution(T, panels, pixel_budget)
+    side = max(1, min(T, side))
+    if side == T:
+        images, reduced = stack, None
+    elif reduce == "max":
+        images, reduced = pool_max(stack, side), "block max"  # (panels, side, side)
+    elif reduce == "sample":
+        pos = display_positions(T, side)
+        images, reduced = stack[:, pos][:, :, pos], "sampled"  # (panels, side, side)
+    else:
+        raise AlibiVizError(f"reduce must be 'max' or 'sample', got {reduce!r}.")
+    if hover_side is None:
+        hover_side = max(2, int(math.sqrt(HOVER_CELL_BUDGET / panels)))
+    hpos = display_positions(T, min(T, hover_side))
+    hover = stack[:, hpos][:, :, hpos]  # (panels, h, h)
+    return StackView(images=np.ascontiguousarray(images), hover=np.ascontiguousarray(hover),
+                     hover_rows=hpos, hover_cols=hpos, seq_len=T, reduced=reduced)
+
+
+# ----------------------------------------------------------------------------- colour
+
+@functools.lru_cache(maxsize=16)
+def color_table(colorscale: str) -> np.ndarray:
+    """256 RGB colours sampled evenly from a named plotly colour scale, uint8 (256, 3)."""
+    colors = pc.sample_colorscale(colorscale, np.linspace(0, 1, 256), colortype="rgb")
+    return np.array([pc.unlabel_rgb(c) for c in colors]).round().astype(np.uint8)
+
+
+def colorize(values: np.ndarray, cmin: float, cmax: float, colorscale: str) -> np.ndarray:
+    """Map a float array (any shape S) to RGB uint8 (*S, 3) through a plotly colour scale.
+
+    Non-finite values (-inf where masked, NaN) become MASK_RGB.
+    """
+    table = color_table(colorscale)
+    scaled = (np.asarray(values, dtype=np.float32) - np.float32(cmin)) * np.float32(255 / ((cmax - cmin) or 1.0))
+    finite = np.isfinite(scaled)
+    np.clip(scaled, 0, 255, out=scaled)
+    scaled[~finite] = 0
+    rgb = table[scaled.astype(np.uint8)]  # (*S, 3)
+    rgb[~finite] = MASK_RGB
+    return rgb
+
+
+def png_data_uri(rgb: np.ndarray) -> str:
+    """Encode an (H, W, 3) uint8 array as a base64 PNG data URI for go.Image(source=...)."""
+    buffer = io.BytesIO()
+    Image.fromarray(np.ascontiguousarray(rgb)).save(buffer, format="PNG", compress_level=1)
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+# ----------------------------------------------------------------------------- panels
+
+def image_panel(fig: go.Figure, row: int, col: int, image: np.ndarray, seq_len: int, *,
+                hover: np.ndarray, hover_rows, hover_cols, customdata=None,
+                hovertemplate: str, coloraxis: str, cmin: float, cmax: float,
+                colorscale: str, key_len: int | None = None) -> None:
+    """Draw one matrix of seq_len x key_len positions into subplot (row, col), in position
+    coordinates (-0.5 .. T - 0.5), as the kit does everywhere:
+
+    * `image` (R, C) at display resolution (pixel k covers the positions of `pool_max` /
+      `display_positions`), coloured through `colorscale` between cmin and cmax, NaN grey;
+    * an invisible heatmap of `hover` (len(hover_rows), len(hover_cols)) exact values at those
+      positions, with `customdata` and `hovertemplate` (NaN cells show no hover);
+    * an invisible point on `coloraxis`, so the figure's colour bar describes the image.
+    """
+    key_len = seq_len if key_len is None else key_len
+    R, C = image.shape
+    rgb = colorize(image, cmin, cmax, colorscale)  # (R, C, 3), NaN grey
+    fig.add_trace(go.Image(source=png_data_uri(rgb), x0=key_len / C / 2 - 0.5, dx=key_len / C,
+                           y0=seq_len / R / 2 - 0.5, dy=seq_len / R, hoverinfo="skip"),
+                  row=row, col=col)
+    hover = np.asarray(hover, dtype=np.float64)
+    fig.add_trace(go.Heatmap(
+        z=np.where(np.isfinite(hover), hover, np.nan), x=np.asarray(hover_cols),
+        y=np.asarray(hover_rows), opacity=0, showscale=False, hoverongaps=False,
+        colorscale="Greys", customdata=customdata, hovertemplate=hovertemplate),
+        row=row, col=col)
+    fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", showlegend=False,
+                             hoverinfo="skip", marker=dict(coloraxis=coloraxis, color=[cmin])),
+                  row=row, col=col)
+
+
+# ----------------------------------------------------------------------------- mosaics
+
+def grid_columns(num_panels: int) -> int:
+    """Columns of a panel mosaic: 4 for a few panels, about square for many."""
+    return min(num_panels, max(4, math.ceil(math.sqrt(num_panels * 1.5))))
+
+
+def matrix_grid_figure(
+    images: np.ndarray,
+    titles: list[str],
+    seq_len: int,
+    key_len: int | None = None,
+    *,
+    cmin: float,
+    cmax: float,
+    colorscale: str = BIAS_COLORSCALE,
+    colorbar_title: str = "",
+    hover: np.ndarray | None = None,
+    hover_rows: np.ndarray | None = None,
+    hover_cols: np.ndarray | None = None,
+    hover_label: str = "value",
+    panel_ids: list[int] | None = None,
+    panel_label: str = "head",
+    marker: int | None = None,
+    title: str = "",
+    panel_px: int = 200,
+) -> go.Figure:
+    """A mosaic of matrices, one panel per head, drawn as ONE image with one shared colour bar.
+
+    images: (panels, R, C) values at display resolution of a seq_len x key_len matrix (row r is
+    the query under pixel row r, see `display_positions`). hover: optional (panels, r, c) values
+    at query positions hover_rows and key positions hover_cols, shown on hover with the head,
+    (i, j), the distance i - j and the value. marker: a dashed line at this position in every
+    panel (e.g. the model's training length). One image and one hover trace keep building and
+    drawing fast for 128 heads; panel titles are a single text trace.
+    """
+    key_len = seq_len if key_len is None else key_len
+    panel_ids = list(range(1, len(titles) + 1)) if panel_ids is None else panel_ids
+    images = np.asarray(images)
+    # Tiny matrices: repeat pixels so every panel is drawn crisp, at least ~96 px wide.
+    factor = max(1, math.ceil(96 / max(images.shape[1:])))
+    images = images.repeat(factor, axis=1).repeat(factor, axis=2)  # (n, R*f, C*f)
+    # Few rows against many keys (a decoding step): stretch the rows to a quarter of the width
+    # so the strip stays visible; the hover positions follow the stretched panel.
+    stretch = max(1, math.ceil(images.shape[2] / (4 * images.shape[1])))
+    images = images.repeat(stretch, axis=1)  # (n, R*f*s, C*f)
+    n, side_r, side_c = images.shape
+    if n == 0:
+        raise AlibiVizError("Nothing to draw: choose at least one head.")
+    columns = grid_columns(n)
+    grid_rows = math.ceil(n / columns)
+    gap = max(2, max(side_r, side_c) // 10)  # white pixels between panels
+    cell_w, cell_h = side_c + gap, side_r + gap
+    mosaic = np.full((grid_rows * cell_h, columns * cell_w, 3), 255, dtype=np.uint8)
+    rgb = colorize(images, cmin, cmax, colorscale)  # (n, R, C, 3)
+    origins = []  # top-left pixel of each panel
+    for p in range(n):
+        r, c = divmod(p, columns)
+        y0, x0 = r * cell_h + gap, c * cell_w
+        mosaic[y0:y0 + side_r, x0:x0 + side_c] = rgb[p]
+        origins.append((x0, y0))
+    fig = go.Figure(go.Image(source=png_data_uri(mosaic), x0=0, dx=1, y0=0, dy=1, hoverinfo="skip"))
+    # Panel titles: one text trace above the panels.
+    fig.add_trace(go.Scatter(
+        x=[x0 + side_c / 2 for x0, _ in origins], y=[y0 - gap / 2 for _, y0 in origins],
+        text=titles, mode="text", textfont=dict(size=11), hoverinfo="skip", showlegend=False))
+    sx, sy = side_c / key_len, side_r / seq_len  # pixels per position
+    if hover is not None:
+        hover = np.asarray(hover)
+        hr, hc = np.asarray(hover_rows), np.asarray(hover_cols)
+        # Centres of hover cells in mosaic pixels; one NaN column/row closes each panel, so
+        # plotly does not stretch cells across the gaps.
+        hx = np.concatenate([np.append(x0 + (hc + 0.5) * sx - 0.5, x0 + side_c + gap / 2)
+                             for x0 in range(0, columns * cell_w, cell_w)])
+        hy = np.concatenate([np.append(y0 + gap + (hr + 0.5) * sy - 0.5, y0 + gap + side_r + gap / 2)
+                             for y0 in range(0, grid_rows * cell_h, cell_h)])
+        z = np.full((hy.size, hx.size), np.nan, dtype=np.float32)
+        custom = np.zeros((hy.size, hx.size, 4), dtype=np.int32)  # head, i, j, i - j
+        ah, ac = hr.size + 1, hc.size + 1
+        offset = key_len - seq_len
+        for p in range(n):
+            r, c = divmod(p, columns)
+            block = hover[p].astype(np.float32)
+            z[r * ah:r * ah + hr.size, c * ac:c * ac + hc.size] = np.where(np.isfinite(block), block, np.nan)
+            cd = custom[r * ah:r * ah + hr.size, c * ac:c * ac + hc.size]
+            cd[..., 0] = panel_ids[p]
+            cd[..., 1] = hr[:, None] + offset
+            cd[..., 2] = hc[None, :]
+            cd[..., 3] = hr[:, None] + offset - hc[None, :]
+        fig.add_trace(go.Heatmap(
+            x=hx, y=hy, z=z, customdata=custom, opacity=0, coloraxis="coloraxis",
+            hoverongaps=False,
+            hovertemplate=(panel_label + " %{customdata[0]}<br>query i=%{customdata[1]}"
+                           "<br>key j=%{customdata[2]}<br>distance i-j=%{customdata[3]}<br>"
+                           + hover_label + "=%{z:.4g}<extra></extra>")))
+    else:  # an invisible point carries the colour bar
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", showlegend=False,
+                                 hoverinfo="skip", marker=dict(coloraxis="coloraxis", color=[cmin])))
+    if marker is not None and 0 < marker < max(seq_len, key_len):
+        xs, ys = [], []
+        mx, my = marker * sx, (marker - (key_len - seq_len)) * sy  # key and query position
+        for x0, y0 in origins:
+            xs += [x0 + mx, x0 + mx, None]
+            ys += [y0, y0 + side_r, None]
+            if 0 < my < side_r:
+                xs += [x0, x0 + side_c, None]
+                ys += [y0 + my, y0 + my, None]
+        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", hoverinfo="skip", showlegend=False,
+                                 line=dict(color="red", width=1.5, dash="dash")))
+    fig.update_xaxes(visible=False, range=[-0.5, columns * cell_w - 0.5])
+    fig.update_yaxes(visible=False, range=[grid_rows * cell_h - 0.5, -0.5], scaleanchor="x")
+    fig.update_layout(
+        coloraxis=dict(colorscale=colorscale, cmin=cmin, cmax=cmax,
+                       colorbar=dict(title=dict(text=colorbar_title), thickness=14)),
+        title=dict(text=title), height=min(2400, panel_px * grid_rows + 100),
+        margin=dict(l=10, r=10, t=60, b=10), plot_bgcolor="white", showlegend=False)
+    return fig
+
+
