@@ -14,7 +14,8 @@ one head's causal attention map A (rows: queries i, columns: keys j, rows sum to
                   how far content moves the head from what its slope alone would do (ALiBi).
   reach90         mean over i of the smallest D with sum_{i - j <= D} A[i, j] >= 0.9, tokens;
                   beside it `bias_reach90`, the same for the bias-only attention.
-  induction       on a random token sequence repeated twice (r, r), mean over the second copy of
+  induction       on a random sequence of printable tokens repeated twice (r, r), mean over the
+                  second copy of
                   the attention from position n + t to position t + 1, the token that followed
                   the current one last time (Olsson et al. 2022; TransformerLens's induction
                   score): a copying head.
@@ -38,6 +39,8 @@ from .errors import AlibiVizError
 from .heads import attention_maps, check_attention, head_statistics, token_labels
 
 LOCAL_K = 8
+MIN_SHARE = 0.1  # a share of attention below this is not a head's behaviour
+MIN_KL = 0.5  # nats: content moves a head less than this, it is not content-driven
 INDUCTION_LENGTH = 48  # random tokens per copy in the induction probe
 SINK_CONTROL_LENGTH = 64
 BEHAVIOURS = ("previous_token", "local", "sink", "induction", "delimiter", "newline",
@@ -184,16 +187,25 @@ class HeadBehaviour:
         return "code", a.shape[-1] - 1
 
     def strongest(self) -> np.ndarray:
-        """Per head, the index in BEHAVIOURS of its most salient behaviour: the score with the
-        largest value relative to that score's maximum over all heads (so each behaviour is
-        judged against the heads that do it best), object array (layers, heads) of names."""
+        """Per head, its most salient behaviour, object array (layers, heads) of names: the
+        score with the largest value relative to that score's maximum over all heads (each
+        behaviour judged against the heads that do it best), counting only scores of at least
+        MIN_SHARE of the attention (MIN_KL nats for content) so that a behaviour no head really
+        has names no head. "local" is the fallback: every head attends somewhere near."""
         names = [b for b in BEHAVIOURS if b != "content"]
         stack = [self.scores[b] for b in names]
+        floors = [MIN_SHARE] * len(names)
         if self.content_kl is not None:
             names.append("content")
             stack.append(self.content_kl)
-        rel = np.stack([np.nan_to_num(s / np.nanmax(s)) if np.nanmax(s) > 0 else np.zeros_like(s)
-                        for s in stack])  # (B, layers, heads)
+            floors.append(MIN_KL)
+        rel = []
+        for s, floor in zip(stack, floors, strict=True):
+            s = np.nan_to_num(np.asarray(s, dtype=np.float64))
+            top = s.max()
+            rel.append(np.where(s >= floor, s / top, 0.0) if top > 0 else np.zeros_like(s))
+        rel = np.stack(rel)  # (B, layers, heads)
+        rel[names.index("local")] = np.maximum(rel[names.index("local")], 1e-9)
         return np.array(names, dtype=object)[rel.argmax(axis=0)]
 
 
@@ -213,8 +225,10 @@ def behaviour_scores(model, tokenizer, slopes=None, seed: int = 0) -> HeadBehavi
     code = attention_maps(model, tokenizer, CODE_PROBE)
     pairs = token_pairs(tokenizer, CODE_PROBE, matching_pairs(CODE_PROBE))
     lines = token_pairs(tokenizer, CODE_PROBE, newline_pairs(CODE_PROBE))
-    vocab = [t for t in range(getattr(tokenizer, "vocab_size", 256)) if t not in
-             set(getattr(tokenizer, "all_special_ids", []) or [])]
+    special = set(getattr(tokenizer, "all_special_ids", []) or [])
+    vocab = [t for t in range(getattr(tokenizer, "vocab_size", 256)) if t not in special]
+    printable = [t for t in vocab[:5000] if _printable(tokenizer, t)]
+    vocab = printable if len(printable) >= INDUCTION_LENGTH else vocab
     if len(vocab) < 2:
         raise AlibiVizError("The tokenizer has too few ordinary tokens for the probes.")
     rng = np.random.default_rng(seed)
@@ -250,6 +264,13 @@ def behaviour_scores(model, tokenizer, slopes=None, seed: int = 0) -> HeadBehavi
                          probes={"code": (code.tokens, code.maps),
                                  "induction": (induction_tokens, repeated)},
                          pairs={"delimiter": pairs, "newline": lines})
+
+
+def _printable(tokenizer, token_id: int) -> bool:
+    """Whether a token decodes to visible ASCII text: the induction probe draws its random
+    tokens from these, so a model trained on text reads it as (odd) text."""
+    text = tokenizer.decode([token_id])
+    return bool(text.strip()) and text.isascii() and text.isprintable()
 
 
 def _maps_of_ids(model, ids) -> list[np.ndarray]:
