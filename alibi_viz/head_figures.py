@@ -507,10 +507,10 @@ def behaviour_grid_figure(behaviour, selected: tuple[int, int] | None = None,
     fig.update_xaxes(title="head", tickvals=list(range(1, heads + 1)), range=[0.4, heads + 0.6])
     fig.update_yaxes(title="layer", tickvals=list(range(1, layers + 1)),
                      range=[layers + 0.6, 0.4])
-    fig.update_layout(height=height or max(260, 46 * layers + 150), plot_bgcolor="white",
-                      margin=dict(l=60, r=20, t=50, b=40), clickmode="event+select",
+    fig.update_layout(height=height or max(280, 46 * layers + 180), plot_bgcolor="white",
+                      margin=dict(l=60, r=20, t=50, b=80), clickmode="event+select",
                       title="Each head's strongest behaviour (click a head)",
-                      legend=dict(orientation="h", y=-0.18, yanchor="top", x=0.5,
+                      legend=dict(orientation="h", y=-0.3, yanchor="top", x=0.5,
                                   xanchor="center"))
     return fig
 
