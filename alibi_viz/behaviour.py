@@ -33,10 +33,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-import torch
 
 from .errors import AlibiVizError
-from .heads import attention_maps, check_attention, head_statistics, token_labels
+from .heads import (
+    attention_maps,
+    attention_maps_of_ids,
+    check_attention,
+    head_statistics,
+    token_labels,
+)
 
 LOCAL_K = 8
 MIN_SHARE = 0.1  # a share of attention below this is not a head's behaviour
@@ -233,8 +238,8 @@ def behaviour_scores(model, tokenizer, slopes=None, seed: int = 0) -> HeadBehavi
         raise AlibiVizError("The tokenizer has too few ordinary tokens for the probes.")
     rng = np.random.default_rng(seed)
     chunk = rng.choice(vocab, size=INDUCTION_LENGTH, replace=len(vocab) < INDUCTION_LENGTH)
-    repeated = _maps_of_ids(model, np.concatenate([chunk, chunk]))
-    control = _maps_of_ids(model, np.full(SINK_CONTROL_LENGTH, chunk[0]))
+    repeated = attention_maps_of_ids(model, np.concatenate([chunk, chunk]))
+    control = attention_maps_of_ids(model, np.full(SINK_CONTROL_LENGTH, chunk[0]))
 
     layers, heads = len(code.maps), code.maps[0].shape[0]
     scores = {b: np.full((layers, heads), np.nan) for b in BEHAVIOURS if b != "content"}
@@ -271,15 +276,3 @@ def _printable(tokenizer, token_id: int) -> bool:
     tokens from these, so a model trained on text reads it as (odd) text."""
     text = tokenizer.decode([token_id])
     return bool(text.strip()) and text.isascii() and text.isprintable()
-
-
-def _maps_of_ids(model, ids) -> list[np.ndarray]:
-    """Attention maps of the model on raw token ids (no tokenizer): one (heads, T, T) per layer."""
-    device = next(model.parameters()).device
-    with torch.inference_mode():
-        out = model(input_ids=torch.as_tensor(np.asarray(ids), dtype=torch.long)[None].to(device),
-                    output_attentions=True)
-    if out.attentions is None or out.attentions[0] is None:
-        raise AlibiVizError("The model returned no attention probabilities: load it with "
-                            "attn_implementation='eager'.")
-    return [a[0].float().cpu().numpy() for a in out.attentions]

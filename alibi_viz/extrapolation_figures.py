@@ -30,7 +30,7 @@ from .assets import MODEL_ORDER, model_label
 from .errors import AlibiVizError
 from .evaluate import check_results, protocols_in, result_curve, train_seq_len_of
 from .heads import check_attention
-from .render import ATTENTION_COLORSCALE, display_positions, image_panel, masked_pixels, pool_max
+from .render import ATTENTION_COLORSCALE, causal_map_panel
 
 # One fixed colour per shipped model (plotly's D3 palette), so a model keeps its colour.
 MODEL_COLORS = dict(zip(MODEL_ORDER, ("#1f77b4", "#2ca02c", "#d62728", "#ff7f0e", "#7f7f7f"),
@@ -152,29 +152,6 @@ def attention_color_cap(*maps, quantile: float = 0.99) -> float:
     return float(max(np.quantile(values, quantile), 1e-6))
 
 
-def _panel(fig, attention, col: int, max_px: int, hover_cells: int, cmax: float,
-           hover_label: str) -> int:
-    """Draw one causal map in column `col` as a kit panel (token coordinates on both axes;
-    pixels wholly above the diagonal grey). Returns the pixels per side."""
-    T = attention.shape[0]
-    image = pool_max(attention, max_px)  # (side, side)
-    side = image.shape[0]
-    shown = np.where(masked_pixels(T, side, side), np.nan, image)
-    pos = display_positions(T, hover_cells)  # same positions for rows and columns: the
-    values = attention[np.ix_(pos, pos)]       # diagonal is always among the hover cells
-    distance = pos[:, None] - pos[None, :]
-    image_panel(fig, 1, col, shown, T, hover=np.where(distance >= 0, values, np.nan),
-                hover_rows=pos, hover_cols=pos, customdata=distance,
-                hovertemplate=(hover_label + "<br>query i=%{y}<br>key j=%{x}<br>distance i-j="
-                               "%{customdata}<br>attention=%{z:.4f}<extra></extra>"),
-                coloraxis="coloraxis", cmin=0.0, cmax=cmax, colorscale=ATTENTION_COLORSCALE)
-    fig.update_xaxes(range=[-0.5, T - 0.5], row=1, col=col, title="key position j",
-                     constrain="domain")
-    fig.update_yaxes(range=[T - 0.5, -0.5], row=1, col=col, title="query position i",
-                     scaleanchor="x" if col == 1 else f"x{col}", constrain="domain")
-    return side
-
-
 def attention_pair_figure(left, right, left_title: str, right_title: str, *, title: str = "",
                           max_px: int = 512, hover_cells: int = 64, height: int = 520,
                           cmax: float | None = None) -> go.Figure:
@@ -189,8 +166,10 @@ def attention_pair_figure(left, right, left_title: str, right_title: str, *, tit
     cmax = attention_color_cap(left, right) if cmax is None else float(cmax)
     fig = make_subplots(rows=1, cols=2, subplot_titles=(left_title, right_title),
                         horizontal_spacing=0.08)
-    sides = [_panel(fig, left, 1, max_px, hover_cells, cmax, left_title.split(":")[0]),
-             _panel(fig, right, 2, max_px, hover_cells, cmax, right_title.split(":")[0])]
+    sides = [causal_map_panel(fig, 1, 1, left, max_px=max_px, hover_cells=hover_cells,
+                              cmax=cmax, hover_label=left_title.split(":")[0]),
+             causal_map_panel(fig, 1, 2, right, max_px=max_px, hover_cells=hover_cells,
+                              cmax=cmax, hover_label=right_title.split(":")[0])]
     pooled = [f"{T}x{T} tokens drawn as {side}x{side} pixels (block max)"
               for T, side in zip((left.shape[0], right.shape[0]), sides, strict=True)
               if side < T]

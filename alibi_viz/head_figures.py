@@ -518,23 +518,11 @@ def behaviour_grid_figure(behaviour, selected: tuple[int, int] | None = None,
 def single_map_figure(attention, title: str, height: int = 380) -> go.Figure:
     """One causal attention map (T, T) as a kit panel: pooled to at most 256 px, exact hover."""
     from .heads import check_attention
-    from .render import display_positions, image_panel, masked_pixels, pool_max
+    from .render import causal_map_panel
 
-    attention = check_attention(attention)
-    T = attention.shape[0]
     fig = make_subplots(rows=1, cols=1)
-    image = pool_max(attention, 256)
-    shown = np.where(masked_pixels(T, image.shape[0], image.shape[0]), np.nan, image)
-    pos = display_positions(T, 64)
-    values = attention[np.ix_(pos, pos)]
-    distance = pos[:, None] - pos[None, :]
-    image_panel(fig, 1, 1, shown, T, hover=np.where(distance >= 0, values, np.nan),
-                hover_rows=pos, hover_cols=pos, customdata=distance,
-                hovertemplate="query i=%{y}<br>key j=%{x}<br>distance i-j=%{customdata}"
-                              "<br>attention=%{z:.4f}<extra></extra>",
-                coloraxis="coloraxis", cmin=0.0, cmax=1.0, colorscale=ATTENTION_COLORSCALE)
-    fig.update_xaxes(range=[-0.5, T - 0.5], title="key j", constrain="domain")
-    fig.update_yaxes(range=[T - 0.5, -0.5], title="query i", scaleanchor="x", constrain="domain")
+    causal_map_panel(fig, 1, 1, check_attention(attention), max_px=256, hover_cells=64,
+                     cmax=1.0)
     fig.update_layout(coloraxis=dict(colorscale=ATTENTION_COLORSCALE, cmin=0.0, cmax=1.0,
                                      colorbar=dict(title=dict(text="attention"), thickness=12)),
                       title=title, height=height, margin=dict(l=50, r=10, t=60, b=40),

@@ -202,15 +202,22 @@ def attention_maps(model, tokenizer, text, max_tokens: int | None = None,
     cap, reason = _token_cap(model, max_tokens, budget_bytes, layers * heads * 4,
                              f"{layers} layers x {heads} heads of attention maps")
     tokenized = tokenize_capped(tokenizer, text, cap, reason)
+    maps = attention_maps_of_ids(model, tokenized.ids)
+    return AttentionResult(tokens=tokenized.tokens, maps=maps, truncated=tokenized.truncated)
+
+
+def attention_maps_of_ids(model, ids) -> list[np.ndarray]:
+    """Every layer's attention probabilities for raw token ids (T,), no tokenizer and no
+    length cap: one float32 (heads, T, T) per layer, from the model's base (no LM head)."""
+    layers, _, _ = model_dims(model)
     with torch.inference_mode():
-        out = model.base_model(input_ids=_input_ids(model, tokenized.ids),
+        out = model.base_model(input_ids=_input_ids(model, [int(i) for i in ids]),
                                output_attentions=True, use_cache=False)
     attentions = getattr(out, "attentions", None)
     if not attentions or len(attentions) != layers or any(a is None for a in attentions):
         raise AlibiVizError("The model returned no attention probabilities: load it with "
                             "attn_implementation='eager' (load_model does).")
-    maps = [a[0].float().cpu().numpy() for a in attentions]  # each (heads, T, T)
-    return AttentionResult(tokens=tokenized.tokens, maps=maps, truncated=tokenized.truncated)
+    return [a[0].float().cpu().numpy() for a in attentions]  # each (heads, T, T)
 
 
 # ----------------------------------------------------------------------------- decomposition

@@ -48,7 +48,7 @@ import torch
 
 from .alibi import SCHEDULES, alibi_slopes, check_int
 from .errors import ModelLoadError
-from .hub_cache import parse_repo_id, resolve_repo
+from .hub_cache import PICKLE_SUFFIXES, parse_repo_id, resolve_repo
 
 MODEL_ROOT_ENV = "ALIBI_VIZ_MODEL_ROOT"  # only folders inside this root can be loaded
 ALLOW_CUSTOM_ENV = "ALIBI_VIZ_ALLOW_CUSTOM_PATHS"  # "0": only shipped models can be loaded
@@ -57,7 +57,6 @@ MPT_MAX_SEQ_LEN = 65_536  # MPT's bias tensor is (heads, 1, max_seq_len): 2 MiB 
 
 SAFE_WEIGHTS = "model.safetensors"
 SAFE_WEIGHTS_INDEX = "model.safetensors.index.json"
-PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl", ".pickle")
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "spiece.model",
                    "vocab.json", "vocab.txt")
 # Encoder families that transformers also registers as causal LMs (BertLMHeadModel, ...):
@@ -421,11 +420,11 @@ def model_dims(model) -> tuple[int, int, int]:
     return layers, heads, int(head_dim)
 
 
-def _position_table(model):
-    """The weight of the model's absolute position table (GPT-2's wpe, ...), or None."""
+def _position_module(model):
+    """The model's absolute position table module (GPT-2's wpe, ...), or None."""
     for name, module in model.named_modules():
         if isinstance(module, torch.nn.Embedding) and name.rsplit(".", 1)[-1] in LEARNED_POSITION_TABLES:
-            return module.weight
+            return module
     return None
 
 
@@ -460,12 +459,10 @@ def positional_scheme(model) -> str:
     if (getattr(config, "rope_parameters", None) or getattr(config, "rotary_dim", None)
             or getattr(config, "rope_theta", None)):
         return "rope"
-    weight = _position_table(model)
-    if weight is not None and weight.device.type != "meta":
-        return table_kind(weight)
-    if weight is not None:
-        return "learned"
-    return "none"
+    module = _position_module(model)
+    if module is None:
+        return "none"
+    return table_kind(module.weight) if module.weight.device.type != "meta" else "learned"
 
 
 def model_alibi_slopes(model) -> np.ndarray | None:
@@ -537,11 +534,11 @@ def _declared_context(config) -> int | None:
 
 
 def learned_positions(model) -> int | None:
-    """Length of the model's learned position table (its hard input limit), None if none."""
-    for name, module in model.named_modules():
-        if isinstance(module, torch.nn.Embedding) and name.rsplit(".", 1)[-1] in LEARNED_POSITION_TABLES:
-            return int(module.num_embeddings - getattr(module, "offset", 0))  # OPT's starts at 2
-    return None
+    """Length of the model's absolute position table (its hard input limit), None if none."""
+    module = _position_module(model)
+    if module is None:
+        return None
+    return int(module.num_embeddings - getattr(module, "offset", 0))  # OPT's starts at 2
 
 
 def _alibi_details(model, slopes: np.ndarray, head_dim: int) -> tuple[np.ndarray, list, dict]:
@@ -594,7 +591,7 @@ def describe_model(model, path: str = "", notes=(), declared_context: int | None
         dtype=str(first.dtype).removeprefix("torch."), device=str(embeddings.device),
         positional=scheme, bias_form=bias_form(model),
         declared_context=declared_context or _declared_context(config),
-        max_positions=learned_positions(model) if _position_table(model) is not None else None,
+        max_positions=learned_positions(model),
         notes=tuple(notes))
     if slopes is not None:
         effective, warnings, extra = _alibi_details(model, slopes, head_dim)

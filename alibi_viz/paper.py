@@ -24,11 +24,3 @@ TABLE2_LONG = 3512
 # while the sinusoidal model degrades.
 SLIDING_SINUSOIDAL = (18.35, 204.42)  # sinusoidal at 512 and at 1,024 tokens
 SLIDING_LONG = 1024
-
-# Section 4 and appendix B: why the non-overlapping numbers improve with length.
-EARLY_TOKEN_NOTE = (
-    "With non-overlapping windows the first tokens of every window see almost no context "
-    "(the paper's early token curse); longer windows have proportionally fewer of them. The "
-    "paper's sliding-window evaluation (appendix B) removes that effect and finds ALiBi's "
-    "perplexity flat beyond the training length, best near twice that length: the gain comes "
-    "from avoiding the early token curse, not from using the extra context.")

@@ -18,7 +18,7 @@ import math
 import numpy as np
 import torch
 
-from .alibi import check_num_heads, check_seq_len
+from .alibi import alibi_slopes, check_num_heads, check_seq_len
 from .errors import AlibiVizError
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -116,17 +116,10 @@ def precision_lens(num_heads: int, seq_len: int, dtype="bfloat16", form: str = "
         scale = 1.0 / math.sqrt(head_dim)
         mask = torch.ones(1, seq_len, dtype=torch.long)
         added = build_alibi_tensor(mask, num_heads, torch.bfloat16)[:, 0, :].double() * scale
-        exact = torch.tensor(alibi_slopes_exact(num_heads), dtype=torch.float64)[:, None] * j
+        exact = torch.tensor(alibi_slopes(num_heads), dtype=torch.float64)[:, None] * j
         exact = exact * scale
     log_exact = torch.log_softmax(exact, dim=-1)
     log_added = torch.log_softmax(added, dim=-1)
     kl = (log_exact.exp() * (log_exact - log_added)).sum(dim=-1)
     return {"error": (added - exact).abs().numpy(), "step": spacing(exact.numpy(), dtype),
             "kl": kl.numpy(), "form": form, "dtype": str(dtype).removeprefix("torch.")}
-
-
-def alibi_slopes_exact(num_heads: int) -> np.ndarray:
-    """The official slopes in float64 (no float32 rounding)."""
-    from .alibi import alibi_slopes
-
-    return alibi_slopes(num_heads)

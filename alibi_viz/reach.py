@@ -36,8 +36,7 @@ REACH_TOKENS = 1024  # consecutive scored tokens of a reach curve
 TOKENS_PER_BATCH = 16384  # input tokens per forward pass
 
 
-def _batched_nll(model, inputs: torch.Tensor, tokens_per_batch: int,
-                 progress: Callable[[], None] | None = None) -> torch.Tensor:
+def _batched_nll(model, inputs: torch.Tensor, tokens_per_batch: int) -> torch.Tensor:
     """Next-token nll of every position of `inputs` (N, T) -> (N, T - 1), in float32 batches of
     at most tokens_per_batch input tokens (at least one row)."""
     model.eval()
@@ -49,8 +48,6 @@ def _batched_nll(model, inputs: torch.Tensor, tokens_per_batch: int,
             x = inputs[start:start + rows].to(device)
             logits = model(input_ids=x[:, :-1]).logits.float()  # (b, T - 1, V)
             out.append(F.cross_entropy(logits.transpose(1, 2), x[:, 1:], reduction="none").cpu())
-            if progress is not None:
-                progress()
     return torch.cat(out)
 
 
@@ -219,9 +216,9 @@ def copy_attention(model, ids, first: int, repeat: int, span: int) -> np.ndarray
     """Per (layer, head), the mean attention from each token of the repeat (positions
     repeat .. repeat + span - 2) to the token after its twin in the first copy (first + t + 1):
     what an induction head does to copy. ids: one sequence (T,). Returns (layers, heads)."""
-    from .behaviour import _maps_of_ids
+    from .heads import attention_maps_of_ids
 
-    maps = _maps_of_ids(model, ids)
+    maps = attention_maps_of_ids(model, ids)
     t = np.arange(span - 1)
     rows, cols = repeat + t, first + t + 1
     return np.stack([m[:, rows, cols].mean(axis=1) for m in maps])  # (layers, heads)

@@ -11,7 +11,7 @@ In the order a figure uses it:
   display_positions, panel_resolution, block_starts   which positions sit under which pixel
   pool_max, stack_view (StackView)                    reduce (panels, T, T) stacks to pixels
   colorize, png_data_uri                               values -> RGB -> a PNG data URI
-  image_panel                                          one image + hover panel in a subplot
+  image_panel, causal_map_panel                        one image + hover panel in a subplot
   matrix_grid_figure                                   a mosaic of panels as ONE image
 Masked cells (a key after its query) are NaN in the values and MASK_RGB in the image.
 """
@@ -202,6 +202,33 @@ def image_panel(fig: go.Figure, row: int, col: int, image: np.ndarray, seq_len: 
     fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", showlegend=False,
                              hoverinfo="skip", marker=dict(coloraxis=coloraxis, color=[cmin])),
                   row=row, col=col)
+
+
+def causal_map_panel(fig: go.Figure, row: int, col: int, attention: np.ndarray, *,
+                     max_px: int, hover_cells: int, cmax: float, hover_label: str = "") -> int:
+    """One causal attention map (T, T) as an `image_panel` in subplot (row, col), in token
+    coordinates: max-pooled to at most `max_px` pixels a side (pixels wholly above the
+    diagonal grey), exact values on a `hover_cells` x `hover_cells` grid of positions (the
+    same positions for rows and columns, so the diagonal is always among them), colours
+    0 .. cmax on the figure's "coloraxis". Returns the pixels per side."""
+    T = attention.shape[0]
+    image = pool_max(attention, max_px)  # (side, side)
+    side = image.shape[0]
+    shown = np.where(masked_pixels(T, side, side), np.nan, image)
+    pos = display_positions(T, hover_cells)
+    values = attention[np.ix_(pos, pos)]
+    distance = pos[:, None] - pos[None, :]
+    prefix = hover_label + "<br>" if hover_label else ""
+    image_panel(fig, row, col, shown, T, hover=np.where(distance >= 0, values, np.nan),
+                hover_rows=pos, hover_cols=pos, customdata=distance,
+                hovertemplate=(prefix + "query i=%{y}<br>key j=%{x}<br>distance i-j="
+                               "%{customdata}<br>attention=%{z:.4f}<extra></extra>"),
+                coloraxis="coloraxis", cmin=0.0, cmax=cmax, colorscale=ATTENTION_COLORSCALE)
+    fig.update_xaxes(range=[-0.5, T - 0.5], row=row, col=col, title="key position j",
+                     constrain="domain")
+    fig.update_yaxes(range=[T - 0.5, -0.5], row=row, col=col, title="query position i",
+                     scaleanchor="x" if col == 1 else f"x{col}", constrain="domain")
+    return side
 
 
 # ----------------------------------------------------------------------------- mosaics
