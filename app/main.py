@@ -11,6 +11,7 @@ from pathlib import Path
 import streamlit as st
 import torch
 
+from alibi_viz.i18n import _
 from app import ui
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -25,16 +26,19 @@ PRESENTING = st.query_params.get("present") == "1"
 st.set_page_config(page_title="alibi-viz", page_icon=str(ROOT / "assets" / "favicon.png"),
                    layout="wide", initial_sidebar_state="collapsed" if PRESENTING else "auto")
 
+# The language comes first: page titles, navigation and every string below depend on it.
+ui.keep_page_state()
+ui.choose_language()
+
 PAGES = [
-    st.Page("bias_explorer.py", title="Bias explorer", icon=":material/grid_on:", url_path="", default=True),
-    st.Page("compare.py", title="Compare positional methods", icon=":material/compare_arrows:", url_path="compare"),
-    st.Page("model_heads.py", title="Model heads", icon=":material/visibility:", url_path="model"),
-    st.Page("inspect_model.py", title="Inspect a model", icon=":material/search:", url_path="inspect"),
-    st.Page("extrapolation.py", title="Extrapolation lab", icon=":material/show_chart:", url_path="extrapolation"),
-    st.Page("lesson.py", title="Lesson", icon=":material/school:", url_path="lesson"),
+    st.Page("bias_explorer.py", title=_("Bias explorer"), icon=":material/grid_on:", url_path="", default=True),
+    st.Page("compare.py", title=_("Compare positional methods"), icon=":material/compare_arrows:", url_path="compare"),
+    st.Page("model_heads.py", title=_("Model heads"), icon=":material/visibility:", url_path="model"),
+    st.Page("inspect_model.py", title=_("Inspect a model"), icon=":material/search:", url_path="inspect"),
+    st.Page("extrapolation.py", title=_("Extrapolation lab"), icon=":material/show_chart:", url_path="extrapolation"),
+    st.Page("lesson.py", title=_("Lesson"), icon=":material/school:", url_path="lesson"),
 ]
 
-ui.keep_page_state()
 # Navigation names wrap instead of being cut with an ellipsis in a narrow sidebar (1024 px).
 st.html("<style>[data-testid='stSidebarNavLink'] span { white-space: normal !important; "
         "overflow: visible !important; text-overflow: clip !important; }</style>")

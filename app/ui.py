@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import streamlit as st
 
+from alibi_viz import i18n
+from alibi_viz.i18n import _
 from alibi_viz.params import UrlParam, parse_param
 
 STATE_KEYS = "_url_state_keys"  # widget keys registered by seed_from_url
@@ -65,12 +67,47 @@ def keep_page_state() -> None:
 def show_url_warnings(prefix: str) -> None:
     """Show (once) the warnings collected when the URL was read."""
     for warning in st.session_state.pop(f"_{prefix}_url_warnings", []):
-        st.warning(f"URL parameter ignored: {warning}", icon="⚠️")
+        st.warning(_("URL parameter ignored: {warning}").format(warning=warning), icon="⚠️")
+
+
+LANG_PARAM = UrlParam("lang", "choice", i18n.DEFAULT_LANGUAGE, choices=tuple(i18n.LANGUAGES))
+LANG_KEY = "app_lang"  # the sidebar switch's key
+
+
+def choose_language() -> str:
+    """Set this run's language and draw the switch. main.py calls it first thing in every run.
+
+    The session's first run takes the URL's `lang`, else the browser's Accept-Language, else
+    English; after that the sidebar switch decides, and `write_url` keeps it in the URL, so a
+    shared link opens in the same language. A bad `lang` falls back with a warning.
+    """
+    if LANG_KEY not in st.session_state:
+        raw = st.query_params.get_all("lang") or None
+        value, warning = parse_param(LANG_PARAM, raw)
+        if raw is None:
+            value = i18n.negotiate(st.context.headers.get("Accept-Language")) or value
+        st.session_state[LANG_KEY] = value
+        st.session_state["_lang_warning"] = warning
+    else:  # a widget's value survives a run that does not draw it only if handed back
+        st.session_state[LANG_KEY] = st.session_state[LANG_KEY]
+    i18n.set_language(st.session_state[LANG_KEY])
+    with st.sidebar:
+        # The label names the switch in all three languages: a reader who cannot read the
+        # current one can still find it.
+        st.selectbox("Language · Idioma · Язык", list(i18n.LANGUAGES), key=LANG_KEY,
+                     format_func=i18n.LANGUAGES.get)
+    language = i18n.set_language(st.session_state[LANG_KEY])
+    if warning := st.session_state.pop("_lang_warning", None):
+        st.warning(_("URL parameter ignored: {warning}").format(warning=warning), icon="⚠️")
+    return language
 
 
 def write_url(values: dict) -> None:
-    """Mirror the page's controls in the URL so it can be shared (only when something changed)."""
+    """Mirror the page's controls in the URL so it can be shared (only when something changed).
+    The language rides along when it is not English."""
     wanted = {k: str(v) for k, v in values.items() if v is not None}
+    if (lang := i18n.get_language()) != i18n.DEFAULT_LANGUAGE:
+        wanted["lang"] = lang
     current = {k: st.query_params.get_all(k) for k in st.query_params}
     if current != {k: [v] for k, v in wanted.items()}:
         st.query_params.from_dict(wanted)
@@ -112,8 +149,14 @@ def custom_paths_allowed() -> bool:
     return bool(os.environ.get(MODEL_ROOT_ENV, "").strip()) or server_is_local()
 
 
-@st.cache_resource(max_entries=4, show_spinner="Loading the model...")
 def cached_model(path: str, stamp: tuple, allow_custom: bool | None = None):
+    """Load a model once for all sessions: (model, tokenizer, info). See `_cached_model`."""
+    with st.spinner(_("Loading the model...")):
+        return _cached_model(path, stamp, allow_custom)
+
+
+@st.cache_resource(max_entries=4, show_spinner=False)
+def _cached_model(path: str, stamp: tuple, allow_custom: bool | None = None):
     """Load a model once for all sessions: (model, tokenizer, info).
 
     `stamp` (see `model_stamp`) changes when the folder's files change, so a replaced or

@@ -1,0 +1,159 @@
+"""Every user-visible string in three languages: English (the source), Spanish and Russian.
+
+Standard tooling, no home-made dictionary:
+- strings are marked in the code with `_("...")` (translated when the line runs) or, in tables
+  built at import time, `N_("...")` (marked for extraction only, translated where shown with
+  `_(table[key])`);
+- Babel extracts them (`make messages`; see babel.cfg) into the template
+  `alibi_viz/locale/messages.pot`, and `pybabel update` carries them into one catalog per
+  language, `alibi_viz/locale/<lang>/LC_MESSAGES/messages.po` (gettext's own layout);
+- at run time the stdlib `gettext` serves them: each .po is compiled in memory once per process
+  (Babel's write_mo), so there is no build step and an edited catalog is live on the next start.
+  Fuzzy entries are skipped, as msgfmt skips them.
+
+Placeholders are named, `_("{n} heads").format(n=...)`, so a translation may reorder them.
+Formulas stay LaTeX and are not marked.
+
+The language is a context variable: the app sets it at the start of every run (a Streamlit run
+executes in its session's script thread), and library code that builds figure labels or
+messages reads it through `_`. A cached function whose result holds translated text takes the
+language as an argument, so two languages never share a cache entry.
+
+Numbers follow the language's conventions (CLDR, through Babel): `number(0.5, 2)` is "0.50" in
+English and "0,50" in Spanish and Russian; `plotly_separators()` gives figures the same.
+"""
+
+from __future__ import annotations
+
+import csv
+import gettext as _gettext
+import io
+from contextvars import ContextVar
+from functools import lru_cache
+from pathlib import Path
+
+from alibi_viz.errors import AlibiVizError
+
+LOCALE_DIR = Path(__file__).resolve().parent / "locale"
+DOMAIN = "messages"
+DEFAULT_LANGUAGE = "en"
+# Language code -> its name in that language (what the switch shows).
+LANGUAGES = {"en": "English", "es": "Español", "ru": "Русский"}
+
+_current: ContextVar[str] = ContextVar("alibi_viz_language", default=DEFAULT_LANGUAGE)
+
+
+class UnknownLanguage(AlibiVizError, ValueError):
+    """A language code that has no catalog."""
+
+
+def set_language(code: str) -> str:
+    """Make `code` (one of LANGUAGES) the language of this thread's strings. Returns it."""
+    if code not in LANGUAGES:
+        raise UnknownLanguage(f"unknown language {code!r}; choose one of {', '.join(LANGUAGES)}")
+    _current.set(code)
+    return code
+
+
+def get_language() -> str:
+    return _current.get()
+
+
+def catalog_path(code: str) -> Path:
+    return LOCALE_DIR / code / "LC_MESSAGES" / f"{DOMAIN}.po"
+
+
+@lru_cache(maxsize=None)
+def translations(code: str) -> _gettext.NullTranslations:
+    """The stdlib translations object for `code`, compiled in memory from its .po file."""
+    if code == DEFAULT_LANGUAGE:
+        return _gettext.NullTranslations()
+    from babel.messages.mofile import write_mo
+    from babel.messages.pofile import read_po
+
+    with open(catalog_path(code), "rb") as f:
+        catalog = read_po(f, locale=code)
+    buffer = io.BytesIO()
+    write_mo(buffer, catalog, use_fuzzy=False)
+    buffer.seek(0)
+    return _gettext.GNUTranslations(buffer)
+
+
+def gettext(message: str) -> str:
+    """`message` in the current language (itself when untranslated)."""
+    return translations(_current.get()).gettext(message)
+
+
+def ngettext(singular: str, plural: str, n: int) -> str:
+    """The singular or plural form for `n` (Russian has three plural forms)."""
+    return translations(_current.get()).ngettext(singular, plural, n)
+
+
+_ = gettext
+
+
+def N_(message: str) -> str:  # noqa: N802 (gettext's conventional name)
+    """Mark `message` for extraction without translating it (tables built at import time)."""
+    return message
+
+
+def number(value: float, decimals: int | None = None, *, grouping: bool = True) -> str:
+    """`value` written for the current language: decimal comma in es and ru, CLDR grouping.
+
+    `decimals` fixes the digits after the separator; None writes integers as integers and
+    other values with up to 3 decimals.
+    """
+    from babel.numbers import format_decimal
+
+    group = "#,##" if grouping else ""
+    if decimals is None:
+        pattern = f"{group}0.###"
+    else:
+        pattern = f"{group}0" + ("." + "0" * decimals if decimals > 0 else "")
+    return format_decimal(value, format=pattern, locale=_current.get(), decimal_quantization=True)
+
+
+def percent(fraction: float, decimals: int = 0) -> str:
+    """`fraction` (0.25) as a percentage in the current language ("25%", "25 %" in es and ru)."""
+    from babel.numbers import format_percent
+
+    pattern = "#,##0" + ("." + "0" * decimals if decimals > 0 else "") + "%"
+    return format_percent(fraction, format=pattern, locale=_current.get(),
+                          decimal_quantization=True)
+
+
+def plotly_separators(code: str | None = None) -> str:
+    """plotly's layout.separators for the language: decimal mark, then thousands mark."""
+    from babel.numbers import get_decimal_symbol, get_group_symbol
+
+    code = code or _current.get()
+    return get_decimal_symbol(code) + get_group_symbol(code)
+
+
+def negotiate(accept_language: str | None) -> str | None:
+    """The best of LANGUAGES for a browser's Accept-Language header, or None."""
+    if not accept_language:
+        return None
+    weighted = []
+    for part in accept_language.split(","):
+        tag, _sep, params = part.strip().partition(";")
+        quality = 1.0
+        if params.strip().startswith("q="):
+            try:
+                quality = float(params.strip()[2:])
+            except ValueError:
+                quality = 0.0
+        code = tag.strip().lower().split("-")[0]
+        if code in LANGUAGES and quality > 0:
+            weighted.append((quality, code))
+    return max(weighted, key=lambda item: item[0])[1] if weighted else None
+
+
+def glossary(code: str) -> list[dict]:
+    """The chosen terms for `code`: rows of (english, term, stem) from its glossary.csv.
+
+    `stem` is the part every inflected form shares (Russian declines nouns), which the tests look
+    for in each translation of a message that uses the English term.
+    """
+    with open(LOCALE_DIR / code / "glossary.csv", encoding="utf-8", newline="") as f:
+        return list(csv.DictReader(f))

@@ -1,0 +1,237 @@
+"""Translations: every marked string has a Spanish and a Russian entry, the field's terms are the
+glossary's, and a page opened with ?lang=es or ?lang=ru shows no string of the English catalog.
+
+The strings are extracted from the code here with Babel (the same extraction `make messages`
+runs), so a string added to a page without a translation fails this file.
+"""
+
+import re
+
+import pytest
+from apptest_utils import figures, run_app
+from babel.messages.extract import extract_from_dir
+from babel.messages.pofile import read_po
+
+from alibi_viz import i18n
+
+ROOT = i18n.LOCALE_DIR.parents[1]
+LANGS = [code for code in i18n.LANGUAGES if code != i18n.DEFAULT_LANGUAGE]
+FIELD = re.compile(r"\{[^{}]*\}")  # a str.format placeholder
+# Kept in English on purpose: names, code and units that read the same in every language.
+ALLOW = {"ALiBi", "RoPE", "NoPE", "BLOOM", "MPT", "Falcon", "GPT-2", "alibi-viz", "CSV", "PNG",
+         "NPY", "URL", "Hugging Face", "bf16", "fp16", "fp32", "KL", "bertviz"}
+
+
+def extracted() -> dict:
+    """msgid -> first location, for every string marked in app/ and alibi_viz/."""
+    found = {}
+    for package in ("app", "alibi_viz"):
+        for filename, lineno, message, _comments, _context in extract_from_dir(
+                ROOT / package, [("**.py", "python")]):
+            found.setdefault(message, f"{package}/{filename}:{lineno}")
+    return found
+
+
+def catalog(code: str) -> dict:
+    with open(i18n.catalog_path(code), "rb") as f:
+        return {m.id: m for m in read_po(f, locale=code) if m.id}
+
+
+@pytest.fixture(scope="module")
+def messages():
+    return extracted()
+
+
+@pytest.mark.parametrize("code", LANGS)
+def test_every_string_has_a_translation(messages, code):
+    """No marked string lacks an entry, and no entry is empty or fuzzy."""
+    entries = catalog(code)
+    missing = [f"{where}: {msg!r}" for msg, where in messages.items() if msg not in entries]
+    empty = [repr(m.id) for m in entries.values()
+             if m.id in messages and (m.fuzzy or not (all(m.string) if isinstance(m.string, tuple)
+                                                      else m.string))]
+    assert not missing, f"{len(missing)} strings missing from {code}: " + "\n".join(missing[:20])
+    assert not empty, f"{len(empty)} fuzzy or empty {code} entries: " + "\n".join(empty[:20])
+
+
+@pytest.mark.parametrize("code", LANGS)
+def test_no_stale_entries(messages, code):
+    """The catalog holds no entry whose string is gone from the code (run `make messages`)."""
+    stale = [m.id for m in catalog(code).values() if m.id not in messages and not m.obsolete]
+    assert not stale, stale[:20]
+
+
+@pytest.mark.parametrize("code", LANGS)
+def test_placeholders_survive_translation(code):
+    """Each translation keeps exactly the {fields} of its English string."""
+    bad = []
+    for m in catalog(code).values():
+        ids = m.id if isinstance(m.id, tuple) else (m.id,)
+        strings = m.string if isinstance(m.string, tuple) else (m.string,)
+        wanted = set(FIELD.findall(ids[0])) | set(FIELD.findall(ids[-1]))
+        bad += [(ids[0], s) for s in strings if s and set(FIELD.findall(s)) != wanted]
+    assert not bad, bad[:10]
+
+
+@pytest.mark.parametrize("code", LANGS)
+def test_translations_use_the_glossary_terms(code):
+    """Wherever an English string uses a glossary term (bias, slope, head, ...), its translation
+    uses the chosen term (checked by the stem every inflected form shares)."""
+    terms = i18n.glossary(code)
+    assert {"bias", "slope", "head", "length extrapolation"} <= {t["english"] for t in terms}
+    off = []
+    for m in catalog(code).values():
+        english = m.id if isinstance(m.id, str) else m.id[0]
+        string = m.string if isinstance(m.string, str) else m.string[0]
+        if not string:
+            continue
+        for term in terms:
+            if (re.search(rf"\b{re.escape(term['english'])}(e?s)?\b", english, re.I)
+                    and term["stem"].lower() not in string.lower()):
+                off.append(f"{term['english']} -> {term['term']}: {english!r} = {string!r}")
+    assert not off, f"{len(off)} translations miss a glossary term:\n" + "\n".join(off[:20])
+
+
+@pytest.mark.parametrize("code,term", [("es", "sesgo"), ("es", "pendiente"),
+                                       ("es", "cabeza de atención"),
+                                       ("es", "extrapolación de longitud"),
+                                       ("ru", "смещение"), ("ru", "наклон"),
+                                       ("ru", "голова внимания"), ("ru", "экстраполяция длины")])
+def test_glossary_has_the_fields_terms(code, term):
+    """The glossary's terms are the field's established ones (and those of the seeds)."""
+    assert term in {t["term"] for t in i18n.glossary(code)}
+
+
+# ---------------------------------------------------------------- what a page shows
+
+
+def page_texts(at) -> list[str]:
+    """Every piece of text a page shows: elements, widget labels, help and options, figure
+    titles, axis titles, annotations, trace names and hover templates, table headers."""
+    texts = []
+    for kind in ("markdown", "caption", "title", "header", "subheader", "text", "warning", "info",
+                 "error", "success", "latex", "code", "exception"):
+        texts += [str(el.value) for el in at.get(kind)]
+    for kind in ("button", "toggle", "checkbox", "selectbox", "radio", "multiselect", "slider",
+                 "select_slider", "number_input", "text_input", "text_area", "download_button",
+                 "expander", "tab", "metric", "segmented_control", "pills"):
+        for el in at.get(kind):
+            proto = el.proto
+            for field in ("label", "help", "placeholder"):
+                if getattr(proto, field, ""):
+                    texts.append(getattr(proto, field))
+            texts += [str(o) for o in getattr(el, "options", []) or []]
+    for fig in figures(at):
+        texts += list(_figure_texts(fig))
+    for frame in at.get("arrow_data_frame"):
+        df = frame.value
+        texts += [str(c) for c in df.columns] + [str(i) for i in df.index]
+        texts += [v for col in df.columns for v in df[col].tolist() if isinstance(v, str)]
+    return texts
+
+
+def _figure_texts(node):
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key in ("text", "name", "hovertemplate", "ticktext", "title") and isinstance(value, str):
+                yield value
+            elif key == "ticktext" and isinstance(value, list):
+                yield from (str(v) for v in value)
+            else:
+                yield from _figure_texts(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _figure_texts(value)
+
+
+def english_fragments(code: str) -> list[str]:
+    """Pieces of English catalog strings that must not show on a page in `code`: whole strings
+    and, for templates, each literal run of 20+ characters between placeholders."""
+    fragments = []
+    for m in catalog(code).values():
+        english = m.id if isinstance(m.id, str) else m.id[0]
+        string = m.string if isinstance(m.string, str) else m.string[0]
+        if not string or string == english or english in ALLOW:
+            continue
+        for piece in FIELD.split(english):
+            piece = piece.strip(" .,:;()*_`-\n")
+            if piece == english.strip(" .,:;()*_`-\n") and len(piece) >= 4 or len(piece) >= 20:
+                fragments.append(piece)
+    return fragments
+
+
+def english_on_page(at, code: str) -> list[str]:
+    texts = page_texts(at)
+    shown = "\n".join(texts)
+    whole = set(texts)
+    found = []
+    for piece in english_fragments(code):
+        if piece in whole or (len(piece) >= 20 and piece in shown) or (
+                len(piece) >= 4 and re.search(rf"(^|[\s*(]){re.escape(piece)}([\s.,:;)*]|$)", shown)
+                and " " in piece):
+            found.append(piece)
+    return sorted(set(found))
+
+
+PAGES = [("", {}), ("compare", {}), ("model", {}), ("inspect", {}), ("extrapolation", {}),
+         *[("lesson", {"step": str(step)}) for step in range(1, 9)]]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("code", LANGS)
+@pytest.mark.parametrize("path,params", PAGES, ids=[f"{p or 'bias'}{q.get('step', '')}"
+                                                    for p, q in PAGES])
+def test_page_shows_no_english(code, path, params):
+    """A page opened with ?lang=<code> shows no string of the English catalog."""
+    at = run_app(path, {**params, "lang": code})
+    assert not at.exception, [e.value for e in at.exception]
+    leftovers = english_on_page(at, code)
+    assert not leftovers, f"English on /{path} in {code}: {leftovers[:15]}"
+
+
+@pytest.mark.parametrize("code,expected", [("es", "Parámetro de URL ignorado"),
+                                           ("ru", "Параметр URL проигнорирован")])
+def test_bad_url_value_warns_in_the_chosen_language(code, expected):
+    """A bad value in the URL is reported in the URL's language."""
+    at = run_app("", {"heads": "many", "lang": code})
+    texts = [w.value for w in at.warning]
+    assert any(t.startswith(expected) for t in texts), texts
+    assert not any("must be" in t for t in texts), texts
+
+
+def test_bad_language_falls_back_to_english_with_a_warning():
+    at = run_app("", {"lang": "xx"})
+    assert not at.exception
+    assert any("'lang'" in w.value for w in at.warning)
+    assert at.selectbox(key="app_lang").value == "en"
+
+
+def test_language_switch_writes_the_url():
+    at = run_app("")
+    at.selectbox(key="app_lang").set_value("ru").run()
+    assert at.query_params["lang"] == "ru"
+    at.selectbox(key="app_lang").set_value("en").run()
+    assert "lang" not in at.query_params
+
+
+@pytest.mark.parametrize("code,expected", [("en", "1,234.50"), ("es", "1.234,50"),
+                                           ("ru", "1\N{NO-BREAK SPACE}234,50")])
+def test_numbers_follow_the_language(code, expected):
+    """Decimal comma and grouping from CLDR (Babel), not hand-written."""
+    i18n.set_language(code)
+    try:
+        assert i18n.number(1234.5, 2) == expected
+    finally:
+        i18n.set_language("en")
+
+
+@pytest.mark.parametrize("header,expected", [("ru-RU,ru;q=0.9,en;q=0.8", "ru"),
+                                             ("de-DE,es;q=0.5", "es"), ("de-DE", None),
+                                             ("en;q=0.2,es;q=0.9", "es"), ("", None)])
+def test_accept_language_picks_a_default(header, expected):
+    assert i18n.negotiate(header) == expected
+
+
+def test_unknown_language_is_a_typed_error():
+    with pytest.raises(i18n.UnknownLanguage):
+        i18n.set_language("xx")
