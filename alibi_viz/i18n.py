@@ -29,7 +29,7 @@ import csv
 import gettext as _gettext
 import io
 from contextvars import ContextVar
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 from alibi_viz.errors import AlibiVizError
@@ -63,7 +63,7 @@ def catalog_path(code: str) -> Path:
     return LOCALE_DIR / code / "LC_MESSAGES" / f"{DOMAIN}.po"
 
 
-@lru_cache(maxsize=None)
+@cache
 def translations(code: str) -> _gettext.NullTranslations:
     """The stdlib translations object for `code`, compiled in memory from its .po file."""
     if code == DEFAULT_LANGUAGE:

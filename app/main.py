@@ -43,4 +43,5 @@ PAGES = [
 st.html("<style>[data-testid='stSidebarNavLink'] span { white-space: normal !important; "
         "overflow: visible !important; text-overflow: clip !important; }</style>")
 page = st.navigation(PAGES)
-page.run()
+with ui.timed_run(page.url_path):
+    page.run()

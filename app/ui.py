@@ -5,6 +5,11 @@ Only display code lives here; everything a page shows is computed in `alibi_viz`
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
+import time
+
 import streamlit as st
 
 from alibi_viz import i18n
@@ -177,3 +182,32 @@ def model_stamp(path: str) -> tuple:
         return ()
     return tuple(sorted((f.name, f.stat().st_size, f.stat().st_mtime_ns)
                         for f in folder.iterdir() if f.is_file()))
+
+
+TIMING_LOG_ENV = "ALIBI_VIZ_TIMING_LOG"  # a file: one JSON line per run (bench/bench_load.py)
+
+
+@contextlib.contextmanager
+def timed_run(page: str):
+    """With ALIBI_VIZ_TIMING_LOG set, append one JSON line per script run to that file: which
+    replica (ALIBI_VIZ_REPLICA, else the port) and session ran which page, its wall time and the
+    script thread's CPU time. The server's own cost of a rerun, apart from any browser's; the
+    load bench and the deployment tests read it. Costs nothing when the variable is unset."""
+    path = os.environ.get(TIMING_LOG_ENV)
+    if not path:
+        yield
+        return
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    wall, cpu = time.perf_counter(), time.thread_time()
+    try:
+        yield
+    finally:
+        ctx = get_script_run_ctx()
+        line = {"t": time.time(), "page": page or "bias",
+                "replica": os.environ.get("ALIBI_VIZ_REPLICA") or str(st.get_option("server.port")),
+                "pid": os.getpid(), "session": ctx.session_id if ctx else None,
+                "wall_s": round(time.perf_counter() - wall, 6),
+                "cpu_s": round(time.thread_time() - cpu, 6)}
+        with open(path, "a", encoding="utf-8") as f:  # one short write per line: atomic append
+            f.write(json.dumps(line) + "\n")
