@@ -10,7 +10,6 @@ from __future__ import annotations
 import numpy as np
 import plotly.colors as pc
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from .alibi import (
     SCHEDULES,
@@ -23,11 +22,13 @@ from .alibi import (
     query_decay,
 )
 from .errors import AlibiVizError
+from .i18n import N_, _, number
 from .render import (
     HOVER_CELL_BUDGET,
     IMAGE_PIXEL_BUDGET,
     MAX_PANEL_PIXELS,
     display_positions,
+    figure,
     matrix_grid_figure,
     panel_resolution,
 )
@@ -43,7 +44,8 @@ def check_head_ids(head_ids, num_heads: int) -> list[int]:
         return list(range(num_heads))
     head_ids = list(head_ids)
     if not head_ids or not all(isinstance(h, (int, np.integer)) and 0 <= h < num_heads for h in head_ids):
-        raise AlibiVizError(f"head_ids must be a non-empty list of indices in [0, {num_heads - 1}].")
+        raise AlibiVizError(_("head_ids must be a non-empty list of indices in [0, {last}].")
+                            .format(last=num_heads - 1))
     return [int(h) for h in head_ids]
 
 
@@ -62,7 +64,8 @@ def bias_display_values(slopes, seq_len: int, mode: str = "causal", head_ids=Non
     seq_len = check_seq_len(seq_len)
     key_len = seq_len if key_len is None else check_seq_len(key_len, "key_len")
     if key_len < seq_len:
-        raise AlibiVizError(f"key_len ({key_len}) must be >= seq_len ({seq_len}).")
+        raise AlibiVizError(_("key_len ({key_len}) must be >= seq_len ({seq_len}).")
+                            .format(key_len=key_len, seq_len=seq_len))
     head_ids = check_head_ids(head_ids, slopes.size)
     side = panel_resolution(key_len, len(head_ids), budget, cap)
     rows, cols = display_positions(seq_len, side), display_positions(key_len, side)
@@ -71,6 +74,7 @@ def bias_display_values(slopes, seq_len: int, mode: str = "causal", head_ids=Non
 
 
 COLOR_SCALES = ("per_head", "shared")  # how the bias grid colours its panels
+MODE_NAMES = {"causal": N_("causal"), "symmetric": N_("symmetric")}
 
 
 def bias_grid_figure(slopes, seq_len: int, mode: str = "causal", head_ids=None,
@@ -86,36 +90,40 @@ def bias_grid_figure(slopes, seq_len: int, mode: str = "causal", head_ids=None,
     steep one, as it is in logits. Hover always shows the bias itself.
     """
     if scale not in COLOR_SCALES:
-        raise AlibiVizError(f"scale must be one of {COLOR_SCALES}, got {scale!r}.")
+        raise AlibiVizError(_("scale must be one of {choices}, got {value!r}.")
+                            .format(choices=", ".join(COLOR_SCALES), value=scale))
     images, rows, cols, head_ids = bias_display_values(slopes, seq_len, mode, head_ids, key_len,
                                                        pixel_budget)
     slopes = check_slopes(slopes)
     key_len = seq_len if key_len is None else key_len
-    hover, hr, hc, _ = bias_display_values(slopes, seq_len, mode, head_ids, key_len, hover_budget,
+    hover, hr, hc, _heads = bias_display_values(slopes, seq_len, mode, head_ids, key_len, hover_budget,
                                            cap=64)
     chosen = slopes[head_ids]
     largest = chosen * max(key_len - 1, 1)  # (H,): the most negative bias a panel can hold
-    note = "" if len(rows) == seq_len and len(cols) == key_len else (
-        f" (drawn at {len(rows)}x{len(cols)}, downsampled from {seq_len:,}x{key_len:,})")
-    masked = " Grey: masked (key after query)." if mode == "causal" else ""
-    rows_note = (f" Last {seq_len:,} queries against {key_len:,} cached keys."
-                 if key_len > seq_len else "")
+    note = "" if len(rows) == seq_len and len(cols) == key_len else " " + _(
+        "(drawn at {rows}x{cols}, downsampled from {seq_len}x{key_len})").format(
+        rows=len(rows), cols=len(cols), seq_len=number(seq_len), key_len=number(key_len))
+    masked = " " + _("Grey: masked (key after query).") if mode == "causal" else ""
+    rows_note = (" " + _("Last {queries} queries against {keys} cached keys.").format(
+        queries=number(seq_len), keys=number(key_len)) if key_len > seq_len else "")
     if scale == "per_head":
         images = images / largest[:, None, None]  # (H, R, C) in [-1, 0]
-        titles = [f"head {h + 1}: m={slopes[h]:.3g}, darkest −{lg:.3g}" for h, lg in
-                  zip(head_ids, largest, strict=True)]
-        cmin, bar = -1.0, "bias ÷ m(L−1)"
+        titles = [_("head {h}: m={m}, darkest −{largest}").format(
+            h=h + 1, m=number(slopes[h], significant=3), largest=number(lg, significant=3))
+            for h, lg in zip(head_ids, largest, strict=True)]
+        cmin, bar = -1.0, _("bias ÷ m(L−1)")
+        scale_text = _("each head on its own scale")
     else:
-        titles = [f"head {h + 1}: m={slopes[h]:.3g}" for h in head_ids]
-        cmin, bar = (float(-largest.max()) if key_len > 1 else -1.0), "bias"
+        titles = [_("head {h}: m={m}").format(h=h + 1, m=number(slopes[h], significant=3))
+                  for h in head_ids]
+        cmin, bar = (float(-largest.max()) if key_len > 1 else -1.0), _("bias")
+        scale_text = _("one scale for all heads")
+    title = _("ALiBi bias B<sub>ij</sub> ({mode}, {scale})").format(
+        mode=_(MODE_NAMES[mode]), scale=scale_text)
     return matrix_grid_figure(
         images, titles, seq_len, key_len, cmin=cmin, cmax=0.0, colorbar_title=bar,
-        hover=hover, hover_rows=hr, hover_cols=hc, hover_label="bias",
-        panel_ids=[h + 1 for h in head_ids],
-        title=(f"ALiBi bias B<sub>ij</sub> ({mode}, "
-               + ("each head on its own scale" if scale == "per_head" else "one scale for all heads")
-               + f"){note}.{rows_note}{masked}"),
-    )
+        hover=hover, hover_rows=hr, hover_cols=hc, hover_label=_("bias"),
+        panel_ids=[h + 1 for h in head_ids], title=f"{title}{note}.{rows_note}{masked}")
 
 
 # ----------------------------------------------------------------------------- slopes
@@ -126,23 +134,24 @@ def slope_schedule_figure(num_heads: int, max_bias: float = 8.0, schedules=SCHED
 
     Lines join heads in head order, so a non-monotonic schedule shows as a zigzag.
     """
-    fig = go.Figure()
     head_numbers = np.arange(1, num_heads + 1)
+    data = []
     for name in schedules:
         slopes = alibi_slopes(num_heads, name, max_bias)
-        fig.add_trace(go.Scatter(
-            x=head_numbers, y=slopes, mode="lines+markers", name=name,
-            line=dict(width=3 if name == selected else 1.2),
-            marker=dict(size=8 if name == selected else 5),
-            hovertemplate="head %{x}<br>m=%{y:.5g}<br>log2 m=%{customdata:.3f}<extra>" + name + "</extra>",
-            customdata=np.log2(slopes),
-        ))
-    fig.update_yaxes(type="log", title="slope m (log scale)", exponentformat="power")
-    fig.update_xaxes(title="head h", dtick=max(1, num_heads // 16))
-    fig.update_layout(title=f"Slope schedules for {num_heads} heads", height=360,
-                      legend=dict(orientation="h", y=1.02, yanchor="bottom", x=1, xanchor="right"),
-                      margin=dict(l=60, r=20, t=70, b=40))
-    return fig
+        data.append({
+            "type": "scatter", "x": head_numbers, "y": slopes, "mode": "lines+markers",
+            "name": name, "line": {"width": 3 if name == selected else 1.2},
+            "marker": {"size": 8 if name == selected else 5},
+            "hovertemplate": _("head") + " %{x}<br>m=%{y:.5g}<br>log2 m=%{customdata:.3f}"
+                             "<extra>" + name + "</extra>",
+            "customdata": np.log2(slopes)})
+    return figure(data, {
+        "yaxis": {"type": "log", "title": {"text": _("slope m (log scale)")},
+                  "exponentformat": "power"},
+        "xaxis": {"title": {"text": _("head h")}, "dtick": max(1, num_heads // 16)},
+        "title": {"text": _("Slope schedules for {n} heads").format(n=num_heads)}, "height": 360,
+        "legend": {"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 1, "xanchor": "right"},
+        "margin": {"l": 60, "r": 20, "t": 70, "b": 40}})
 
 
 # ----------------------------------------------------------------------------- decay
@@ -180,38 +189,63 @@ def decay_figure(slopes, seq_len: int, mode: str = "causal", head_ids=None,
     r = np.exp(-chosen)
     total = (-np.expm1(-chosen * (decay["behind"] + 1)) - np.expm1(-chosen * (decay["ahead"] + 1))
              ) / -np.expm1(-chosen) - 1.0
-    fig = make_subplots(rows=1, cols=3, subplot_titles=(
-        "bias -m·d vs distance d", "attention with no content signal", "half-life and 90% span"))
     colors = pc.sample_colorscale("Turbo", np.linspace(0.05, 0.95, max(2, len(head_ids))))
+    data = []
     for k, h in enumerate(head_ids):
-        style = dict(color=colors[k], width=1.5)
-        fig.add_trace(go.Scatter(x=d, y=-chosen[k] * d, mode="lines", name=f"head {h + 1}",
-                                 line=style, legendgroup=str(h),
-                                 hovertemplate="d=%{x}<br>bias=%{y:.4g}"), row=1, col=1)
-        fig.add_trace(go.Scatter(x=d, y=r[k] ** d / total[k], mode="lines", name=f"head {h + 1}",
-                                 line=style, legendgroup=str(h), showlegend=False,
-                                 hovertemplate="d=%{x}<br>weight of one key=%{y:.4g}"),
-                      row=1, col=2)
+        line = {"color": colors[k], "width": 1.5}
+        name = _("head {h}").format(h=h + 1)
+        data.append({"type": "scatter", "x": d, "y": -chosen[k] * d, "mode": "lines",
+                     "name": name, "line": line, "legendgroup": str(h), "xaxis": "x", "yaxis": "y",
+                     "hovertemplate": "d=%{x}<br>" + _("bias") + "=%{y:.4g}"})
+        data.append({"type": "scatter", "x": d, "y": r[k] ** d / total[k], "mode": "lines",
+                     "name": name, "line": line, "legendgroup": str(h), "showlegend": False,
+                     "xaxis": "x2", "yaxis": "y2",
+                     "hovertemplate": "d=%{x}<br>" + _("weight of one key") + "=%{y:.4g}"})
     labels = [f"h{h + 1}" for h in bars]
-    fig.add_trace(go.Bar(x=labels, y=half_life(slopes[bars]), name="half-life ln2/m",
-                         marker_color="#4c78a8"), row=1, col=3)
-    fig.add_trace(go.Bar(x=labels, y=decay["span90"][bars], name="90% span",
-                         marker_color="#f58518"), row=1, col=3)
-    fig.update_xaxes(title="distance d = |i - j| (tokens)", row=1, col=1)
-    fig.update_xaxes(title="distance d (tokens)", row=1, col=2)
-    if log_distance:
-        for c in (1, 2):
-            fig.update_xaxes(type="log", row=1, col=c)
-    fig.update_yaxes(type="log", title="tokens", row=1, col=3)
-    fig.update_yaxes(title="weight of one key", row=1, col=2)
-    where = (f"the last query (i = {decay['query_pos']:,}), {decay['behind']:,} keys behind it"
-             if mode == "causal" and decay["query_pos"] == seq_len - 1 else
-             f"query i = {decay['query_pos']:,} of {seq_len:,}: {decay['behind']:,} keys behind, "
-             f"{decay['ahead']:,} ahead")
-    fig.update_layout(height=400, barmode="group", margin=dict(l=50, r=20, t=60, b=50),
-                      legend=dict(orientation="v", x=1.01, xanchor="left", y=1, yanchor="top",
-                                  font=dict(size=10)),
-                      title=f"Decay ({mode}; {where})"
-                            + (f"; curves for {len(head_ids)} of {len(bars)} heads"
-                               if len(bars) > len(head_ids) else ""))
-    return fig
+    data.append({"type": "bar", "x": labels, "y": half_life(slopes[bars]),
+                 "name": _("half-life ln2/m"), "marker": {"color": "#4c78a8"},
+                 "xaxis": "x3", "yaxis": "y3"})
+    data.append({"type": "bar", "x": labels, "y": decay["span90"][bars],
+                 "name": _("90% span"), "marker": {"color": "#f58518"},
+                 "xaxis": "x3", "yaxis": "y3"})
+    if mode == "causal" and decay["query_pos"] == seq_len - 1:
+        where = _("the last query (i = {i}), {behind} keys behind it").format(
+            i=number(decay["query_pos"]), behind=number(decay["behind"]))
+    else:
+        where = _("query i = {i} of {n}: {behind} keys behind, {ahead} ahead").format(
+            i=number(decay["query_pos"]), n=number(seq_len), behind=number(decay["behind"]),
+            ahead=number(decay["ahead"]))
+    title = _("Decay ({mode}; {where})").format(mode=_(MODE_NAMES[mode]), where=where)
+    if len(bars) > len(head_ids):
+        title += "; " + _("curves for {shown} of {total} heads").format(shown=len(head_ids),
+                                                                        total=len(bars))
+    distance = "log" if log_distance else "linear"
+    layout = {
+        "height": 400, "barmode": "group", "margin": {"l": 50, "r": 20, "t": 60, "b": 50},
+        "legend": {"orientation": "v", "x": 1.01, "xanchor": "left", "y": 1, "yanchor": "top",
+                   "font": {"size": 10}},
+        "title": {"text": title},
+        "xaxis": {"title": {"text": _("distance d = |i - j| (tokens)")}, "type": distance},
+        "xaxis2": {"title": {"text": _("distance d (tokens)")}, "type": distance},
+        "yaxis2": {"title": {"text": _("weight of one key")}},
+        "yaxis3": {"type": "log", "title": {"text": _("tokens")}},
+        "annotations": [],
+    }
+    # Three side-by-side panels, placed as plotly's make_subplots(rows=1, cols=3) places them.
+    titles = (_("bias -m·d vs distance d"), _("attention with no content signal"),
+              _("half-life and 90% span"))
+    for k, (x0, x1) in enumerate(SUBPLOT_DOMAINS_3):
+        suffix = "" if k == 0 else str(k + 1)
+        layout[f"xaxis{suffix}"] = {**layout.get(f"xaxis{suffix}", {}), "domain": [x0, x1],
+                                    "anchor": f"y{suffix}"}
+        layout[f"yaxis{suffix}"] = {**layout.get(f"yaxis{suffix}", {}), "domain": [0, 1],
+                                    "anchor": f"x{suffix}"}
+        layout["annotations"].append({
+            "text": titles[k], "x": (x0 + x1) / 2, "y": 1.0, "xref": "paper", "yref": "paper",
+            "xanchor": "center", "yanchor": "bottom", "showarrow": False, "font": {"size": 16}})
+    return figure(data, layout)
+
+
+# x domains of make_subplots(rows=1, cols=3): spacing 0.2 / 3 between three equal panels.
+SUBPLOT_DOMAINS_3 = [(0.0, 0.2888888888888889), (0.35555555555555557, 0.6444444444444445),
+                     (0.7111111111111111, 1.0)]

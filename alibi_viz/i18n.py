@@ -97,16 +97,24 @@ def N_(message: str) -> str:  # noqa: N802 (gettext's conventional name)
     return message
 
 
-def number(value: float, decimals: int | None = None, *, grouping: bool = True) -> str:
+def number(value: float, decimals: int | None = None, *, significant: int | None = None,
+           grouping: bool = True) -> str:
     """`value` written for the current language: decimal comma in es and ru, CLDR grouping.
 
-    `decimals` fixes the digits after the separator; None writes integers as integers and
+    `decimals` fixes the digits after the separator; `significant` keeps that many significant
+    digits instead (like "%.3g", without exponents); neither writes integers as integers and
     other values with up to 3 decimals.
     """
     from babel.numbers import format_decimal
 
     group = "#,##" if grouping else ""
-    if decimals is None:
+    if significant is not None:
+        if abs(value) >= 10 ** significant:  # an integer part longer than the digits kept
+            value = float(f"{value:.{significant}g}")
+            pattern = f"{group}0"
+        else:
+            pattern = "@" + "#" * (significant - 1)  # up to `significant` digits, no padding
+    elif decimals is None:
         pattern = f"{group}0.###"
     else:
         pattern = f"{group}0" + ("." + "0" * decimals if decimals > 0 else "")

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import base64
 import functools
+import hashlib
 import io
 import math
 from dataclasses import dataclass
@@ -31,6 +32,7 @@ import torch
 from PIL import Image
 
 from .errors import AlibiVizError
+from .i18n import _, plotly_separators
 
 IMAGE_PIXEL_BUDGET = 600_000  # pixels over all panels of one figure (PNG, a few hundred kB at most)
 HOVER_CELL_BUDGET = 24_000  # hover cells over all panels (20 bytes each in the JSON, base64)
@@ -120,7 +122,7 @@ def stack_view(stack, side: int | None = None, pixel_budget: int = IMAGE_PIXEL_B
     stack = np.asarray(stack, dtype=np.float32)
     if stack.ndim != 3 or stack.shape[1] != stack.shape[2] or stack.shape[1] == 0:
         raise AlibiVizError(f"Expected a (panels, T, T) stack of matrices, got {stack.shape}.")
-    panels, T, _ = stack.shape
+    panels, T, _T = stack.shape
     if side is None:
         side = panel_resolution(T, panels, pixel_budget)
     side = max(1, min(T, side))
@@ -155,21 +157,68 @@ def colorize(values: np.ndarray, cmin: float, cmax: float, colorscale: str) -> n
 
     Non-finite values (-inf where masked, NaN) become MASK_RGB.
     """
-    table = color_table(colorscale)
-    scaled = (np.asarray(values, dtype=np.float32) - np.float32(cmin)) * np.float32(255 / ((cmax - cmin) or 1.0))
-    finite = np.isfinite(scaled)
+    # A 257th table entry holds the mask colour, so one lookup colours every pixel (S,) -> (S, 3).
+    table = np.vstack([color_table(colorscale), np.array(MASK_RGB, dtype=np.uint8)])
+    values = np.asarray(values, dtype=np.float32)
+    scaled = values - np.float32(cmin)
+    scaled *= np.float32(255 / ((cmax - cmin) or 1.0))
     np.clip(scaled, 0, 255, out=scaled)
-    scaled[~finite] = 0
-    rgb = table[scaled.astype(np.uint8)]  # (*S, 3)
-    rgb[~finite] = MASK_RGB
-    return rgb
+    scaled[~np.isfinite(values)] = 256
+    return table[scaled.astype(np.uint16)]
+
+
+PNG_CACHE_ENTRIES = 64  # encoded images kept, a few hundred kB each at most
 
 
 def png_data_uri(rgb: np.ndarray) -> str:
-    """Encode an (H, W, 3) uint8 array as a base64 PNG data URI for go.Image(source=...)."""
+    """Encode an (H, W, 3) uint8 array as a base64 PNG data URI for an image trace's source.
+
+    Content-addressed cache: the same pixels (a per-head bias grid does not depend on the
+    slopes, a head switch redraws the same mosaic) are encoded once; a key made of the pixels
+    themselves can never go stale.
+    """
+    rgb = np.ascontiguousarray(rgb)
+    key = hashlib.blake2b(rgb.data, digest_size=16)
+    key.update(repr(rgb.shape).encode())
+    return _encode_png(key.digest(), rgb)
+
+
+def _encode_png(key: bytes, rgb: np.ndarray, _cache: dict = {}) -> str:  # noqa: B006 (the cache)
+    if key in _cache:
+        _cache[key] = _cache.pop(key)  # most recently used last
+        return _cache[key]
     buffer = io.BytesIO()
-    Image.fromarray(np.ascontiguousarray(rgb)).save(buffer, format="PNG", compress_level=1)
-    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+    Image.fromarray(rgb).save(buffer, format="PNG", compress_level=1)
+    uri = "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+    _cache[key] = uri
+    while len(_cache) > PNG_CACHE_ENTRIES:
+        _cache.pop(next(iter(_cache)))
+    return uri
+
+
+class Figure(go.Figure):
+    """A go.Figure built from plain dicts, without plotly's per-property validation.
+
+    Building traces through plotly's validators costs more than computing what they show (the
+    bias explorer's three figures at 128 heads: 0.1 s of validation), and so does every copy:
+    st.cache_data pickles what it returns, and a plain go.Figure unpickles through full
+    validation (0.04 s for those three). The kit writes its figures as the JSON plotly.js
+    reads; tests/test_render.py checks that they pass full validation.
+    """
+
+    def __reduce__(self):
+        return (_light_figure, (self.to_dict(),))
+
+
+def _light_figure(spec: dict) -> Figure:
+    return Figure(spec, _validate=False)  # plotly's own private switch (its templates use it)
+
+
+def figure(data: list[dict], layout: dict) -> Figure:
+    """A Figure of `data` (trace dicts) and `layout` (a dict), unvalidated (see `Figure`).
+    Numbers in hover labels and ticks follow the current language (decimal comma in es, ru)."""
+    return _light_figure({"data": data,
+                          "layout": {"separators": plotly_separators(), **layout}})
 
 
 # ----------------------------------------------------------------------------- panels
@@ -251,9 +300,9 @@ def matrix_grid_figure(
     hover: np.ndarray | None = None,
     hover_rows: np.ndarray | None = None,
     hover_cols: np.ndarray | None = None,
-    hover_label: str = "value",
+    hover_label: str | None = None,
     panel_ids: list[int] | None = None,
-    panel_label: str = "head",
+    panel_label: str | None = None,
     marker: int | None = None,
     title: str = "",
     panel_px: int = 200,
@@ -269,34 +318,39 @@ def matrix_grid_figure(
     """
     key_len = seq_len if key_len is None else key_len
     panel_ids = list(range(1, len(titles) + 1)) if panel_ids is None else panel_ids
+    panel_label = _("head") if panel_label is None else panel_label
+    hover_label = _("value") if hover_label is None else hover_label
     images = np.asarray(images)
-    # Tiny matrices: repeat pixels so every panel is drawn crisp, at least ~96 px wide.
-    factor = max(1, math.ceil(96 / max(images.shape[1:])))
-    images = images.repeat(factor, axis=1).repeat(factor, axis=2)  # (n, R*f, C*f)
+    n = images.shape[0]
+    if n == 0:
+        raise AlibiVizError(_("Nothing to draw: choose at least one head."))
+    rgb = colorize(images, cmin, cmax, colorscale)  # (n, R, C, 3): colour before any repeat
+    # Tiny matrices: repeat pixels so every panel is drawn crisp, at least ~48 px wide.
+    factor = max(1, math.ceil(48 / max(images.shape[1:])))
     # Few rows against many keys (a decoding step): stretch the rows to a quarter of the width
     # so the strip stays visible; the hover positions follow the stretched panel.
     stretch = max(1, math.ceil(images.shape[2] / (4 * images.shape[1])))
-    images = images.repeat(stretch, axis=1)  # (n, R*f*s, C*f)
-    n, side_r, side_c = images.shape
-    if n == 0:
-        raise AlibiVizError("Nothing to draw: choose at least one head.")
+    rgb = rgb.repeat(factor * stretch, axis=1).repeat(factor, axis=2)  # (n, R*f*s, C*f, 3)
+    side_r, side_c = rgb.shape[1:3]
     columns = grid_columns(n)
     grid_rows = math.ceil(n / columns)
     gap = max(2, max(side_r, side_c) // 10)  # white pixels between panels
     cell_w, cell_h = side_c + gap, side_r + gap
-    mosaic = np.full((grid_rows * cell_h, columns * cell_w, 3), 255, dtype=np.uint8)
-    rgb = colorize(images, cmin, cmax, colorscale)  # (n, R, C, 3)
-    origins = []  # top-left pixel of each panel
-    for p in range(n):
-        r, c = divmod(p, columns)
-        y0, x0 = r * cell_h + gap, c * cell_w
-        mosaic[y0:y0 + side_r, x0:x0 + side_c] = rgb[p]
-        origins.append((x0, y0))
-    fig = go.Figure(go.Image(source=png_data_uri(mosaic), x0=0, dx=1, y0=0, dy=1, hoverinfo="skip"))
-    # Panel titles: one text trace above the panels.
-    fig.add_trace(go.Scatter(
-        x=[x0 + side_c / 2 for x0, _ in origins], y=[y0 - gap / 2 for _, y0 in origins],
-        text=titles, mode="text", textfont=dict(size=11), hoverinfo="skip", showlegend=False))
+    # (grid_rows, columns) cells of (cell_h, cell_w) pixels; each panel sits at the cell's
+    # top-left after a top gap, so the mosaic is one reshape of the padded panels.
+    cells = np.full((grid_rows * columns, cell_h, cell_w, 3), 255, dtype=np.uint8)
+    cells[:n, gap:, :side_c] = rgb
+    mosaic = (cells.reshape(grid_rows, columns, cell_h, cell_w, 3)
+              .transpose(0, 2, 1, 3, 4).reshape(grid_rows * cell_h, columns * cell_w, 3))
+    origins = [((p % columns) * cell_w, (p // columns) * cell_h + gap) for p in range(n)]
+    data = [
+        {"type": "image", "source": png_data_uri(mosaic), "x0": 0, "dx": 1, "y0": 0, "dy": 1,
+         "hoverinfo": "skip"},
+        # Panel titles: one text trace above the panels.
+        {"type": "scatter", "x": [x0 + side_c / 2 for x0, _y in origins],
+         "y": [y0 - gap / 2 for _x, y0 in origins], "text": list(titles), "mode": "text",
+         "textfont": {"size": 11}, "hoverinfo": "skip", "showlegend": False},
+    ]
     sx, sy = side_c / key_len, side_r / seq_len  # pixels per position
     if hover is not None:
         hover = np.asarray(hover)
@@ -320,15 +374,17 @@ def matrix_grid_figure(
             cd[..., 1] = hr[:, None] + offset
             cd[..., 2] = hc[None, :]
             cd[..., 3] = hr[:, None] + offset - hc[None, :]
-        fig.add_trace(go.Heatmap(
-            x=hx, y=hy, z=z, customdata=custom, opacity=0, coloraxis="coloraxis",
-            hoverongaps=False,
-            hovertemplate=(panel_label + " %{customdata[0]}<br>query i=%{customdata[1]}"
-                           "<br>key j=%{customdata[2]}<br>distance i-j=%{customdata[3]}<br>"
-                           + hover_label + "=%{z:.4g}<extra></extra>")))
+        data.append({
+            "type": "heatmap", "x": hx, "y": hy, "z": z, "customdata": custom, "opacity": 0,
+            "coloraxis": "coloraxis", "hoverongaps": False,
+            "hovertemplate": (panel_label + " %{customdata[0]}<br>" + _("query i")
+                              + "=%{customdata[1]}<br>" + _("key j") + "=%{customdata[2]}<br>"
+                              + _("distance i-j") + "=%{customdata[3]}<br>"
+                              + hover_label + "=%{z:.4g}<extra></extra>")})
     else:  # an invisible point carries the colour bar
-        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", showlegend=False,
-                                 hoverinfo="skip", marker=dict(coloraxis="coloraxis", color=[cmin])))
+        data.append({"type": "scatter", "x": [None], "y": [None], "mode": "markers",
+                     "showlegend": False, "hoverinfo": "skip",
+                     "marker": {"coloraxis": "coloraxis", "color": [cmin]}})
     if marker is not None and 0 < marker < max(seq_len, key_len):
         xs, ys = [], []
         mx, my = marker * sx, (marker - (key_len - seq_len)) * sy  # key and query position
@@ -338,15 +394,15 @@ def matrix_grid_figure(
             if 0 < my < side_r:
                 xs += [x0, x0 + side_c, None]
                 ys += [y0 + my, y0 + my, None]
-        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", hoverinfo="skip", showlegend=False,
-                                 line=dict(color="red", width=1.5, dash="dash")))
-    fig.update_xaxes(visible=False, range=[-0.5, columns * cell_w - 0.5])
-    fig.update_yaxes(visible=False, range=[grid_rows * cell_h - 0.5, -0.5], scaleanchor="x")
-    fig.update_layout(
-        coloraxis=dict(colorscale=colorscale, cmin=cmin, cmax=cmax,
-                       colorbar=dict(title=dict(text=colorbar_title), thickness=14)),
-        title=dict(text=title), height=min(2400, panel_px * grid_rows + 100),
-        margin=dict(l=10, r=10, t=60, b=10), plot_bgcolor="white", showlegend=False)
-    return fig
+        data.append({"type": "scatter", "x": xs, "y": ys, "mode": "lines", "hoverinfo": "skip",
+                     "showlegend": False, "line": {"color": "red", "width": 1.5, "dash": "dash"}})
+    return figure(data, {
+        "xaxis": {"visible": False, "range": [-0.5, columns * cell_w - 0.5]},
+        "yaxis": {"visible": False, "range": [grid_rows * cell_h - 0.5, -0.5], "scaleanchor": "x"},
+        "coloraxis": {"colorscale": colorscale, "cmin": cmin, "cmax": cmax,
+                      "colorbar": {"title": {"text": colorbar_title}, "thickness": 14}},
+        "title": {"text": title}, "height": min(2400, panel_px * grid_rows + 100),
+        "margin": {"l": 10, "r": 10, "t": 60, "b": 10}, "plot_bgcolor": "white",
+        "showlegend": False})
 
 

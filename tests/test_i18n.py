@@ -5,6 +5,7 @@ The strings are extracted from the code here with Babel (the same extraction `ma
 runs), so a string added to a page without a translation fails this file.
 """
 
+import ast
 import re
 
 import pytest
@@ -40,6 +41,21 @@ def catalog(code: str) -> dict:
 @pytest.fixture(scope="module")
 def messages():
     return extracted()
+
+
+def test_no_code_rebinds_the_gettext_name():
+    """`_` is gettext: a throwaway `a, _ = f()` in a function makes `_` local to the whole
+    function, and every `_("...")` in it fails. No module that translates rebinds it."""
+    offenders = []
+    for path in [*(ROOT / "app").glob("*.py"), *(ROOT / "alibi_viz").glob("*.py")]:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        uses = any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "_"
+                   for n in ast.walk(tree))
+        if not uses:
+            continue
+        offenders += [f"{path.name}:{n.lineno}" for n in ast.walk(tree)
+                      if isinstance(n, ast.Name) and n.id == "_" and isinstance(n.ctx, ast.Store)]
+    assert not offenders, offenders
 
 
 @pytest.mark.parametrize("code", LANGS)

@@ -92,3 +92,61 @@ def test_image_panel_places_pixels_over_their_positions():
     assert isinstance(image, go.Image) and image.x0 == 1.5 and image.dx == 4
     np.testing.assert_array_equal(np.asarray(heat.z, dtype=float), hover)
     assert carrier.marker.coloraxis == "coloraxis"
+
+
+# ----------------------------------------------------------------------------- unvalidated figures
+
+def kit_figures():
+    from alibi_viz import alibi_slopes
+    from alibi_viz.bias_figures import bias_grid_figure, decay_figure, slope_schedule_figure
+
+    slopes = alibi_slopes(12)
+    return [slope_schedule_figure(12), bias_grid_figure(slopes, 300, "causal"),
+            bias_grid_figure(slopes, 16, "symmetric", key_len=4096, scale="shared"),
+            decay_figure(slopes, 5000, "causal"), decay_figure(slopes, 64, "symmetric")]
+
+
+def test_figures_built_without_validation_pass_full_validation():
+    """The kit writes figures as plain dicts and skips plotly's validators; plotly's full
+    validation (go.Figure of the same dict, which raises on any unknown property or bad value)
+    accepts every one of them."""
+    for fig in kit_figures():
+        spec = fig.to_dict()
+        checked = go.Figure(spec)  # raises ValueError on anything plotly.js would not read
+        assert len(checked.data) == len(spec["data"])
+
+
+def test_figures_survive_a_cache_copy():
+    """st.cache_data pickles what it returns: a kit figure comes back as the same figure."""
+    import pickle
+
+    from alibi_viz.render import Figure
+
+    for fig in kit_figures():
+        copy = pickle.loads(pickle.dumps(fig))
+        assert isinstance(copy, Figure) and copy.to_dict() == fig.to_dict()
+
+
+def test_png_is_encoded_once_per_distinct_image():
+    """The PNG cache is keyed by the pixels: equal pixels give the very same URI object,
+    one changed pixel a new one."""
+    from alibi_viz.render import png_data_uri
+
+    rgb = np.random.default_rng(0).integers(0, 255, (40, 30, 3), dtype=np.uint8)
+    first = png_data_uri(rgb)
+    assert png_data_uri(rgb.copy()) is first
+    rgb[7, 7] ^= 1
+    assert png_data_uri(rgb) != first
+
+
+def test_per_head_colours_do_not_depend_on_the_slopes():
+    """On its own scale every head's panel is -(i - j) / (L - 1): the same picture whatever the
+    slopes (which is why changing the maximum bias redraws no pixels)."""
+    from alibi_viz import alibi_slopes
+    from alibi_viz.bias_figures import bias_grid_figure
+
+    def image(max_bias):
+        fig = bias_grid_figure(alibi_slopes(8, "official", max_bias), 2048)
+        return next(t.source for t in fig.data if t.type == "image")
+
+    assert image(8.0) == image(4.0)
