@@ -270,12 +270,13 @@ def causal_map_panel(fig: go.Figure, row: int, col: int, attention: np.ndarray, 
     prefix = hover_label + "<br>" if hover_label else ""
     image_panel(fig, row, col, shown, T, hover=np.where(distance >= 0, values, np.nan),
                 hover_rows=pos, hover_cols=pos, customdata=distance,
-                hovertemplate=(prefix + "query i=%{y}<br>key j=%{x}<br>distance i-j="
-                               "%{customdata}<br>attention=%{z:.4f}<extra></extra>"),
+                hovertemplate=(prefix + _("query i") + "=%{y}<br>" + _("key j") + "=%{x}<br>"
+                               + _("distance i-j") + "=%{customdata}<br>" + _("attention")
+                               + "=%{z:.4f}<extra></extra>"),
                 coloraxis="coloraxis", cmin=0.0, cmax=cmax, colorscale=ATTENTION_COLORSCALE)
-    fig.update_xaxes(range=[-0.5, T - 0.5], row=row, col=col, title="key position j",
+    fig.update_xaxes(range=[-0.5, T - 0.5], row=row, col=col, title=_("key position j"),
                      constrain="domain")
-    fig.update_yaxes(range=[T - 0.5, -0.5], row=row, col=col, title="query position i",
+    fig.update_yaxes(range=[T - 0.5, -0.5], row=row, col=col, title=_("query position i"),
                      scaleanchor="x" if col == 1 else f"x{col}", constrain="domain")
     return side
 

@@ -16,10 +16,13 @@ def run_app(path: str = "", params: dict | None = None, timeout: float = 180) ->
     AppTest must run once before it can switch pages (before a first run it knows pages only
     by file name, not by their url_path), and that first run on the landing page writes the
     landing page's own state into the URL; so for another page the URL is set afresh just
-    before switching, as a browser opening /path?params would have it.
+    before switching, as a browser opening /path?params would have it. A `lang` in `params` is
+    in the URL from the first run on, since a session takes its language from its first URL.
     """
     at = AppTest.from_file(MAIN, default_timeout=timeout)
     if path:
+        if "lang" in (params or {}):
+            at.query_params["lang"] = params["lang"]
         at.run()
         at.query_params.clear()
         at.switch_page(path if path.endswith(".py") else f"{path}.py")

@@ -189,7 +189,7 @@ def english_on_page(at, code: str) -> list[str]:
     return sorted(set(found))
 
 
-PAGES = [("", {}), ("compare", {}), ("model", {}), ("inspect", {}), ("extrapolation", {}),
+PAGES = [("", {}), ("compare", {}), ("model_heads", {}), ("inspect_model", {}), ("extrapolation", {}),
          *[("lesson", {"step": str(step)}) for step in range(1, 9)]]
 
 
