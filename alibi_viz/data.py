@@ -29,6 +29,7 @@ import numpy as np
 import torch
 
 from .errors import AlibiVizError
+from .i18n import N_
 
 BYTE_OFFSET = 3  # ByT5 ids: 0 pad, 1 eos, 2 unk, then byte b -> b + 3
 PAD_ID, EOS_ID = 0, 1
@@ -191,9 +192,11 @@ def long_example(chars: int = LONG_EXAMPLE_CHARS) -> str:
 
 
 def example_texts() -> dict[str, str]:
-    """Ready inputs for the Model heads page: name -> text (prose, code, a long document)."""
+    """Ready inputs for the Model heads page: name -> text (prose, code, a long document).
+    The names are English, marked for translation where the page shows them; the texts are
+    what the model reads and stay as they are."""
     return {
-        "Prose (short)": PROSE_EXAMPLE,
-        "Code (short)": CODE_EXAMPLE,
-        "Python module (long, held out)": long_example(),
+        N_("Prose (short)"): PROSE_EXAMPLE,
+        N_("Code (short)"): CODE_EXAMPLE,
+        N_("Python module (long, held out)"): long_example(),
     }

@@ -101,6 +101,7 @@ def test_translations_use_the_glossary_terms(code):
         string = m.string if isinstance(m.string, str) else m.string[0]
         if not string:
             continue
+        english = FIELD.sub("", english)  # a placeholder's name ({slope}) is not a word shown
         for term in terms:
             if (re.search(rf"\b{re.escape(term['english'])}(e?s)?\b", english, re.I)
                     and term["stem"].lower() not in string.lower()):
@@ -223,10 +224,16 @@ def test_bad_language_falls_back_to_english_with_a_warning():
 
 
 def test_language_switch_writes_the_url():
+    """The sidebar switch puts the language in the URL (English, the default, leaves it out)."""
     at = run_app("")
     at.selectbox(key="app_lang").set_value("ru").run()
     assert at.query_params["lang"] == "ru"
-    at.selectbox(key="app_lang").set_value("en").run()
+    # AppTest formats the other widgets' values in this thread for the next run: in Russian.
+    i18n.set_language("ru")
+    try:
+        at.selectbox(key="app_lang").set_value("en").run()
+    finally:
+        i18n.set_language("en")
     assert "lang" not in at.query_params
 
 
