@@ -42,6 +42,7 @@ from .heads import (
     head_statistics,
     token_labels,
 )
+from .i18n import N_, _
 
 LOCAL_K = 8
 MIN_SHARE = 0.1  # a share of attention below this is not a head's behaviour
@@ -50,10 +51,12 @@ INDUCTION_LENGTH = 48  # random tokens per copy in the induction probe
 SINK_CONTROL_LENGTH = 64
 BEHAVIOURS = ("previous_token", "local", "sink", "induction", "delimiter", "newline",
               "content")
+# Names the app shows (translated where shown: `_(BEHAVIOUR_TITLES[name])`).
 BEHAVIOUR_TITLES = {
-    "previous_token": "previous token", "local": "local (within 8)", "sink": "first-token sink",
-    "induction": "copying", "delimiter": "bracket matching",
-    "newline": "newline following", "content": "content-driven",
+    "previous_token": N_("previous token"), "local": N_("local (within 8)"),
+    "sink": N_("first-token sink"), "induction": N_("copying"),
+    "delimiter": N_("bracket matching"), "newline": N_("newline following"),
+    "content": N_("content-driven"),
 }
 OPENERS = {")": "(", "]": "[", "}": "{"}
 CODE_PROBE = '''def area(shape, scale=1.0):
@@ -183,9 +186,9 @@ class HeadBehaviour:
         bracket or newline it attends to most from, the middle of the repeated copy for
         induction, otherwise the last token of the code probe."""
         if behaviour == "induction":
-            _, maps = self.probes["induction"]
+            _tokens, maps = self.probes["induction"]
             return "induction", maps[layer].shape[-1] - 1
-        _, maps = self.probes["code"]
+        _tokens, maps = self.probes["code"]
         a = maps[layer][head]
         if behaviour in ("delimiter", "newline") and self.pairs.get(behaviour):
             return "code", max(self.pairs[behaviour], key=lambda p: a[p[0], p[1]])[0]
@@ -235,7 +238,7 @@ def behaviour_scores(model, tokenizer, slopes=None, seed: int = 0) -> HeadBehavi
     printable = [t for t in vocab[:5000] if _printable(tokenizer, t)]
     vocab = printable if len(printable) >= INDUCTION_LENGTH else vocab
     if len(vocab) < 2:
-        raise AlibiVizError("The tokenizer has too few ordinary tokens for the probes.")
+        raise AlibiVizError(_("The tokenizer has too few ordinary tokens for the probes."))
     rng = np.random.default_rng(seed)
     chunk = rng.choice(vocab, size=INDUCTION_LENGTH, replace=len(vocab) < INDUCTION_LENGTH)
     repeated = attention_maps_of_ids(model, np.concatenate([chunk, chunk]))

@@ -51,8 +51,13 @@ import torch
 
 from .alibi import SCHEDULES, alibi_slopes
 from .errors import AlibiVizError
+from .i18n import N_, _, get_language, ngettext
 
 VERDICTS = ("conforms", "scaled", "sign_flipped", "permuted", "offset", "missing", "clipped")
+# Verdict names as the app shows them (translated where shown: `_(VERDICT_TITLES[v])`).
+VERDICT_TITLES = {"conforms": N_("conforms"), "scaled": N_("scaled"),
+                  "sign_flipped": N_("sign flipped"), "permuted": N_("permuted"),
+                  "offset": N_("offset"), "missing": N_("missing"), "clipped": N_("clipped")}
 PROBE_LENGTH = 128
 SLOPE_RTOL = 1e-3  # fp32: the probe reads slopes to about 1e-6; bugs move them by 2x or more
 SLOPE_RTOL_16BIT = 0.05
@@ -128,22 +133,24 @@ def expected_slopes(model) -> tuple[np.ndarray, str, str | None]:
     config = model.config
     kind = config.model_type
     if kind == "bloom":
-        return alibi_slopes(config.n_head), "BLOOM: m_h added unscaled (official schedule)", None
+        return (alibi_slopes(config.n_head), _("BLOOM: m_h added unscaled (official schedule)"),
+                None)
     if kind == "mpt":
         heads = config.n_heads
-        return (alibi_slopes(heads, "mpt"), "MPT: m_h added unscaled (alibi_bias_max 8)", None)
+        return (alibi_slopes(heads, "mpt"), _("MPT: m_h added unscaled (alibi_bias_max 8)"), None)
     if kind == "falcon" and getattr(config, "alibi", False):
         heads = config.num_attention_heads
         head_dim = config.hidden_size // heads
         expected = alibi_slopes(heads) / math.sqrt(head_dim)
         eager = getattr(config, "_attn_implementation", "eager") == "eager"
-        warning = ("transformers' eager Falcon adds the ALiBi bias twice (inside "
-                   "(QK^T + alibi)/sqrt(d) and again through the attention mask), so its "
-                   "heads apply 2 m/sqrt(d): expect `scaled` with ratio 2 here; the sdpa path "
-                   "and the original Falcon-RW code apply m/sqrt(d).") if eager else None
-        return expected, "Falcon-RW: m_h/sqrt(d) (bias inside the 1/sqrt(d) scaling)", warning
-    raise AlibiVizError(f"'{kind}' is not an ALiBi architecture this check knows (BLOOM, MPT, "
-                        "Falcon with alibi=True).")
+        warning = _("transformers' eager Falcon adds the ALiBi bias twice (inside "
+                    "(QK^T + alibi)/sqrt(d) and again through the attention mask), so its "
+                    "heads apply 2 m/sqrt(d): expect `scaled` with ratio 2 here; the sdpa path "
+                    "and the original Falcon-RW code apply m/sqrt(d).") if eager else None
+        return (expected, _("Falcon-RW: m_h/sqrt(d) (bias inside the 1/sqrt(d) scaling)"),
+                warning)
+    raise AlibiVizError(_("'{kind}' is not an ALiBi architecture this check knows (BLOOM, MPT, "
+                          "Falcon with alibi=True).").format(kind=kind))
 
 
 # ----------------------------------------------------------------------------- attention probes
@@ -193,7 +200,7 @@ def _run(model, input_ids, attention_mask=None, cache=None, use_cache=False):
                 out = model(**kwargs)
             probs = records
     if not probs or probs[0] is None:
-        raise AlibiVizError("The model returned no attention probabilities.")
+        raise AlibiVizError(_("The model returned no attention probabilities."))
     return out, probs
 
 
@@ -209,7 +216,7 @@ def probe_bias(model, length: int = PROBE_LENGTH, token_id: int | None = None,
         token_id = int(ids[0])
     device = next(model.parameters()).device
     ids = torch.full((1, length), token_id, dtype=torch.long, device=device)
-    _, probs = _run(model, ids)
+    _out, probs = _run(model, ids)
     curves = []
     for k in range(len(probs)):
         logp = probs[k][0].double().clamp_min(1e-300).log()  # (H, T, T)
@@ -248,6 +255,14 @@ def _clip_point(y: np.ndarray, slope_tol: float) -> int | None:
 UNDERFLOW = -60.0  # logits: farther keys' probabilities leave float32's normal range
 
 
+def _g(value: float, spec: str) -> str:
+    """`value` in a `format` spec such as ".4g" (significant digits), with the current
+    language's decimal mark (es and ru write a decimal comma)."""
+    from babel.numbers import get_decimal_symbol
+
+    return format(value, spec).replace(".", get_decimal_symbol(get_language()))
+
+
 def judge_head(y: np.ndarray, expected: float, expected_layer: np.ndarray, head: int,
                rtol: float) -> tuple[str, float, float, int | None, str]:
     """(verdict, applied slope, offset, clip point, detail) for one head's curve y(d).
@@ -259,21 +274,26 @@ def judge_head(y: np.ndarray, expected: float, expected_layer: np.ndarray, head:
     clip = _clip_point(y, rtol * expected)
     slope, offset = _fit(y, clip if clip else y.size - 1)
     if clip is not None:
-        return "clipped", slope, offset, clip, f"the bias stops growing after {clip} tokens"
+        return ("clipped", slope, offset, clip,
+                ngettext("the bias stops growing after {n} token",
+                         "the bias stops growing after {n} tokens", clip).format(n=clip))
     if abs(offset) > OFFSET_TOL and abs(offset) > 10 * rtol * expected:
         return ("offset", slope, offset, None,
-                f"keys other than the query's own get {offset:+.3g} logits: not a row constant")
+                _("keys other than the query's own get {offset} logits: not a row constant")
+                .format(offset=_g(offset, "+.3g")))
     if abs(slope) <= rtol * expected * 10 and abs(slope) < 1e-4:
-        return "missing", slope, offset, None, "no positional bias at all"
+        return "missing", slope, offset, None, _("no positional bias at all")
     if math.isclose(slope, expected, rel_tol=rtol):
         return "conforms", slope, offset, None, ""
     if slope < 0 and math.isclose(-slope, expected, rel_tol=rtol):
-        return "sign_flipped", slope, offset, None, "the bias grows with distance"
+        return "sign_flipped", slope, offset, None, _("the bias grows with distance")
     for other, value in enumerate(expected_layer):
         if other != head and math.isclose(slope, value, rel_tol=rtol):
             return ("permuted", slope, offset, None,
-                    f"applies head {other + 1}'s slope {value:.4g}")
-    return "scaled", slope, offset, None, f"ratio {slope / expected:.4g} to the expected slope"
+                    _("applies head {head}'s slope {slope}").format(head=other + 1,
+                                                                    slope=_g(value, ".4g")))
+    return ("scaled", slope, offset, None,
+            _("ratio {ratio} to the expected slope").format(ratio=_g(slope / expected, ".4g")))
 
 
 def _schedule_of(applied: np.ndarray, scale: float, rtol: float) -> str | None:
@@ -340,7 +360,7 @@ def check_alibi(model, tokenizer=None, probe_length: int = PROBE_LENGTH, texts=D
     dtype = next(model.parameters()).dtype
     rtol = SLOPE_RTOL if dtype in (torch.float32, torch.float64) else SLOPE_RTOL_16BIT
     if progress:
-        progress(0.05, "probing the bias with one repeated token")
+        progress(0.05, _("probing the bias with one repeated token"))
     curves = probe_bias(model, probe_length, tokenizer=tokenizer)  # (L, H, T)
     heads = []
     for layer, layer_curves in enumerate(curves):
@@ -361,18 +381,20 @@ def check_alibi(model, tokenizer=None, probe_length: int = PROBE_LENGTH, texts=D
         if np.allclose(ratios, scale, rtol=rtol) and not math.isclose(scale, 1, rel_tol=rtol):
             schedule = _schedule_of(applied[0], base * scale, rtol)
             if schedule:
-                notes.append(f"The slopes follow the {schedule} schedule scaled by {scale:.4g}.")
+                notes.append(_("The slopes follow the {schedule} schedule scaled by {scale}.")
+                             .format(schedule=schedule, scale=_g(scale, ".4g")))
     elif schedule != "official":
-        notes.append(f"The slopes follow the {schedule} schedule, not the official one "
-                     f"({SCHEDULES[0]}) the config implies.")
+        notes.append(_("The slopes follow the {schedule} schedule, not the official one "
+                       "({official}) the config implies.").format(schedule=schedule,
+                                                                  official=SCHEDULES[0]))
     result = None
     if decode:
         if tokenizer is None:
             raise AlibiVizError("The prefill-vs-decode check needs the tokenizer.")
         if progress:
-            progress(0.5, "decoding token by token through the KV cache")
+            progress(0.5, _("decoding token by token through the KV cache"))
         result = _decode_check(model, tokenizer, texts, DECODE_TOL.get(dtype, 0.1))
     if progress:
-        progress(1.0, "done")
+        progress(1.0, _("done"))
     return AlibiCheck(heads=heads, decode=result, expected_form=form, schedule=schedule,
                       probe_length=probe_length, notes=notes)

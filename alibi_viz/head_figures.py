@@ -28,6 +28,7 @@ from plotly.subplots import make_subplots
 from .alibi import SCHEDULES, alibi_slopes, bias_only_mean_distance
 from .errors import AlibiVizError
 from .heads import DECOMPOSITION_PARTS, DecompositionView, HeadStatistics
+from .i18n import N_, _, get_language, ngettext, number, plotly_separators
 from .render import (
     ATTENTION_COLORSCALE,
     MASK_COLOR,
@@ -42,6 +43,16 @@ SMALL_GRID_CELLS = 20_000    # ... and the grid only if heads x T^2 stays below 
 CONTENT_COLORSCALE = "RdBu_r"
 SCORE_COLORSCALE = "Viridis"
 COLOR_SCALES = ("log", "linear")  # how attention probabilities are coloured
+# How render.stack_view reduced a long map (StackView.reduced), as the titles say it.
+REDUCTIONS = {"block max": N_("block max"), "sampled": N_("sampled")}
+
+
+def significant(value: float, spec: str = ".3g") -> str:
+    """`value` in a `format` spec such as ".3g" (significant digits), with the current
+    language's decimal mark (es and ru write a decimal comma)."""
+    from babel.numbers import get_decimal_symbol
+
+    return format(value, spec).replace(".", get_decimal_symbol(get_language()))
 
 
 # ----------------------------------------------------------------------------- colours
@@ -60,11 +71,12 @@ def attention_colors(values: np.ndarray, seq_len: int, scale: str = "log"):
         raise AlibiVizError(f"scale must be one of {COLOR_SCALES}, got {scale!r}.")
     values = np.asarray(values, dtype=np.float32)
     if scale == "linear":
-        return values, 0.0, 1.0, "attention"
+        return values, 0.0, 1.0, _("attention")
     floor = log_floor(seq_len)
     with np.errstate(divide="ignore", invalid="ignore"):
         logged = np.log10(np.maximum(values, np.float32(10.0**floor)))
-    return np.where(np.isnan(values), np.nan, logged).astype(np.float32), floor, 0.0, "log10 attention"
+    return (np.where(np.isnan(values), np.nan, logged).astype(np.float32), floor, 0.0,
+            _("log10 attention"))
 
 
 def _escape(token: str) -> str:
@@ -94,8 +106,9 @@ def _token_hover(tokens, rows, cols, values) -> np.ndarray:
 
 
 def _hovertemplate(label: str, head_text: str = "") -> str:
-    return (head_text + "query i=%{y} «%{customdata[0]}»<br>key j=%{x} «%{customdata[1]}»"
-            "<br>distance i-j=%{customdata[2]}<br>" + label + "=%{customdata[3]:.4g}<extra></extra>")
+    return (head_text + _("query i=%{y}") + " «%{customdata[0]}»<br>" + _("key j=%{x}")
+            + " «%{customdata[1]}»<br>" + _("distance i-j=%{customdata[2]}") + "<br>" + label
+            + "=%{customdata[3]:.4g}<extra></extra>")
 
 
 def _add_panel(fig, row: int, col: int, view: StackView, image: np.ndarray, hover: np.ndarray,
@@ -160,20 +173,29 @@ def attention_grid_figure(view: StackView, tokens: list[str], layer: int, *, slo
         raise AlibiVizError(f"{len(tokens)} tokens for maps of {T} positions.")
     titles = []
     for h in range(heads):
-        title = f"head {h + 1}" + (f": m={slopes[h]:.3g}" if slopes is not None else "")
+        title = _("head {h}").format(h=h + 1) + (f": m={significant(slopes[h])}"
+                                                 if slopes is not None else "")
         titles.append(f"<b>▶ {title}</b>" if h == selected else title)
     over = train_seq_len is not None and T > train_seq_len
-    mark = f"; red dashes: training length {train_seq_len}" if over else ""
-    shown = "log10 attention" if scale == "log" else "attention"
+    mark = ("; " + _("red dashes: training length {n}").format(n=train_seq_len)) if over else ""
+    shown = _("log10 attention") if scale == "log" else _("attention")
     if not use_labels(T, heads):
         values, cmin, cmax, bar = attention_colors(_with_mask(view.images, T), T, scale)
-        note = f", {view.reduced} to {view.images.shape[1]} px" if view.reduced else ""
-        return matrix_grid_figure(
+        note = (", " + _("{reduction} to {px} px").format(
+            reduction=_(REDUCTIONS.get(view.reduced, view.reduced)), px=view.images.shape[1])
+            if view.reduced else "")
+        fig = matrix_grid_figure(
             values, titles, T, cmin=cmin, cmax=cmax, colorscale=ATTENTION_COLORSCALE,
             colorbar_title=bar, hover=view.hover, hover_rows=view.hover_rows,
-            hover_cols=view.hover_cols, hover_label="attention", marker=train_seq_len if over else None,
-            title=f"Layer {layer + 1}: {shown}, {T:,} tokens{note}{mark}. Grey: masked.",
+            hover_cols=view.hover_cols, hover_label=_("attention"), panel_label=_("head"),
+            marker=train_seq_len if over else None,
+            title=ngettext("Layer {layer}: {shown}, {n} token{note}{mark}. Grey: masked.",
+                           "Layer {layer}: {shown}, {n} tokens{note}{mark}. Grey: masked.",
+                           T).format(layer=layer + 1, shown=shown, n=number(T), note=note,
+                                     mark=mark),
             panel_px=panel_px)
+        fig.update_layout(separators=plotly_separators())
+        return fig
 
     columns = min(heads, 4)
     rows = math.ceil(heads / columns)
@@ -187,7 +209,8 @@ def attention_grid_figure(view: StackView, tokens: list[str], layer: int, *, slo
         r, c = divmod(h, columns)
         _add_panel(fig, r + 1, c + 1, view, values[h], view.images[h], tokens,
                    coloraxis="coloraxis", cmin=cmin, cmax=cmax, colorscale=ATTENTION_COLORSCALE,
-                   label="attention", head_text=f"head {h + 1}<br>", labels=True)
+                   label=_("attention"), head_text=_("head {h}").format(h=h + 1) + "<br>",
+                   labels=True)
         if lines:
             fig.add_trace(go.Scatter(x=lines[0], y=lines[1], mode="lines", hoverinfo="skip",
                                      showlegend=False, line=dict(color="red", dash="dash")),
@@ -201,22 +224,25 @@ def attention_grid_figure(view: StackView, tokens: list[str], layer: int, *, slo
                 fig.update_yaxes(showticklabels=False, row=r + 1, col=c + 1)
             if r < rows - 1:
                 fig.update_xaxes(showticklabels=False, row=r + 1, col=c + 1)
-    fig.update_layout(title=dict(text=f"Layer {layer + 1}: {shown}, {T} tokens{mark}. "
-                                      "Rows: query i; columns: key j. Grey: masked."),
+    fig.update_layout(title=dict(text=ngettext(
+        "Layer {layer}: {shown}, {n} token{mark}. Rows: query i; columns: key j. Grey: masked.",
+        "Layer {layer}: {shown}, {n} tokens{mark}. Rows: query i; columns: key j. Grey: masked.",
+        T).format(layer=layer + 1, shown=shown, n=T, mark=mark)),
                       height=panel_px * rows + 160, plot_bgcolor=MASK_COLOR, showlegend=False,
-                      margin=dict(l=60, r=10, t=70, b=50))
+                      margin=dict(l=60, r=10, t=70, b=50), separators=plotly_separators())
     return fig
 
 
 # ----------------------------------------------------------------------------- (b) one head
 
+# Panel titles (translated where drawn: `_(PART_TITLES[part])`).
 PART_TITLES = {
-    "content": "content q·k/√d",
-    "bias": "position bias −m(i−j)",
-    "total": "masked total = softmax input",
-    "probs": "attention",
+    "content": N_("content q·k/√d"),
+    "bias": N_("position bias −m(i−j)"),
+    "total": N_("masked total = softmax input"),
+    "probs": N_("attention"),
 }
-AS_ADDED_TITLE = "position bias, as the model adds it"
+AS_ADDED_TITLE = N_("position bias, as the model adds it")
 
 
 def decomposition_figure(view: DecompositionView, head: int, *, slope: float | None = None,
@@ -232,8 +258,11 @@ def decomposition_figure(view: DecompositionView, head: int, *, slope: float | N
         raise AlibiVizError(f"head must be in [0, {heads - 1}], got {head}.")
     T = view.seq_len
     labels = use_labels(T)
-    titles = [AS_ADDED_TITLE if p == "bias" and view.bias_shown == "as_added" else PART_TITLES[p]
-              for p in DECOMPOSITION_PARTS]
+    title_ids = [AS_ADDED_TITLE if p == "bias" and view.bias_shown == "as_added" else PART_TITLES[p]
+                 for p in DECOMPOSITION_PARTS]
+    titles = [_(title) for title in title_ids]
+    hover_labels = {"content": _("content"), "bias": _("bias"), "total": _("total"),
+                    "probs": _("attention")}
     fig = make_subplots(rows=1, cols=4, subplot_titles=titles,
                         horizontal_spacing=0.035)
     lines = _marker_lines(T, train_seq_len)
@@ -243,7 +272,7 @@ def decomposition_figure(view: DecompositionView, head: int, *, slope: float | N
         hover = image if labels else sv.hover[head]  # labelled heatmaps hover every cell
         low, high = view.ranges[part][head]
         colorscale = {"content": CONTENT_COLORSCALE, "probs": ATTENTION_COLORSCALE}.get(part, SCORE_COLORSCALE)
-        bar = "logit"
+        bar = _("logit")
         if part == "probs":
             image, low, high, bar = attention_colors(_with_mask(image[None], T)[0], T, scale)
         if not high > low:  # a constant panel (no bias at all): any range draws it flat
@@ -257,7 +286,7 @@ def decomposition_figure(view: DecompositionView, head: int, *, slope: float | N
                           y=-0.08, yanchor="top"))})
         _add_panel(fig, 1, k, sv, image, hover, view.tokens, coloraxis=axis, cmin=float(low),
                    cmax=float(high), colorscale=colorscale,
-                   label="attention" if part == "probs" else part, labels=labels)
+                   label=hover_labels[part], labels=labels)
         if lines:
             fig.add_trace(go.Scatter(x=lines[0], y=lines[1], mode="lines", hoverinfo="skip",
                                      showlegend=False, line=dict(color="red", dash="dash")),
@@ -271,17 +300,18 @@ def decomposition_figure(view: DecompositionView, head: int, *, slope: float | N
         fig.update_yaxes(scaleanchor=f"x{'' if k == 1 else k}", row=1, col=k)
         if k > 1 and labels:
             fig.update_yaxes(showticklabels=False, row=1, col=k)
-    what = f"Layer {view.layer + 1}, head {head + 1}" + (f" (m={slope:.3g})" if slope is not None else "")
+    what = (_("Layer {layer}, head {head}").format(layer=view.layer + 1, head=head + 1)
+            + (f" (m={significant(slope)})" if slope is not None else ""))
     notes = []
     if sv.reduced:
-        notes.append(f"drawn at {sv.images.shape[-1]} px from {T:,} tokens (scores sampled, "
-                     "attention block max); hover shows exact values")
+        notes.append(_("drawn at {px} px from {n} tokens (scores sampled, attention block max); "
+                       "hover shows exact values").format(px=sv.images.shape[-1], n=number(T)))
     if lines:
-        notes.append(f"red dashes: training length {train_seq_len}")
+        notes.append(_("red dashes: training length {n}").format(n=train_seq_len))
     fig.update_layout(
         title=dict(text=what, subtitle=dict(text="; ".join(notes).capitalize())),
         height=panel_px + 180, plot_bgcolor=MASK_COLOR, showlegend=False,
-        margin=dict(l=60 if labels else 40, r=10, t=110, b=80))
+        margin=dict(l=60 if labels else 40, r=10, t=110, b=80), separators=plotly_separators())
     return fig
 
 
@@ -315,13 +345,16 @@ def head_statistics_figure(stats: HeadStatistics, seq_len: int,
     reliance = stats.content_kl is not None
     positive = np.isfinite(effective) & (effective > 0)
     hidden = int((~positive).sum()) if alibi else 0
-    left_title = ("effective vs configured slope (labels: fit R²)" if alibi
-                  else "effective slope per head")
+    left_title = (_("effective vs configured slope (labels: fit R²)") if alibi
+                  else _("effective slope per head"))
     if hidden:
-        left_title += f" ({hidden} not positive, not shown)"
-    titles = [left_title, "mean attention distance"]
+        left_title += " (" + _("{n} not positive, not shown").format(n=hidden) + ")"
+    titles = [left_title, _("mean attention distance")]
     if reliance:
-        titles.append("content reliance: KL from the bias alone")
+        titles.append(_("content reliance: KL from the bias alone"))
+    layer_name = _("layer {n}")
+    where = _("layer %{customdata[0]} head %{customdata[1]}") + "<br>"
+    fit = "<br>" + _("fit R²=%{customdata[2]:.2f}")
     fig = make_subplots(rows=1, cols=len(titles), subplot_titles=titles,
                         horizontal_spacing=0.08)
     colors = _layer_colors(layers)
@@ -336,37 +369,36 @@ def head_statistics_figure(stats: HeadStatistics, seq_len: int,
             x, y = configured[layer][keep], effective[layer][keep]
             fig.add_trace(go.Scatter(
                 x=x, y=y, customdata=custom[keep], mode="markers+text", marker=style,
-                text=[f"{r:.2f}" for r in stats.slope_fit_r2[layer][keep]],
+                text=[number(r, 2) for r in stats.slope_fit_r2[layer][keep]],
                 textposition="middle right", textfont=dict(size=9, color=colors[layer]),
-                name=f"layer {layer + 1}", legendgroup=str(layer),
-                hovertemplate="layer %{customdata[0]} head %{customdata[1]}<br>configured "
-                              "m=%{x:.4g}<br>effective m=%{y:.4g}<br>fit R²=%{customdata[2]:.2f}"
-                              "<br>KL from bias alone %{customdata[5]:.3f} nats"
-                              "<extra></extra>"), row=1, col=1)
+                name=layer_name.format(n=layer + 1), legendgroup=str(layer),
+                hovertemplate=where + _("configured m=%{x:.4g}") + "<br>"
+                              + _("effective m=%{y:.4g}") + fit + "<br>"
+                              + _("KL from bias alone %{customdata[5]:.3f} nats")
+                              + "<extra></extra>"), row=1, col=1)
         else:
             fig.add_trace(go.Scatter(
                 x=head_ids, y=effective[layer], customdata=custom, mode="lines+markers",
-                marker=style, line=dict(color=colors[layer], width=1), name=f"layer {layer + 1}",
-                legendgroup=str(layer),
-                hovertemplate="layer %{customdata[0]} head %{customdata[1]}<br>effective "
-                              "m=%{y:.4g}<br>fit R²=%{customdata[2]:.2f}<extra></extra>"),
+                marker=style, line=dict(color=colors[layer], width=1),
+                name=layer_name.format(n=layer + 1), legendgroup=str(layer),
+                hovertemplate=where + _("effective m=%{y:.4g}") + fit + "<extra></extra>"),
                 row=1, col=1)
         fig.add_trace(go.Scatter(
             x=head_ids, y=stats.mean_distance[layer], customdata=custom, mode="lines+markers",
-            marker=style, line=dict(color=colors[layer], width=1), name=f"layer {layer + 1}",
-            legendgroup=str(layer), showlegend=False,
-            hovertemplate="layer %{customdata[0]} head %{customdata[1]}<br>mean distance "
-                          "%{y:.3g} tokens<br>share within " + str(stats.k) + " tokens "
-                          "%{customdata[3]:.2f}<br>entropy %{customdata[4]:.2f} nats"
-                          "<extra></extra>"), row=1, col=2)
+            marker=style, line=dict(color=colors[layer], width=1),
+            name=layer_name.format(n=layer + 1), legendgroup=str(layer), showlegend=False,
+            hovertemplate=where + _("mean distance %{y:.3g} tokens") + "<br>"
+                          + _("share within {k} tokens").format(k=stats.k)
+                          + " %{customdata[3]:.2f}<br>"
+                          + _("entropy %{customdata[4]:.2f} nats") + "<extra></extra>"),
+            row=1, col=2)
         if reliance:
             fig.add_trace(go.Scatter(
                 x=head_ids, y=kl[layer], customdata=custom, mode="lines+markers", marker=style,
-                line=dict(color=colors[layer], width=1), name=f"layer {layer + 1}",
+                line=dict(color=colors[layer], width=1), name=layer_name.format(n=layer + 1),
                 legendgroup=str(layer), showlegend=False,
-                hovertemplate="layer %{customdata[0]} head %{customdata[1]}<br>KL from bias "
-                              "alone %{y:.3f} nats<br>fit R²=%{customdata[2]:.2f}"
-                              "<extra></extra>"), row=1, col=3)
+                hovertemplate=where + _("KL from bias alone %{y:.3f} nats") + fit
+                              + "<extra></extra>"), row=1, col=3)
     if alibi:
         finite = configured[np.isfinite(configured) & (configured > 0)]
         ys = effective[positive]
@@ -375,26 +407,26 @@ def head_statistics_figure(stats: HeadStatistics, seq_len: int,
         fig.add_trace(go.Scatter(x=[low, high], y=[low, high], mode="lines", name="y = x",
                                  line=dict(color="grey", dash="dash"), hoverinfo="skip"),
                       row=1, col=1)
-        fig.update_xaxes(type="log", title="configured slope m (per token)", row=1, col=1,
+        fig.update_xaxes(type="log", title=_("configured slope m (per token)"), row=1, col=1,
                          exponentformat="power")
-        fig.update_yaxes(type="log", title="effective slope (fitted)", row=1, col=1,
+        fig.update_yaxes(type="log", title=_("effective slope (fitted)"), row=1, col=1,
                          exponentformat="power")
         reference = bias_only_mean_distance(configured[0], seq_len)
         fig.add_trace(go.Scatter(
-            x=head_ids, y=reference, mode="markers", name="bias alone",
+            x=head_ids, y=reference, mode="markers", name=_("bias alone"),
             marker=dict(symbol="x", color="black", size=9),
-            hovertemplate="head %{x}: bias alone gives %{y:.3g} tokens<extra></extra>"),
+            hovertemplate=_("head %{x}: bias alone gives %{y:.3g} tokens") + "<extra></extra>"),
             row=1, col=2)
     else:
-        fig.update_xaxes(title="head", dtick=max(1, heads // 16), row=1, col=1)
-        fig.update_yaxes(title="effective slope (fitted)", row=1, col=1)
+        fig.update_xaxes(title=_("head"), dtick=max(1, heads // 16), row=1, col=1)
+        fig.update_yaxes(title=_("effective slope (fitted)"), row=1, col=1)
     if selected is not None:
         layer, head = selected
         ring = dict(symbol="circle-open", size=18, color="red", line=dict(width=2))
         if not alibi or positive[layer, head]:
             x = configured[layer, head] if alibi else head + 1
             fig.add_trace(go.Scatter(x=[x], y=[effective[layer, head]], mode="markers",
-                                     marker=ring, name="selected head", hoverinfo="skip"),
+                                     marker=ring, name=_("selected head"), hoverinfo="skip"),
                           row=1, col=1)
         fig.add_trace(go.Scatter(x=[head + 1], y=[stats.mean_distance[layer, head]],
                                  mode="markers", marker=ring, showlegend=False, hoverinfo="skip"),
@@ -403,15 +435,18 @@ def head_statistics_figure(stats: HeadStatistics, seq_len: int,
             fig.add_trace(go.Scatter(x=[head + 1], y=[kl[layer, head]], mode="markers",
                                      marker=ring, showlegend=False, hoverinfo="skip"),
                           row=1, col=3)
-    fig.update_xaxes(title="head", dtick=max(1, heads // 16), row=1, col=2)
-    fig.update_yaxes(title="tokens", row=1, col=2, rangemode="tozero")
+    fig.update_xaxes(title=_("head"), dtick=max(1, heads // 16), row=1, col=2)
+    fig.update_yaxes(title=_("tokens"), row=1, col=2, rangemode="tozero")
     if reliance:
-        fig.update_xaxes(title="head", dtick=max(1, heads // 16), row=1, col=3)
+        fig.update_xaxes(title=_("head"), dtick=max(1, heads // 16), row=1, col=3)
         fig.update_yaxes(title="nats", row=1, col=3, rangemode="tozero")
     fig.update_layout(
-        title=f"Head statistics over {seq_len:,} tokens (effective slope: log p fitted "
-              f"against distance up to {stats.max_distance})",
-        height=440, margin=dict(l=60, r=20, t=80, b=50),
+        title=ngettext("Head statistics over {n} token (effective slope: log p fitted against "
+                       "distance up to {d})",
+                       "Head statistics over {n} tokens (effective slope: log p fitted against "
+                       "distance up to {d})", seq_len).format(n=number(seq_len),
+                                                              d=stats.max_distance),
+        height=440, margin=dict(l=60, r=20, t=80, b=50), separators=plotly_separators(),
         legend=dict(orientation="h", y=-0.2, yanchor="top", x=0.5, xanchor="center"))
     return fig
 
@@ -419,12 +454,13 @@ def head_statistics_figure(stats: HeadStatistics, seq_len: int,
 # ----------------------------------------------------------------------------- (d) slopes
 
 def model_slopes_figure(slopes, effective=None, schedules=SCHEDULES, max_bias: float = 8.0,
-                        name: str = "this model") -> go.Figure:
+                        name: str | None = None) -> go.Figure:
     """A model's slopes m_h (markers) against the standard schedules (thin lines), log2 y.
 
     effective: the per-token slope the model's eager attention really applies, drawn too when
-    it differs from `slopes` (Falcon: 2m/sqrt(d)).
+    it differs from `slopes` (Falcon: 2m/sqrt(d)). name: the model's name ("this model").
     """
+    name = _("this model") if name is None else name
     slopes = np.asarray(slopes, dtype=np.float64)
     if slopes.ndim != 1 or slopes.size == 0 or not np.all(slopes > 0):
         raise AlibiVizError("slopes must be a non-empty list of positive numbers.")
@@ -433,28 +469,34 @@ def model_slopes_figure(slopes, effective=None, schedules=SCHEDULES, max_bias: f
     for schedule in schedules:
         fig.add_trace(go.Scatter(
             x=heads, y=alibi_slopes(slopes.size, schedule, max_bias), mode="lines",
-            name=f"{schedule} schedule", line=dict(width=1.2, dash="dot"),
-            hovertemplate="head %{x}<br>m=%{y:.5g}<extra>" + schedule + "</extra>"))
+            name=_("{schedule} schedule").format(schedule=schedule),
+            line=dict(width=1.2, dash="dot"),
+            hovertemplate=_("head %{x}") + "<br>m=%{y:.5g}<extra>" + schedule + "</extra>"))
     fig.add_trace(go.Scatter(
-        x=heads, y=slopes, mode="markers", name=f"{name}: configured m",
+        x=heads, y=slopes, mode="markers", name=_("{name}: configured m").format(name=name),
         marker=dict(size=11, color="black", symbol="circle-open", line=dict(width=2)),
         customdata=np.log2(slopes),
-        hovertemplate="head %{x}<br>m=%{y:.5g}<br>log2 m=%{customdata:.3f}<extra></extra>"))
+        hovertemplate=_("head %{x}") + "<br>m=%{y:.5g}<br>log2 m=%{customdata:.3f}"
+                      "<extra></extra>"))
     if effective is not None:
         effective = np.asarray(effective, dtype=np.float64)
         if not np.allclose(effective, slopes, rtol=1e-6):
             fig.add_trace(go.Scatter(
-                x=heads, y=effective, mode="markers", name="per-token slope as applied (eager)",
+                x=heads, y=effective, mode="markers", name=_("per-token slope as applied (eager)"),
                 marker=dict(size=9, color="#d62728", symbol="diamond"),
-                hovertemplate="head %{x}<br>applied slope=%{y:.5g}<extra></extra>"))
-    fig.update_yaxes(type="log", title="slope m (log scale)", exponentformat="power")
-    fig.update_xaxes(title="head h", dtick=max(1, slopes.size // 16))
+                hovertemplate=_("head %{x}") + "<br>" + _("applied slope=%{y:.5g}")
+                              + "<extra></extra>"))
+    fig.update_yaxes(type="log", title=_("slope m (log scale)"), exponentformat="power")
+    fig.update_xaxes(title=_("head h"), dtick=max(1, slopes.size // 16))
     standard = [alibi_slopes(slopes.size, s, max_bias) for s in schedules]
     agree = len(standard) > 1 and all(np.allclose(standard[0], s) for s in standard[1:])
-    fig.update_layout(title=dict(text=f"Slopes of {name} against the standard schedules "
-                                      f"({slopes.size} heads)",
-                                 subtitle=dict(text="For this head count the schedules coincide."
-                                               if agree else "")), height=380,
+    fig.update_layout(title=dict(text=ngettext(
+        "Slopes of {name} against the standard schedules ({n} head)",
+        "Slopes of {name} against the standard schedules ({n} heads)",
+        slopes.size).format(name=name, n=slopes.size),
+                                 subtitle=dict(text=_("For this head count the schedules "
+                                                      "coincide.") if agree else "")),
+                      height=380, separators=plotly_separators(),
                       legend=dict(orientation="h", y=1.02, yanchor="bottom", x=1, xanchor="right"),
                       margin=dict(l=60, r=20, t=80, b=40))
     return fig
@@ -475,6 +517,7 @@ def behaviour_grid_figure(behaviour, selected: tuple[int, int] | None = None,
     is outlined. Clicking a cell selects a point whose customdata is (layer, head), 0-based."""
     from .behaviour import BEHAVIOUR_TITLES, BEHAVIOURS
 
+    titles = {b: _(BEHAVIOUR_TITLES[b]) for b in BEHAVIOURS}
     strongest = behaviour.strongest()
     layers, heads = strongest.shape
     names = [b for b in BEHAVIOURS if b != "content" or behaviour.content_kl is not None]
@@ -483,33 +526,39 @@ def behaviour_grid_figure(behaviour, selected: tuple[int, int] | None = None,
         cells = [(lay, h) for lay in range(layers) for h in range(heads) if strongest[lay, h] == name]
         lines = []
         for lay, h in cells:
-            parts = [f"{BEHAVIOUR_TITLES[b]}: {behaviour.scores[b][lay, h]:.2f}"
+            parts = [f"{titles[b]}: {number(behaviour.scores[b][lay, h], 2)}"
                      for b in BEHAVIOURS if b != "content"]
             if behaviour.content_kl is not None:
-                parts.append(f"content KL: {behaviour.content_kl[lay, h]:.2f} nats")
-            parts.append(f"sink on a repeated token: {behaviour.sink_control[lay, h]:.2f}")
-            parts.append(f"90% reach: {behaviour.reach[lay, h]:.1f} tokens"
-                         + (f" (bias alone {behaviour.bias_reach[lay, h]:.1f})"
-                            if behaviour.bias_reach is not None else ""))
+                parts.append(_("content KL: {kl} nats").format(
+                    kl=number(behaviour.content_kl[lay, h], 2)))
+            parts.append(_("sink on a repeated token: {score}").format(
+                score=number(behaviour.sink_control[lay, h], 2)))
+            reach = number(behaviour.reach[lay, h], 1)
+            parts.append(_("90% reach: {reach} tokens (bias alone {bias})").format(
+                reach=reach, bias=number(behaviour.bias_reach[lay, h], 1))
+                         if behaviour.bias_reach is not None else
+                         _("90% reach: {reach} tokens").format(reach=reach))
             lines.append("<br>".join(parts))
         fig.add_trace(go.Scatter(
-            x=[h + 1 for _, h in cells], y=[lay + 1 for lay, _ in cells], mode="markers",
-            name=BEHAVIOUR_TITLES[name], customdata=[[lay, h] for lay, h in cells],
+            x=[h + 1 for _lay, h in cells], y=[lay + 1 for lay, _h in cells], mode="markers",
+            name=titles[name], customdata=[[lay, h] for lay, h in cells],
             text=lines, marker=dict(symbol="square", size=30, color=BEHAVIOUR_COLORS[name],
                                     line=dict(color="white", width=1)),
-            hovertemplate="layer %{y}, head %{x}<br>%{text}<extra>" + BEHAVIOUR_TITLES[name]
+            hovertemplate=_("layer %{y}, head %{x}") + "<br>%{text}<extra>" + titles[name]
                           + "</extra>"))
     if selected is not None:
         fig.add_trace(go.Scatter(x=[selected[1] + 1], y=[selected[0] + 1], mode="markers",
                                  marker=dict(symbol="square-open", size=38, color="black",
                                              line=dict(width=3)),
                                  hoverinfo="skip", showlegend=False))
-    fig.update_xaxes(title="head", tickvals=list(range(1, heads + 1)), range=[0.4, heads + 0.6])
-    fig.update_yaxes(title="layer", tickvals=list(range(1, layers + 1)),
+    fig.update_xaxes(title=_("head"), tickvals=list(range(1, heads + 1)),
+                     range=[0.4, heads + 0.6])
+    fig.update_yaxes(title=_("layer"), tickvals=list(range(1, layers + 1)),
                      range=[layers + 0.6, 0.4])
     fig.update_layout(height=height or max(280, 46 * layers + 180), plot_bgcolor="white",
                       margin=dict(l=60, r=20, t=50, b=80), clickmode="event+select",
-                      title="Each head's strongest behaviour (click a head)",
+                      title=_("Each head's strongest behaviour (click a head)"),
+                      separators=plotly_separators(),
                       legend=dict(orientation="h", y=-0.3, yanchor="top", x=0.5,
                                   xanchor="center"))
     return fig
@@ -524,9 +573,10 @@ def single_map_figure(attention, title: str, height: int = 380) -> go.Figure:
     causal_map_panel(fig, 1, 1, check_attention(attention), max_px=256, hover_cells=64,
                      cmax=1.0)
     fig.update_layout(coloraxis=dict(colorscale=ATTENTION_COLORSCALE, cmin=0.0, cmax=1.0,
-                                     colorbar=dict(title=dict(text="attention"), thickness=12)),
+                                     colorbar=dict(title=dict(text=_("attention")),
+                                                   thickness=12)),
                       title=title, height=height, margin=dict(l=50, r=10, t=60, b=40),
-                      plot_bgcolor=MASK_COLOR)
+                      plot_bgcolor=MASK_COLOR, separators=plotly_separators())
     return fig
 
 
@@ -542,7 +592,7 @@ def highlight_html(tokens: list[str], weights, query: int) -> str:
         style = f"background: rgba(31,119,180,{alpha:.2f});"
         if j == query:
             style += " outline: 2px solid #d62728;"
-        spans.append(f'<span title="{weights[j] if j <= query else 0:.3f}" '
+        spans.append(f'<span title="{number(weights[j] if j <= query else 0, 3)}" '
                      f'style="{style}">{label}</span>')
     return ('<div style="font-family: monospace; font-size: 14px; line-height: 1.6; '
             'white-space: normal;">' + "".join(spans) + "</div>")
@@ -558,27 +608,34 @@ VERDICT_COLORS = {"conforms": "#2ca02c", "scaled": "#ff7f0e", "sign_flipped": "#
 def verdict_grid_figure(check, height: int | None = None) -> go.Figure:
     """Layer x head grid of a conformance check (`conformance.AlibiCheck`): each cell coloured
     by its verdict, with expected vs applied slope and the detail on hover."""
+    from .conformance import VERDICT_TITLES
+
     layers, heads = len(check.heads), len(check.heads[0])
     fig = go.Figure()
     for verdict, color in VERDICT_COLORS.items():
         cells = [h for row in check.heads for h in row if h.verdict == verdict]
         if not cells:
             continue
+        shown = _(VERDICT_TITLES[verdict])
         fig.add_trace(go.Scatter(
             x=[c.head + 1 for c in cells], y=[c.layer + 1 for c in cells], mode="markers",
-            name=verdict.replace("_", " "),
+            name=shown,
             customdata=[[c.expected_slope, c.applied_slope, c.ratio, c.detail or "-"]
                         for c in cells],
             marker=dict(symbol="square", size=26, color=color, line=dict(color="white", width=1)),
-            hovertemplate=("layer %{y}, head %{x}: " + verdict.replace("_", " ")
-                           + "<br>expected m=%{customdata[0]:.5g}<br>applied m=%{customdata[1]:.5g}"
-                           "<br>ratio %{customdata[2]:.4g}<br>%{customdata[3]}<extra></extra>")))
-    fig.update_xaxes(title="head", tickvals=list(range(1, heads + 1)), range=[0.4, heads + 0.6])
-    fig.update_yaxes(title="layer", tickvals=list(range(1, layers + 1)),
+            hovertemplate=(_("layer %{y}, head %{x}") + ": " + shown + "<br>"
+                           + _("expected m=%{customdata[0]:.5g}") + "<br>"
+                           + _("applied m=%{customdata[1]:.5g}") + "<br>"
+                           + _("ratio %{customdata[2]:.4g}")
+                           + "<br>%{customdata[3]}<extra></extra>")))
+    fig.update_xaxes(title=_("head"), tickvals=list(range(1, heads + 1)),
+                     range=[0.4, heads + 0.6])
+    fig.update_yaxes(title=_("layer"), tickvals=list(range(1, layers + 1)),
                      range=[layers + 0.6, 0.4])
     fig.update_layout(height=height or max(240, 34 * layers + 150), plot_bgcolor="white",
-                      margin=dict(l=60, r=20, t=50, b=40),
-                      title=f"Applied bias per head (probe: one token x {check.probe_length})",
+                      margin=dict(l=60, r=20, t=50, b=40), separators=plotly_separators(),
+                      title=_("Applied bias per head (probe: one token x {n})").format(
+                          n=check.probe_length),
                       legend=dict(orientation="h", y=-0.2, yanchor="top", x=0.5,
                                   xanchor="center"))
     return fig
@@ -594,24 +651,30 @@ def precision_figure(lens: dict, max_points: int = 400, height: int = 380) -> go
     pos = np.unique(np.linspace(0, T - 1, min(T, max_points)).round().astype(int))
     colors = pc.sample_colorscale("Turbo", np.linspace(0.05, 0.95, max(2, heads)))
     fig = make_subplots(rows=1, cols=2, column_widths=[0.65, 0.35], horizontal_spacing=0.1,
-                        subplot_titles=(f"{lens['dtype']} error of the {lens['form']} bias",
-                                        "effect on the last query's attention"))
+                        subplot_titles=(_("{dtype} error of the {form} bias").format(
+                                            dtype=lens["dtype"], form=lens["form"]),
+                                        _("effect on the last query's attention")))
+    key_line = "<br>" + _("key %{x}") + "<br>"
     for h in range(heads):
-        fig.add_trace(go.Scatter(x=pos, y=error[h, pos], mode="lines", name=f"head {h + 1}",
+        head_name = _("head {h}").format(h=h + 1)
+        fig.add_trace(go.Scatter(x=pos, y=error[h, pos], mode="lines", name=head_name,
                                  line=dict(color=colors[h], width=1.5),
-                                 hovertemplate=f"head {h + 1}<br>key %{{x}}<br>error "
-                                               "%{y:.4g} logits<extra></extra>"), row=1, col=1)
-    fig.add_trace(go.Scatter(x=pos, y=step[0, pos], mode="lines", name="spacing (head 1)",
+                                 hovertemplate=head_name + key_line
+                                               + _("error %{y:.4g} logits") + "<extra></extra>"),
+                      row=1, col=1)
+    fig.add_trace(go.Scatter(x=pos, y=step[0, pos], mode="lines", name=_("spacing (head 1)"),
                              line=dict(color="black", dash="dot", width=1),
-                             hovertemplate="key %{x}<br>spacing %{y:.4g}<extra></extra>"),
+                             hovertemplate=_("key %{x}") + "<br>" + _("spacing %{y:.4g}")
+                                           + "<extra></extra>"),
                   row=1, col=1)
     fig.add_trace(go.Bar(x=[f"h{h + 1}" for h in range(heads)], y=kl, name="KL (nats)",
                          marker_color="#4c78a8", showlegend=False,
                          hovertemplate="%{x}: KL %{y:.3g} nats<extra></extra>"), row=1, col=2)
-    fig.update_xaxes(title="key position j", row=1, col=1)
-    fig.update_yaxes(title="|added − exact| (logits)", row=1, col=1)
-    fig.update_yaxes(title="KL from exact (nats)", row=1, col=2)
+    fig.update_xaxes(title=_("key position j"), row=1, col=1)
+    fig.update_yaxes(title=_("|added − exact| (logits)"), row=1, col=1)
+    fig.update_yaxes(title=_("KL from exact (nats)"), row=1, col=2)
     fig.update_layout(height=height, margin=dict(l=60, r=20, t=60, b=50),
+                      separators=plotly_separators(),
                       legend=dict(orientation="h", y=-0.25, yanchor="top", x=0.3,
                                   xanchor="center"))
     return fig

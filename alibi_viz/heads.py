@@ -36,6 +36,7 @@ import torch
 
 from .alibi import DEFAULT_BUDGET_BYTES, check_int
 from .errors import AlibiVizError, BudgetError
+from .i18n import _, ngettext, number
 from .loading import bias_form, learned_positions, model_dims
 from .render import IMAGE_PIXEL_BUDGET, StackView, stack_view
 
@@ -109,11 +110,12 @@ def tokenize_capped(tokenizer, text, max_tokens: int | None = None,
     if not isinstance(text, str):
         raise AlibiVizError(f"The text must be a string, got {type(text).__name__}.")
     if not text.strip():
-        raise AlibiVizError("The text is empty: type or paste some text to inspect.")
+        raise AlibiVizError(_("The text is empty: type or paste some text to inspect."))
     prefix = _special_prefix(tokenizer)
     room = None if max_tokens is None else max_tokens - len(prefix)
     if room is not None and room < 1:
-        raise BudgetError(f"Only {max_tokens} token(s) allowed: not enough for any text.")
+        raise BudgetError(_("Only {n} token(s) allowed: not enough for any text.")
+                          .format(n=max_tokens))
 
     limit = None if room is None else 8 * room + 64  # characters; grown if tokens are long
     while True:
@@ -125,19 +127,23 @@ def tokenize_capped(tokenizer, text, max_tokens: int | None = None,
 
     special = set(tokenizer.all_special_ids)
     if not ids:
-        raise AlibiVizError("The text gives no tokens: type or paste some ordinary text.")
+        raise AlibiVizError(_("The text gives no tokens: type or paste some ordinary text."))
     if all(i in special for i in ids):
         names = sorted(set(tokenizer.convert_ids_to_tokens(ids)))
-        raise AlibiVizError(f"The text holds only special tokens ({', '.join(names)}): type or "
-                            "paste some ordinary text to inspect.")
+        raise AlibiVizError(_("The text holds only special tokens ({names}): type or paste some "
+                              "ordinary text to inspect.").format(names=", ".join(names)))
 
     truncated = None
     if room is not None and len(ids) > room:
         why = f": {reason}" if reason else ""
         if len(piece) < len(text):
-            truncated = (f"Kept the first {room:,} tokens of a {len(text):,}-character text{why}.")
+            truncated = ngettext("Kept the first {n} token of a {chars}-character text",
+                                 "Kept the first {n} tokens of a {chars}-character text",
+                                 room).format(n=number(room), chars=number(len(text))) + why + "."
         else:
-            truncated = f"Kept the first {room:,} of {len(ids):,} tokens{why}."
+            truncated = ngettext("Kept the first {n} of {total} token",
+                                 "Kept the first {n} of {total} tokens",
+                                 len(ids)).format(n=number(room), total=number(len(ids))) + why + "."
         ids = ids[:room]
     ids = prefix + ids
     return TokenizedText(ids=ids, tokens=token_labels(tokenizer, ids), truncated=truncated)
@@ -149,18 +155,24 @@ def _token_cap(model, max_tokens, budget_bytes, bytes_per_token_sq: int, what: s
         raise AlibiVizError(f"budget_bytes must be a positive whole number, got {budget_bytes!r}.")
     budget_cap = math.isqrt(budget_bytes // bytes_per_token_sq)
     if budget_cap < 1:
-        raise BudgetError(f"A budget of {budget_bytes:,} bytes is too small for even one token.")
-    caps = [(budget_cap, f"the memory budget of {budget_bytes / 2**20:,.0f} MiB allows "
-                         f"{budget_cap:,} tokens for {what}")]
+        raise BudgetError(_("A budget of {bytes} bytes is too small for even one token.")
+                          .format(bytes=number(budget_bytes)))
+    caps = [(budget_cap, ngettext("the memory budget of {mib} MiB allows {n} token for {what}",
+                                  "the memory budget of {mib} MiB allows {n} tokens for {what}",
+                                  budget_cap).format(mib=number(budget_bytes / 2**20, 0),
+                                                     n=number(budget_cap), what=what))]
     if max_tokens is not None:
         max_tokens = check_int(max_tokens, "max_tokens", 1, 1 << 24)
-        caps.append((max_tokens, f"max_tokens is {max_tokens:,}"))
+        caps.append((max_tokens, _("max_tokens is {n}").format(n=number(max_tokens))))
     positions = learned_positions(model)
     if positions is not None:
-        caps.append((positions, f"the model has only {positions:,} learned positions"))
+        caps.append((positions, ngettext("the model has only {n} learned position",
+                                         "the model has only {n} learned positions",
+                                         positions).format(n=number(positions))))
     if model.config.model_type == "mpt":  # its bias is built at max_seq_len keys, no more
         longest = int(model.config.max_seq_len)
-        caps.append((longest, f"MPT's config.max_seq_len is {longest:,} (load_model raises it)"))
+        caps.append((longest, _("MPT's config.max_seq_len is {n} (load_model raises it)")
+                     .format(n=number(longest))))
     return min(caps)
 
 
@@ -198,9 +210,10 @@ def attention_maps(model, tokenizer, text, max_tokens: int | None = None,
     what was cut. Runs under torch.inference_mode() on the model's base (no LM head, so no
     T x vocabulary logits). Empty text or only special tokens: AlibiVizError.
     """
-    layers, heads, _ = model_dims(model)
+    layers, heads, _dim = model_dims(model)
     cap, reason = _token_cap(model, max_tokens, budget_bytes, layers * heads * 4,
-                             f"{layers} layers x {heads} heads of attention maps")
+                             _("{layers} layers x {heads} heads of attention maps")
+                             .format(layers=layers, heads=heads))
     tokenized = tokenize_capped(tokenizer, text, cap, reason)
     maps = attention_maps_of_ids(model, tokenized.ids)
     return AttentionResult(tokens=tokenized.tokens, maps=maps, truncated=tokenized.truncated)
@@ -209,14 +222,14 @@ def attention_maps(model, tokenizer, text, max_tokens: int | None = None,
 def attention_maps_of_ids(model, ids) -> list[np.ndarray]:
     """Every layer's attention probabilities for raw token ids (T,), no tokenizer and no
     length cap: one float32 (heads, T, T) per layer, from the model's base (no LM head)."""
-    layers, _, _ = model_dims(model)
+    layers, _heads, _dim = model_dims(model)
     with torch.inference_mode():
         out = model.base_model(input_ids=_input_ids(model, [int(i) for i in ids]),
                                output_attentions=True, use_cache=False)
     attentions = getattr(out, "attentions", None)
     if not attentions or len(attentions) != layers or any(a is None for a in attentions):
-        raise AlibiVizError("The model returned no attention probabilities: load it with "
-                            "attn_implementation='eager' (load_model does).")
+        raise AlibiVizError(_("The model returned no attention probabilities: load it with "
+                              "attn_implementation='eager' (load_model does)."))
     return [a[0].float().cpu().numpy() for a in attentions]  # each (heads, T, T)
 
 
@@ -260,14 +273,15 @@ class _StopForward(Exception):
 
 def attention_modules(model) -> list[torch.nn.Module]:
     """The self-attention module of every layer, in layer order."""
-    layers, _, _ = model_dims(model)
+    layers, _heads, _dim = model_dims(model)
     found = {}
     for module in model.modules():
         index = getattr(module, "layer_idx", None)
         if type(module).__name__.endswith("Attention") and isinstance(index, int):
             found.setdefault(index, module)
     if sorted(found) != list(range(layers)):
-        raise AlibiVizError(f"Could not find one attention module per layer in {type(model).__name__}.")
+        raise AlibiVizError(_("Could not find one attention module per layer in {model}.")
+                            .format(model=type(model).__name__))
     return [found[i] for i in range(layers)]
 
 
@@ -286,7 +300,7 @@ def _mask_split(mask: torch.Tensor | None, like: torch.Tensor, shape) -> tuple[t
 
 def _bloom(module, hidden, kwargs):
     """BloomAttention: fused q/k/v interleaved per head; scores = alibi + QK^T/sqrt(d)."""
-    _, T, _ = hidden.shape
+    _batch, T, _width = hidden.shape
     H, d = module.num_heads, module.head_dim
     fused = module.query_key_value(hidden).view(1, T, H, 3, d)  # per head: q, k, v
     q = fused[0, :, :, 0].transpose(0, 1)                       # (H, T, d)
@@ -305,12 +319,12 @@ def _bloom(module, hidden, kwargs):
 
 def _mpt(module, hidden, kwargs):
     """MptAttention: fused [q | k | v]; scores = QK^T * softmax_scale + m*(j-(T-1))."""
-    _, T, _ = hidden.shape
+    _batch, T, _width = hidden.shape
     H, d = module.n_heads, module.head_dim
     mixed = module.Wqkv(hidden)                                 # (1, T, 3*H*d)
     if module.clip_qkv:
         mixed = mixed.clamp(min=-module.clip_qkv, max=module.clip_qkv)
-    q, k, _ = mixed.chunk(3, dim=2)
+    q, k, _v = mixed.chunk(3, dim=2)
     q = q.reshape(1, T, H, d).transpose(1, 2)                   # (1, H, T, d)
     k = k.reshape(1, T, H, d).transpose(1, 2)                   # (1, H, T, d)
     content = torch.matmul(q, k.transpose(-1, -2)).mul_(module.softmax_scale)
@@ -327,7 +341,7 @@ def _mpt(module, hidden, kwargs):
 
 def _falcon(module, hidden, kwargs):
     """FalconAttention, eager path, all three q/k/v layouts, ALiBi or rotary."""
-    _, T, _ = hidden.shape
+    _batch, T, _width = hidden.shape
     H, d = module.num_heads, module.head_dim
     fused = module.query_key_value(hidden)
     if module.new_decoder_architecture:
@@ -364,9 +378,9 @@ def _falcon(module, hidden, kwargs):
 
 def _gpt2(module, hidden, kwargs):
     """GPT2Attention: Conv1D c_attn gives [q | k | v]; learned positions are in the input."""
-    _, T, _ = hidden.shape
+    _batch, T, _width = hidden.shape
     d = module.head_dim
-    q, k, _ = module.c_attn(hidden).split(module.split_size, dim=2)
+    q, k, _v = module.c_attn(hidden).split(module.split_size, dim=2)
     q = q.view(1, T, -1, d).transpose(1, 2)                     # (1, H, T, d)
     k = k.view(1, T, -1, d).transpose(1, 2)                     # (1, H, T, d)
     content = torch.matmul(q, k.transpose(-1, -2)).mul_(module.scaling)
@@ -375,7 +389,7 @@ def _gpt2(module, hidden, kwargs):
 
 def _llama(module, hidden, kwargs):
     """LLaMA-style attention: q_proj/k_proj, rotary on q and k, grouped kv heads."""
-    _, T, _ = hidden.shape
+    _batch, T, _width = hidden.shape
     d = module.head_dim
     q = module.q_proj(hidden).view(1, T, -1, d).transpose(1, 2)  # (1, H, T, d)
     k = module.k_proj(hidden).view(1, T, -1, d).transpose(1, 2)  # (1, H_kv, T, d)
@@ -388,10 +402,10 @@ def _llama(module, hidden, kwargs):
 
 def _gpt_neox(module, hidden, kwargs):
     """GPTNeoXAttention: fused q/k/v per head, rotary on part of each head."""
-    _, T, _ = hidden.shape
+    _batch, T, _width = hidden.shape
     d = module.head_size
     qkv = module.query_key_value(hidden).view(1, T, -1, 3 * d).transpose(1, 2)  # (1, H, T, 3d)
-    q, k, _ = qkv.chunk(3, dim=-1)
+    q, k, _v = qkv.chunk(3, dim=-1)
     cos, sin = kwargs["position_embeddings"]
     q, k = sys.modules[type(module).__module__].apply_rotary_pos_emb(q, k, cos, sin)
     content = torch.matmul(q, k.transpose(-1, -2)).mul_(module.scaling)
@@ -433,16 +447,17 @@ def score_decomposition(model, tokenizer, text, layer: int, max_tokens: int | No
     (tested: all but Mistral and Qwen2, which share LLaMA's attention). T is capped so that
     about 8 x heads x T^2 float32 fit `budget_bytes`.
     """
-    layers, heads, _ = model_dims(model)
+    layers, heads, _dim = model_dims(model)
     layer = check_int(layer, "layer", 0, layers - 1)
     recompute = RECOMPUTE.get(model.config.model_type)
     if recompute is None:
         raise AlibiVizError(
-            f"Splitting scores into content and bias is not supported for "
-            f"'{model.config.model_type}' models (supported: {', '.join(sorted(RECOMPUTE))}); "
-            "attention maps and head statistics work for every causal LM.")
+            _("Splitting scores into content and bias is not supported for '{kind}' models "
+              "(supported: {supported}); attention maps and head statistics work for every "
+              "causal LM.").format(kind=model.config.model_type,
+                                   supported=", ".join(sorted(RECOMPUTE))))
     cap, reason = _token_cap(model, max_tokens, budget_bytes, DECOMPOSITION_ARRAYS * heads * 4,
-                             f"the decomposition of {heads} heads")
+                             _("the decomposition of {heads} heads").format(heads=heads))
     tokenized = tokenize_capped(tokenizer, text, cap, reason)
     module = attention_modules(model)[layer]
 
@@ -467,13 +482,15 @@ def score_decomposition(model, tokenizer, text, layer: int, max_tokens: int | No
             except _StopForward:
                 pass
             if captured.get("probs") is None:
-                raise AlibiVizError("The attention module returned no probabilities: load the "
-                                    "model with attn_implementation='eager' (load_model does).")
+                raise AlibiVizError(_("The attention module returned no probabilities: load "
+                                      "the model with attn_implementation='eager' (load_model "
+                                      "does)."))
             try:
                 content, bias, total = recompute(module, captured["hidden"], captured["kwargs"])
             except (KeyError, AttributeError, RuntimeError, ValueError) as exc:
-                raise AlibiVizError(f"Could not recompute this model's attention scores ({exc!r}): "
-                                    "this transformers version calls its attention differently.") from None
+                raise AlibiVizError(_("Could not recompute this model's attention scores "
+                                      "({error}): this transformers version calls its attention "
+                                      "differently.").format(error=repr(exc))) from None
             probs = captured["probs"][0].float()                  # (H, T, T)
             rows = _check_rows(probs.shape[1])
             error = torch.softmax(total[:, rows].float(), dim=-1).sub_(probs[:, rows]).abs_().max().item()
@@ -482,9 +499,11 @@ def score_decomposition(model, tokenizer, text, layer: int, max_tokens: int | No
             handle.remove()
     tolerance = REPRODUCE_TOL if captured["probs"].element_size() >= 4 else REPRODUCE_TOL_16BIT
     if not error <= tolerance:
-        raise AlibiVizError(f"Could not reproduce this model's attention from its weights (max "
-                            f"error {error:.2g} > {tolerance:g}): this transformers version "
-                            f"computes '{model.config.model_type}' attention differently.")
+        raise AlibiVizError(_("Could not reproduce this model's attention from its weights (max "
+                              "error {error} > {tolerance}): this transformers version computes "
+                              "'{kind}' attention differently.").format(
+                                  error=f"{error:.2g}", tolerance=f"{tolerance:g}",
+                                  kind=model.config.model_type))
     return Decomposition(
         content=_numpy(content), bias=_numpy(bias), total=_numpy(total), probs=_numpy(probs),
         tokens=tokenized.tokens, layer=layer, bias_form=bias_form(model), max_abs_error=error,
@@ -557,7 +576,7 @@ def fit_decay_slope(attn, max_distance: int | None = None, floor: float = 1e-30,
     can be fitted (fewer than two usable keys in every row).
     """
     attn = torch.as_tensor(np.asarray(attn, dtype=np.float32))
-    heads, T, _ = attn.shape
+    heads, T, _keys = attn.shape
     max_distance = max(1, T // 2) if max_distance is None else max_distance
     rows = torch.linspace(0, T - 1, min(T, max_rows)).round().long().unique()
     distance = _distance(T)[rows]                                 # (R, T)
@@ -643,7 +662,7 @@ def head_statistics(maps, slopes=None, k: int = 8, max_distance: int | None = No
     """
     maps = _as_maps(maps)
     layers = len(maps)
-    heads, T, _ = maps[0].shape
+    heads, T, _keys = maps[0].shape
     k = check_int(k, "k", 0, 1 << 24)
     max_distance = max(1, T // 2) if max_distance is None else check_int(max_distance, "max_distance", 1, 1 << 24)
     configured = None

@@ -25,10 +25,10 @@ from pathlib import Path
 import numpy as np
 import streamlit as st
 
-from alibi_viz import data
+from alibi_viz import data, i18n
 from alibi_viz.assets import training_info
 from alibi_viz.behaviour import BEHAVIOUR_TITLES, BEHAVIOURS, behaviour_scores
-from alibi_viz.conformance import check_alibi
+from alibi_viz.conformance import VERDICT_TITLES, check_alibi
 from alibi_viz.errors import AlibiVizError, ModelLoadError
 from alibi_viz.head_figures import (
     COLOR_SCALES,
@@ -38,10 +38,12 @@ from alibi_viz.head_figures import (
     head_statistics_figure,
     highlight_html,
     precision_figure,
+    significant,
     single_map_figure,
     verdict_grid_figure,
 )
 from alibi_viz.heads import BIAS_SHOWN, analyze_heads, decomposition_view, score_decomposition
+from alibi_viz.i18n import N_, _, ngettext, number
 from alibi_viz.loading import resolve_model_path, train_seq_len
 from alibi_viz.params import UrlParam
 from alibi_viz.precision import DTYPES, FORMS, precision_lens
@@ -56,6 +58,9 @@ DEFAULT_MAX_TOKENS = 512
 MAX_INDEX = 1024           # layer and head numbers the URL may name (checked against the model)
 EXAMPLE_SLUGS = ("prose", "code", "long")  # URL names of data.example_texts(), in its order
 CUSTOM = "custom"
+# Option texts (translated where shown: `_(TABLE[key])`).
+COLOR_SCALE_TITLES = {"log": N_("log"), "linear": N_("linear")}
+BIAS_SHOWN_TITLES = {"textbook": "−m(i−j)", "as_added": N_("as the model adds it")}
 
 VIEW_PARAMS = [
     UrlParam("layer", "int", 1, 1, MAX_INDEX),
@@ -95,11 +100,12 @@ class Loaded:
 
 @st.cache_data(show_spinner=False)
 def examples() -> dict[str, str]:
-    """URL slug -> (title, text) of the ready examples."""
+    """URL slug -> (title, text) of the ready examples; titles are English msgids, shown as
+    `_(title)`."""
     try:
         found = data.example_texts()
     except AlibiVizError:  # no held-out file long enough: the two short examples only
-        found = {"Prose (short)": data.PROSE_EXAMPLE, "Code (short)": data.CODE_EXAMPLE}
+        found = {N_("Prose (short)"): data.PROSE_EXAMPLE, N_("Code (short)"): data.CODE_EXAMPLE}
     return {slug: (title, text) for slug, (title, text) in zip(EXAMPLE_SLUGS, found.items(),
                                                                  strict=False)}
 
@@ -136,12 +142,13 @@ def load(path) -> Loaded | None:
         stamp = ui.model_stamp(str(folder))
         model, tokenizer, info = ui.cached_model(str(folder), stamp, allow)
     except ModelLoadError as exc:
-        st.error(f"Could not load the model. {exc}", icon="🚫")
+        st.error(_("Could not load the model. {error}").format(error=exc), icon="🚫")
         return None
     except (OSError, RuntimeError, ValueError) as exc:  # e.g. files vanishing while read
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        st.error(f"Could not load the model ({type(exc).__name__}: {first}). Check that the "
-                 "folder is complete and readable, then reload the page.", icon="🚫")
+        st.error(_("Could not load the model ({kind}: {error}). Check that the folder is "
+                   "complete and readable, then reload the page.").format(
+                       kind=type(exc).__name__, error=first), icon="🚫")
         return None
     try:
         training = training_info(folder)
@@ -175,61 +182,71 @@ def _edited_text(prefix: str) -> None:
 
 def text_ui(prefix: str) -> str:
     """Example picker and text area. Returns the text, cut to MAX_TEXT_CHARS with a warning."""
-    titles = {slug: title for slug, (title, _) in examples().items()} | {CUSTOM: "Your own text"}
+    titles = ({slug: _(title) for slug, (title, _text) in examples().items()}
+              | {CUSTOM: _("Your own text")})
     if st.session_state.get(_key(prefix, "example")) not in titles:
         st.session_state[_key(prefix, "example")] = CUSTOM
     left, right = st.columns([1, 3])
-    left.selectbox("Example", list(titles), key=_key(prefix, "example"),
+    left.selectbox(_("Example"), list(titles), key=_key(prefix, "example"),
                    format_func=titles.__getitem__, on_change=_pick_example, args=(prefix,),
-                   help="Ready texts: prose, code, and a long held-out Python module.")
+                   help=_("Ready texts: prose, code, and a long held-out Python module."))
     text = right.text_area(
-        "Text", key=_key(prefix, "text"), height=110, on_change=_edited_text, args=(prefix,),
-        help=f"Type or paste any text (up to {MAX_TEXT_CHARS:,} characters are kept).")
+        _("Text"), key=_key(prefix, "text"), height=110, on_change=_edited_text, args=(prefix,),
+        help=_("Type or paste any text (up to {n} characters are kept).").format(
+            n=number(MAX_TEXT_CHARS)))
     cut_from = st.session_state.pop(f"_{prefix}_cut_from", None)
     if len(text) > MAX_TEXT_CHARS:  # not cut by the callback (set by code, not typed)
         cut_from, text = len(text), text[:MAX_TEXT_CHARS]
     if cut_from:
-        st.warning(f"The text had {cut_from:,} characters; only the first {MAX_TEXT_CHARS:,} are "
-                   "kept (and the model reads at most the token limit in the sidebar).", icon="✂️")
+        st.warning(_("The text had {n} characters; only the first {kept} are kept (and the model "
+                     "reads at most the token limit in the sidebar).").format(
+                         n=number(cut_from), kept=number(MAX_TEXT_CHARS)), icon="✂️")
     return text
 
 
-def _in_range(prefix: str, name: str, count: int, what: str) -> None:
-    """Reset layer/head to 1 with a warning when it does not exist in this model."""
+def _in_range(prefix: str, name: str, count: int, message: str) -> None:
+    """Reset layer/head to 1 with a warning (`message`, a template of {value} and {count}) when
+    it does not exist in this model."""
     key = _key(prefix, name)
     value = st.session_state.get(key, 1)
     if not isinstance(value, int) or not 1 <= value <= count:
-        st.warning(f"{what.capitalize()} {value} is out of range for this model ({what}s 1-{count}): "
-                   f"showing {what} 1.", icon="⚠️")
+        st.warning(message.format(value=value, count=count), icon="⚠️")
         st.session_state[key] = 1
 
 
 def controls_ui(prefix: str, info) -> Choice:
     """Layer and head (checked against the model) above the maps, colours and token cap in
     the sidebar. Returns the choice with 0-based layer and head."""
-    _in_range(prefix, "layer", info.num_layers, "layer")
-    _in_range(prefix, "head", info.num_heads, "head")
+    _in_range(prefix, "layer", info.num_layers,
+              _("Layer {value} is out of range for this model (layers 1-{count}): showing "
+                "layer 1."))
+    _in_range(prefix, "head", info.num_heads,
+              _("Head {value} is out of range for this model (heads 1-{count}): showing head 1."))
     with st.sidebar:
         max_tokens = st.number_input(
-            "Max tokens", 8, MAX_TOKENS, step=64, key=_key(prefix, "tokens"),
-            help=f"The model reads at most this many tokens of the text (8-{MAX_TOKENS:,}).")
-        scale = st.radio("Colours", COLOR_SCALES, key=_key(prefix, "color"), horizontal=True,
-                         help="log: log10 of the attention, which shows ALiBi's linear decay as "
-                              "a straight gradient; linear: the probability itself.")
+            _("Max tokens"), 8, MAX_TOKENS, step=64, key=_key(prefix, "tokens"),
+            help=_("The model reads at most this many tokens of the text (8-{n}).").format(
+                n=number(MAX_TOKENS)))
+        scale = st.radio(_("Colours"), COLOR_SCALES, key=_key(prefix, "color"), horizontal=True,
+                         format_func=lambda s: _(COLOR_SCALE_TITLES[s]),
+                         help=_("log: log10 of the attention, which shows ALiBi's linear decay "
+                                "as a straight gradient; linear: the probability itself."))
         bias_shown = st.radio(
-            "Bias panel", BIAS_SHOWN, key=_key(prefix, "bias"), horizontal=True,
-            format_func={"textbook": "−m(i−j)", "as_added": "as the model adds it"}.get,
-            help="−m(i−j): the textbook bias under the causal mask. As the model adds it: "
-                 "e.g. BLOOM's +m·j, which differs from −m(i−j) by m·i, the same for every "
-                 "key of a row; softmax ignores that, so the attention is identical.")
+            _("Bias panel"), BIAS_SHOWN, key=_key(prefix, "bias"), horizontal=True,
+            format_func=lambda b: _(BIAS_SHOWN_TITLES[b]),
+            help=_("−m(i−j): the textbook bias under the causal mask. As the model adds it: "
+                   "e.g. BLOOM's +m·j, which differs from −m(i−j) by m·i, the same for every "
+                   "key of a row; softmax ignores that, so the attention is identical."))
     slopes = info.slopes
-    left, mid, _ = st.columns([1, 2, 3])
-    layer = left.selectbox("Layer", list(range(1, info.num_layers + 1)), key=_key(prefix, "layer"),
-                           help="Which layer's heads to draw (1 is the first).")
+    left, mid, _right = st.columns([1, 2, 3])
+    layer = left.selectbox(_("Layer"), list(range(1, info.num_layers + 1)),
+                           key=_key(prefix, "layer"),
+                           help=_("Which layer's heads to draw (1 is the first)."))
     head = mid.selectbox(
-        "Head", list(range(1, info.num_heads + 1)), key=_key(prefix, "head"),
-        format_func=lambda h: f"head {h}" + (f" (m = {slopes[h - 1]:.3g})" if slopes else ""),
-        help="The head whose scores are split into content and bias below.")
+        _("Head"), list(range(1, info.num_heads + 1)), key=_key(prefix, "head"),
+        format_func=lambda h: _("head {h}").format(h=h) + (
+            f" (m = {significant(slopes[h - 1])})" if slopes else ""),
+        help=_("The head whose scores are split into content and bias below."))
     return Choice(layer=int(layer) - 1, head=int(head) - 1, scale=scale,
                   max_tokens=int(max_tokens), bias_shown=bias_shown)
 
@@ -251,6 +268,8 @@ def url_values(prefix: str, choice: Choice, text: str) -> dict:
 # Each cached function takes the unhashed model and text (`_loaded`, `_text`, `_analysis`) and
 # one hashed `key` that determines them: the model's (folder, stamp), the text's digest and the
 # token cap. The slopes and training length come from the model, so the key covers them too.
+# A result that holds translated text (a figure, a truncation note) also takes `lang`, so two
+# languages never share an entry. Spinners are shown by the callers, in the page's language.
 
 def analysis_key(loaded: Loaded, text: str, max_tokens: int) -> tuple:
     """The cache key of one model run: (model key, sha256 of the text, token cap)."""
@@ -258,20 +277,22 @@ def analysis_key(loaded: Loaded, text: str, max_tokens: int) -> tuple:
             int(max_tokens))
 
 
-@st.cache_data(max_entries=4, show_spinner="Running the model on the text...")
-def cached_analysis(_loaded: Loaded, _text: str, key: tuple):
+@st.cache_data(max_entries=4, show_spinner=False)
+def cached_analysis(_loaded: Loaded, _text: str, key: tuple, lang: str):
     return analyze_heads(_loaded.model, _loaded.tokenizer, _text, max_tokens=key[2],
                          slopes=_loaded.info.effective_slopes)
 
 
-@st.cache_data(max_entries=6, show_spinner="Splitting the scores into content and bias...")
-def cached_decomposition(_loaded: Loaded, _text: str, key: tuple, layer: int, bias_shown: str):
+@st.cache_data(max_entries=6, show_spinner=False)
+def cached_decomposition(_loaded: Loaded, _text: str, key: tuple, layer: int, bias_shown: str,
+                         lang: str):
     dec = score_decomposition(_loaded.model, _loaded.tokenizer, _text, layer, max_tokens=key[2])
     return decomposition_view(dec, bias_shown=bias_shown)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def cached_grid_figure(_analysis, _loaded: Loaded, key: tuple, layer: int, head: int, scale: str):
+def cached_grid_figure(_analysis, _loaded: Loaded, key: tuple, layer: int, head: int, scale: str,
+                       lang: str):
     return attention_grid_figure(_analysis.layers[layer], _analysis.tokens, layer,
                                  slopes=_loaded.info.slopes, selected=head,
                                  train_seq_len=_loaded.train_seq_len, scale=scale)
@@ -279,18 +300,18 @@ def cached_grid_figure(_analysis, _loaded: Loaded, key: tuple, layer: int, head:
 
 @st.cache_data(max_entries=16, show_spinner=False)
 def cached_row_figure(_view, _loaded: Loaded, key: tuple, layer: int, head: int, scale: str,
-                      bias_shown: str):
+                      bias_shown: str, lang: str):
     slope = _loaded.info.slopes[head] if _loaded.info.slopes else None
     return decomposition_figure(_view, head, slope=slope, train_seq_len=_loaded.train_seq_len,
                                 scale=scale)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def cached_stats_figure(_analysis, key: tuple, layer: int, head: int):
+def cached_stats_figure(_analysis, key: tuple, layer: int, head: int, lang: str):
     return head_statistics_figure(_analysis.stats, _analysis.seq_len, selected=(layer, head))
 
 
-@st.cache_data(max_entries=4, show_spinner="Scoring every head on the probe texts...")
+@st.cache_data(max_entries=4, show_spinner=False)
 def cached_behaviour(_loaded: Loaded, model_key: tuple):
     """Behaviour scores of every head (fixed probes, so keyed by the model alone)."""
     return behaviour_scores(_loaded.model, _loaded.tokenizer, slopes=_loaded.info.effective_slopes)
@@ -301,8 +322,8 @@ def cached_behaviour(_loaded: Loaded, model_key: tuple):
 def _failed(exc: Exception) -> str:
     if isinstance(exc, AlibiVizError):
         return str(exc)
-    return (f"The model could not run on this text ({type(exc).__name__}). Try fewer tokens "
-            "(sidebar), or reload the page.")
+    return _("The model could not run on this text ({kind}). Try fewer tokens (sidebar), or "
+             "reload the page.").format(kind=type(exc).__name__)
 
 
 def show(prefix: str, loaded: Loaded, text: str, choice: Choice) -> None:
@@ -315,66 +336,73 @@ def show(prefix: str, loaded: Loaded, text: str, choice: Choice) -> None:
         _show(prefix, loaded, text, choice)
     except Exception:  # the page's last line of defence: never a traceback in the browser
         logger.exception("heads view failed (text of %d characters, %s)", len(text), choice)
-        st.error("Something went wrong while drawing the heads (the details are in the "
-                 "server log). Try another text, layer or head, or reload the page.", icon="🐞")
+        st.error(_("Something went wrong while drawing the heads (the details are in the "
+                   "server log). Try another text, layer or head, or reload the page."), icon="🐞")
 
 
 def _show(prefix: str, loaded: Loaded, text: str, choice: Choice) -> None:
     name = Path(loaded.folder).name or "model"
     marker = loaded.train_seq_len
     key = analysis_key(loaded, text, choice.max_tokens)
+    lang = i18n.get_language()
     try:
-        analysis = cached_analysis(loaded, text, key)
+        with st.spinner(_("Running the model on the text...")):
+            analysis = cached_analysis(loaded, text, key, lang)
     except (AlibiVizError, RuntimeError, MemoryError) as exc:
         st.warning(_failed(exc), icon="✍️")
         return
     T = analysis.seq_len
-    facts = f"{T:,} tokens"
+    facts = ngettext("{n} token", "{n} tokens", T).format(n=number(T))
     if marker:
-        facts += f"; trained on {marker:,}-token windows"
-    st.caption(facts + ". Labels: ␣ space, ⏎ newline, ⇥ tab.")
+        facts += "; " + _("trained on {n}-token windows").format(n=number(marker))
+    st.caption(facts + ". " + _("Labels: ␣ space, ⏎ newline, ⇥ tab."))
     if analysis.truncated:
         st.info(analysis.truncated, icon="✂️")
     if marker and T > marker:
-        st.info(f"The input ({T:,} tokens) is longer than the training length ({marker:,}): the "
-                f"red dashed lines mark position {marker:,}. Queries below the line attend over "
-                "more keys, and keys further away, than the model ever saw in training.",
-                icon="📏")
+        st.info(_("The input ({n} tokens) is longer than the training length ({train}): the red "
+                  "dashed lines mark position {train}. Queries below the line attend over more "
+                  "keys, and keys further away, than the model ever saw in training.").format(
+                      n=number(T), train=number(marker)), icon="📏")
 
     tag = f"{name}_L{choice.layer + 1}_h{choice.head + 1}_T{T}"
-    st.subheader(f"1. Every head of layer {choice.layer + 1}")
-    grid = cached_grid_figure(analysis, loaded, key, choice.layer, choice.head, choice.scale)
+    st.subheader(_("1. Every head of layer {layer}").format(layer=choice.layer + 1))
+    grid = cached_grid_figure(analysis, loaded, key, choice.layer, choice.head, choice.scale,
+                              lang)
     ui.show_figure(grid, f"attention_{tag}", key=f"{prefix}_fig_grid")
 
-    st.subheader(f"2. Head {choice.head + 1}: content, bias, masked total, attention")
+    st.subheader(_("2. Head {head}: content, bias, masked total, attention").format(
+        head=choice.head + 1))
     try:
-        view = cached_decomposition(loaded, text, key, choice.layer, choice.bias_shown)
+        with st.spinner(_("Splitting the scores into content and bias...")):
+            view = cached_decomposition(loaded, text, key, choice.layer, choice.bias_shown, lang)
     except (AlibiVizError, RuntimeError, MemoryError) as exc:
         st.info(_failed(exc), icon="ℹ️")
     else:
         row = cached_row_figure(view, loaded, key, choice.layer, choice.head, choice.scale,
-                                choice.bias_shown)
+                                choice.bias_shown, lang)
         ui.show_figure(row, f"decomposition_{tag}", key=f"{prefix}_fig_row")
         if view.truncated and view.seq_len < T:
-            st.caption(f"Decomposition: {view.truncated}")
-        shown = ("The bias panel shows the textbook −m·(i−j), and the total is shifted by the "
-                 "same constant per row, which softmax ignores. "
+            st.caption(_("Decomposition: {note}").format(note=view.truncated))
+        shown = (_("The bias panel shows the textbook −m·(i−j), and the total is shifted by the "
+                   "same constant per row, which softmax ignores.")
                  if view.bias_shown == "textbook" else
-                 "The bias panel shows the model's own numbers: a form like BLOOM's +m·j "
-                 "differs from −m·(i−j) only by m·i, the same for every key of row i, so a "
-                 "positive value does not mean far keys get a bonus. ")
+                 _("The bias panel shows the model's own numbers: a form like BLOOM's +m·j "
+                   "differs from −m·(i−j) only by m·i, the same for every key of row i, so a "
+                   "positive value does not mean far keys get a bonus."))
         st.caption(
-            f"How this model adds its position bias: `{view.bias_form}`. {shown}The masked "
-            "total is what the softmax sees (grey: keys after the query); softmax of it "
-            f"reproduces the model's own attention to {view.max_abs_error:.1e}.")
+            _("How this model adds its position bias: `{form}`.").format(form=_(view.bias_form))
+            + " " + shown + " "
+            + _("The masked total is what the softmax sees (grey: keys after the query); softmax "
+                "of it reproduces the model's own attention to {error}.").format(
+                    error=significant(view.max_abs_error, ".1e")))
 
-    st.subheader("3. Head statistics")
-    stats = cached_stats_figure(analysis, key, choice.layer, choice.head)
+    st.subheader(_("3. Head statistics"))
+    stats = cached_stats_figure(analysis, key, choice.layer, choice.head, lang)
     ui.show_figure(stats, f"head_statistics_{name}_T{T}", key=f"{prefix}_fig_stats")
     show_gallery(prefix, loaded)
-    st.subheader("5. Conformance: is this model applying ALiBi correctly?")
+    st.subheader(_("5. Conformance: is this model applying ALiBi correctly?"))
     show_conformance(prefix, loaded.model, loaded.tokenizer, loaded.info, loaded.key)
-    st.markdown(
+    st.markdown(_(
         "**Effective slope**: the slope of the straight line that best fits log attention "
         "against distance, with one intercept per query. For an ALiBi head "
         "log p_ij = s_ij − m·(i−j) − log Z_i, so the fit returns m whenever the content score "
@@ -386,7 +414,7 @@ def _show(prefix: str, loaded: Loaded, text: str, choice: Choice) -> None:
         "(all content scores equal) to the head's attention, averaged over queries: 0 for a "
         "head that only follows its bias, large when content moves the weight. **Mean "
         "distance**: how far back, on average, each query looks; the crosses are what the "
-        "bias alone would give for this text length.")
+        "bias alone would give for this text length."))
 
 
 def _select_head(prefix: str, cell) -> None:
@@ -406,26 +434,28 @@ def _clicked_cell(event) -> tuple[int, int] | None:
 def show_gallery(prefix: str, loaded: Loaded) -> None:
     """Section 4: every head's strongest behaviour on fixed probe texts, "find me a head"
     buttons, and the chosen head's map with the tokens it attends to highlighted."""
-    st.subheader("4. Head gallery: what does each head do?")
+    st.subheader(_("4. Head gallery: what does each head do?"))
     try:
-        behaviour = cached_behaviour(loaded, loaded.key)
+        with st.spinner(_("Scoring every head on the probe texts...")):
+            behaviour = cached_behaviour(loaded, loaded.key)
     except (AlibiVizError, RuntimeError, MemoryError) as exc:
         st.info(_failed(exc), icon="ℹ️")
         return
     state = f"{prefix}_gallery_cell"
     strongest = behaviour.strongest()
     names = [b for b in BEHAVIOURS if b != "content" or behaviour.content_kl is not None]
-    st.caption("Find me a head that ...")
+    st.caption(_("Find me a head that ..."))
+    titles = {b: _(BEHAVIOUR_TITLES[b]) for b in BEHAVIOURS}
     per_row = 4  # two rows of buttons: every label fits a 1024-pixel screen
     columns = [c for start in range(0, len(names), per_row) for c in st.columns(per_row)]
     for column, name in zip(columns, names, strict=False):
         values = behaviour.content_kl if name == "content" else behaviour.scores[name]
         if np.all(np.isnan(values)):  # e.g. no bracket pair survives this tokenizer
-            column.button(BEHAVIOUR_TITLES[name], key=f"{prefix}_find_{name}", width="stretch",
+            column.button(titles[name], key=f"{prefix}_find_{name}", width="stretch",
                           disabled=True)
             continue
         best = np.unravel_index(np.nanargmax(values), values.shape)
-        column.button(BEHAVIOUR_TITLES[name], key=f"{prefix}_find_{name}", width="stretch",
+        column.button(titles[name], key=f"{prefix}_find_{name}", width="stretch",
                       on_click=_select_head, args=(prefix, (int(best[0]), int(best[1]))))
     chart_key = f"{prefix}_fig_gallery"
     clicked = _clicked_cell(st.session_state.get(chart_key))
@@ -444,28 +474,35 @@ def show_gallery(prefix: str, loaded: Loaded) -> None:
     left, right = st.columns([2, 3])
     with left:
         ui.show_figure(single_map_figure(
-            attention, f"Layer {layer + 1}, head {head + 1}: {BEHAVIOUR_TITLES[kind]}"),
+            attention, _("Layer {layer}, head {head}: {behaviour}").format(
+                layer=layer + 1, head=head + 1, behaviour=titles[kind])),
             f"gallery_L{layer + 1}_h{head + 1}", key=f"{prefix}_fig_gallery_map")
     with right:
-        st.markdown(f"**Layer {layer + 1}, head {head + 1}** looks most like a "
-                    f"**{BEHAVIOUR_TITLES[kind]}** head. Below, the "
-                    f"{'repeated random sequence' if probe == 'induction' else 'code probe'}: "
-                    f"the outlined token is the query (position {query}); the darker a token, "
-                    "the more attention it gets from the query.")
+        where = (_("**Layer {layer}, head {head}** looks most like a **{behaviour}** head. "
+                   "Below, the repeated random sequence: the outlined token is the query "
+                   "(position {query}); the darker a token, the more attention it gets from the "
+                   "query.") if probe == "induction" else
+                 _("**Layer {layer}, head {head}** looks most like a **{behaviour}** head. "
+                   "Below, the code probe: the outlined token is the query (position {query}); "
+                   "the darker a token, the more attention it gets from the query."))
+        st.markdown(where.format(layer=layer + 1, head=head + 1, behaviour=titles[kind],
+                                 query=query))
         st.html(highlight_html(tokens, attention[query], query))
-        st.caption("Scores: " + "; ".join(
-            f"{BEHAVIOUR_TITLES[b]} {behaviour.scores[b][layer, head]:.2f}"
-            for b in BEHAVIOURS if b != "content")
-            + (f"; content KL {behaviour.content_kl[layer, head]:.2f} nats"
-               if behaviour.content_kl is not None else "")
-            + ". Definitions: `alibi_viz/behaviour.py`.")
+        scores = [f"{titles[b]} {number(behaviour.scores[b][layer, head], 2)}"
+                  for b in BEHAVIOURS if b != "content"]
+        if behaviour.content_kl is not None:
+            scores.append(_("content KL {kl} nats").format(
+                kl=number(behaviour.content_kl[layer, head], 2)))
+        st.caption(_("Scores: {scores}. Definitions: `alibi_viz/behaviour.py`.").format(
+            scores="; ".join(scores)))
 
 
 # ----------------------------------------------------------------------------- conformance
 
 @st.cache_data(max_entries=4, show_spinner=False)
-def cached_check(_model, _tokenizer, model_key: tuple):
-    """The conformance check of one model (keyed by the model alone: fixed probes)."""
+def cached_check(_model, _tokenizer, model_key: tuple, lang: str):
+    """The conformance check of one model (keyed by the model alone: fixed probes), its notes
+    and verdict details in `lang`."""
     return check_alibi(_model, _tokenizer)
 
 
@@ -475,74 +512,83 @@ def cached_lens(num_heads: int, seq_len: int, dtype: str, form: str, head_dim: i
 
 
 def show_conformance(prefix: str, model, tokenizer, info, model_key: tuple,
-                     run_label: str = "Run the conformance check") -> None:
+                     run_label: str | None = None) -> None:
     """Is this model applying ALiBi correctly? Verdicts per head, prefill vs decode, and the
-    precision lens. Runs on a click (a few seconds), with a progress bar."""
+    precision lens. Runs on a click (a few seconds), with a progress bar. run_label: the
+    button's text (default "Run the conformance check", translated)."""
     if info.positional != "alibi":
-        st.info(f"This model encodes position with {info.positional}: there is no ALiBi bias "
-                "to check.", icon="ℹ️")
+        st.info(_("This model encodes position with {positional}: there is no ALiBi bias to "
+                  "check.").format(positional=_(info.positional)), icon="ℹ️")
         return
     done = f"_{prefix}_checked"
     if st.session_state.get(done) != model_key and not st.button(
-            run_label, key=f"{prefix}_check_run", type="primary"):
-        st.caption("Probes every head with one repeated token, decodes a text token by token "
-                   "through the KV cache, and compares a left-padded batch with each text alone.")
+            run_label or _("Run the conformance check"), key=f"{prefix}_check_run",
+            type="primary"):
+        st.caption(_("Probes every head with one repeated token, decodes a text token by token "
+                     "through the KV cache, and compares a left-padded batch with each text "
+                     "alone."))
         return
-    bar = st.progress(0.0, text="Checking...")
+    bar = st.progress(0.0, text=_("Checking..."))
     try:
-        check = cached_check(model, tokenizer, model_key)
+        check = cached_check(model, tokenizer, model_key, i18n.get_language())
     except (AlibiVizError, RuntimeError, MemoryError) as exc:
         bar.empty()
-        st.error(f"The conformance check could not run: {_failed(exc)}")
+        st.error(_("The conformance check could not run: {error}").format(error=_failed(exc)))
         return
     bar.empty()
     st.session_state[done] = model_key
     if check.ok:
-        st.success(f"Conforms: every head applies the expected bias ({check.expected_form}), "
-                   "and cached decoding and left padding give the full forward's numbers.",
-                   icon="✅")
+        st.success(_("Conforms: every head applies the expected bias ({form}), and cached "
+                     "decoding and left padding give the full forward's numbers.").format(
+                         form=check.expected_form), icon="✅")
     else:
         counts = {}
         for row in check.heads:
             for head in row:
                 counts[head.verdict] = counts.get(head.verdict, 0) + 1
-        st.error("Does not conform: " + ", ".join(f"{n} head(s) {v.replace('_', ' ')}"
-                                                  for v, n in counts.items() if v != "conforms")
-                 + ("" if check.decode is None or check.decode.ok else
-                    "; cached decoding differs from the full forward")
-                 + ("" if check.decode is None or check.decode.padding_ok else
-                    "; left padding changes the outputs") + ".", icon="🚨")
+        problems = ", ".join(
+            ngettext("{n} head(s) {verdict}", "{n} head(s) {verdict}", n).format(
+                n=n, verdict=_(VERDICT_TITLES[v]))
+            for v, n in counts.items() if v != "conforms")
+        if check.decode is not None and not check.decode.ok:
+            problems += "; " + _("cached decoding differs from the full forward")
+        if check.decode is not None and not check.decode.padding_ok:
+            problems += "; " + _("left padding changes the outputs")
+        st.error(_("Does not conform: {problems}.").format(problems=problems), icon="🚨")
     for note in check.notes:
         st.warning(note, icon="⚠️")
     ui.show_figure(verdict_grid_figure(check), "conformance", key=f"{prefix}_fig_conformance")
-    st.caption("Verdicts: conforms; scaled (a constant ratio to the expected slope); sign "
-               "flipped; permuted (another head's slope); offset (a jump between a key at "
-               "distance 0 and 1: not a row constant); missing; clipped (stops growing). A "
-               "constant added to a whole row is harmless and passes.")
+    st.caption(_("Verdicts: conforms; scaled (a constant ratio to the expected slope); sign "
+                 "flipped; permuted (another head's slope); offset (a jump between a key at "
+                 "distance 0 and 1: not a row constant); missing; clipped (stops growing). A "
+                 "constant added to a whole row is harmless and passes."))
     if check.decode is not None:
         d = check.decode
-        rows = [{"check": "prefill vs cached decode: logits", "largest |difference|": d.logits,
-                 "pass": d.logits <= d.tolerance}]
-        rows += [{"check": f"prefill vs cached decode: layer {k + 1} attention",
-                  "largest |difference|": v, "pass": v <= d.tolerance}
-                 for k, v in enumerate(d.layers)]
-        rows += [{"check": "left padding: logits", "largest |difference|": d.padding_logits,
-                  "pass": d.padding_logits <= d.tolerance}]
-        rows += [{"check": f"left padding: layer {k + 1} attention", "largest |difference|": v,
-                  "pass": v <= d.tolerance} for k, v in enumerate(d.padding_layers)]
+        check_col, diff_col, pass_col = _("check"), _("largest |difference|"), _("pass")
+        prefill_layer = _("prefill vs cached decode: layer {layer} attention")
+        padding_layer = _("left padding: layer {layer} attention")
+        rows = [{check_col: _("prefill vs cached decode: logits"), diff_col: d.logits,
+                 pass_col: d.logits <= d.tolerance}]
+        rows += [{check_col: prefill_layer.format(layer=k + 1), diff_col: v,
+                  pass_col: v <= d.tolerance} for k, v in enumerate(d.layers)]
+        rows += [{check_col: _("left padding: logits"), diff_col: d.padding_logits,
+                  pass_col: d.padding_logits <= d.tolerance}]
+        rows += [{check_col: padding_layer.format(layer=k + 1), diff_col: v,
+                  pass_col: v <= d.tolerance} for k, v in enumerate(d.padding_layers)]
         st.dataframe(rows, hide_index=True, key=f"{prefix}_decode_table")
-        st.caption(f"Tolerance {d.tolerance:g} for this dtype: float32 paths differ by about "
-                   "1e-6 relative; 16-bit paths round differently at every layer.")
-    st.markdown("**Precision lens.** The bias a dtype really adds, against the exact one.")
+        st.caption(_("Tolerance {tolerance} for this dtype: float32 paths differ by about 1e-6 "
+                     "relative; 16-bit paths round differently at every layer.").format(
+                         tolerance=significant(d.tolerance, "g")))
+    st.markdown(_("**Precision lens.** The bias a dtype really adds, against the exact one."))
     left, mid, right = st.columns(3)
     dtype = left.selectbox("dtype", list(DTYPES), index=list(DTYPES).index(info.dtype)
                            if info.dtype in DTYPES else 1, key=f"{prefix}_lens_dtype")
     default_form = "falcon" if info.model_type == "falcon" else "row_constant"
-    form = mid.selectbox("form", FORMS, index=FORMS.index(default_form),
+    form = mid.selectbox(_("form"), FORMS, index=FORMS.index(default_form),
                          key=f"{prefix}_lens_form",
-                         help="row_constant: BLOOM's m·j cast to the dtype; textbook: −m(i−j) "
-                              "cast; falcon: Falcon's bfloat16 builder scaled by 1/√d.")
-    length = right.select_slider("tokens", [256, 512, 1024, 2048, 4096], value=2048,
+                         help=_("row_constant: BLOOM's m·j cast to the dtype; textbook: −m(i−j) "
+                                "cast; falcon: Falcon's bfloat16 builder scaled by 1/√d."))
+    length = right.select_slider(_("tokens"), [256, 512, 1024, 2048, 4096], value=2048,
                                  key=f"{prefix}_lens_len")
     try:
         lens = cached_lens(info.num_heads, int(length), dtype, form, info.head_dim)

@@ -2,23 +2,24 @@
 
 import streamlit as st
 
-from alibi_viz.assets import DEFAULT_MODEL, TRAIN_HINT, model_title, shipped_models
+from alibi_viz.assets import DEFAULT_MODEL, model_title, shipped_models, train_hint
+from alibi_viz.i18n import _
 from alibi_viz.params import UrlParam
 from app import heads_view, ui
 
 PREFIX = "mh"
 
-st.title("Model heads")
-st.caption("Small models trained for this project on Python source, run on your text: every "
-           "head's attention, where one head's score comes from (content vs position), and "
-           "per head how far it looks and how much its content, rather than its slope, "
-           "decides where it looks.")
+st.title(_("Model heads"))
+st.caption(_("Small models trained for this project on Python source, run on your text: every "
+             "head's attention, where one head's score comes from (content vs position), and "
+             "per head how far it looks and how much its content, rather than its slope, "
+             "decides where it looks."))
 
 models = shipped_models()
 if not models:
-    st.error("No shipped models were found in assets/models. "
-             + TRAIN_HINT.format(name=DEFAULT_MODEL)
-             + " Or open *Inspect a model* to load a model folder of your own.", icon="🚫")
+    st.error(_("No shipped models were found in assets/models.") + " "
+             + train_hint(DEFAULT_MODEL) + " "
+             + _("Or open *Inspect a model* to load a model folder of your own."), icon="🚫")
     st.stop()
 
 default = DEFAULT_MODEL if DEFAULT_MODEL in models else next(iter(models))
@@ -27,15 +28,16 @@ heads_view.seed(PREFIX, PARAMS)
 ui.show_url_warnings(PREFIX)
 
 if st.session_state["mh_model"] not in models:  # its folder vanished since it was chosen
-    st.warning(f"The model '{st.session_state['mh_model']}' is no longer in assets/models; "
-               f"showing '{default}'.", icon="⚠️")
+    st.warning(_("The model '{model}' is no longer in assets/models; showing '{default}'.")
+               .format(model=st.session_state["mh_model"], default=default), icon="⚠️")
     st.session_state["mh_model"] = default
 with st.sidebar:
-    st.header("Model heads")
-    name = st.selectbox("Model", list(models), key="mh_model",
+    st.header(_("Model heads"))
+    name = st.selectbox(_("Model"), list(models), key="mh_model",
                         format_func=model_title,
-                        help="The shipped family: ALiBi and four baselines (sinusoidal, rotary, "
-                             "learned and no positions) trained alike on the same data.")
+                        help=_("The shipped family: ALiBi and four baselines (sinusoidal, "
+                               "rotary, learned and no positions) trained alike on the same "
+                               "data."))
 
 loaded = heads_view.load(str(models[name]))
 if loaded is None:
