@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import ModelLoadError
+from .i18n import N_, _
 
 REPO_ID = re.compile(r"^(?P<repo>[A-Za-z0-9][\w.-]*/[\w.-]+)(?:@(?P<rev>[\w./-]+))?$")
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl", ".pickle")
@@ -27,6 +28,7 @@ ALIBI_TYPES = {"bloom", "mpt"}
 ROPE_TYPES = {"llama", "mistral", "gpt_neox", "qwen2", "qwen3", "phi", "phi3", "gemma",
               "gemma2", "gptj", "stablelm", "mixtral", "olmo", "starcoder2", "cohere"}
 LEARNED_TYPES = {"gpt2", "opt", "gpt_neo", "gpt_bigcode", "biogpt", "xglm"}
+UNKNOWN = N_("unknown")  # positional_from_config's answer when it cannot tell (show _(code))
 
 
 def hub_cache_dir() -> Path:
@@ -45,7 +47,7 @@ def parse_repo_id(text: str) -> tuple[str, str | None] | None:
 
 def positional_from_config(config: dict) -> str:
     """How a model encodes position, read from config.json alone: "alibi", "rope", "learned",
-    or "unknown"."""
+    or "unknown" (codes, in English; see loading.POSITIONAL_NAMES)."""
     kind = str(config.get("model_type", ""))
     if kind in ALIBI_TYPES or (kind == "falcon" and config.get("alibi")):
         return "alibi"
@@ -53,7 +55,7 @@ def positional_from_config(config: dict) -> str:
         return "rope"
     if kind in LEARNED_TYPES:
         return "learned"
-    return "unknown"
+    return UNKNOWN
 
 
 @dataclass(frozen=True)
@@ -68,7 +70,7 @@ class CachedModel:
     architecture: str
     positional: str
     runnable: bool
-    reason: str  # why not, when not runnable
+    reason: str  # why not, when not runnable (in the language of the listing)
 
     @property
     def source(self) -> str:
@@ -78,34 +80,36 @@ class CachedModel:
 
 
 def _assess(folder: Path) -> tuple[str, str, bool, str]:
-    """(architecture, positional, runnable, reason) of a snapshot folder, from its files."""
+    """(architecture, positional, runnable, reason) of a snapshot folder, from its files; the
+    reason in the current language."""
     from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
 
     config_file = folder / "config.json"
     if not config_file.is_file():
-        return "?", "unknown", False, "no config.json"
+        return "?", UNKNOWN, False, _("no config.json")
     try:
         config = json.loads(config_file.read_text())
     except (OSError, ValueError):
-        return "?", "unknown", False, "config.json is not readable JSON"
+        return "?", UNKNOWN, False, _("config.json is not readable JSON")
     arch = ", ".join(config.get("architectures") or []) or str(config.get("model_type", "?"))
     positional = positional_from_config(config)
     files = [p.name for p in folder.iterdir()]
     if config.get("auto_map"):
-        return arch, positional, False, "needs remote code (auto_map), which is never run"
+        return arch, positional, False, _("needs remote code (auto_map), which is never run")
     if config.get("model_type") not in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
-        return arch, positional, False, (f"'{config.get('model_type')}' is not a causal LM "
-                                         "built into transformers")
+        return arch, positional, False, _("'{type}' is not a causal LM built into "
+                                          "transformers").format(type=config.get("model_type"))
     if not any(name.endswith(".safetensors") for name in files):
         pickles = any(name.endswith(PICKLE_SUFFIXES) for name in files)
-        return arch, positional, False, ("pickle-only weights (.bin): convert to safetensors"
-                                         if pickles else "no weights in this snapshot")
+        return arch, positional, False, (_("pickle-only weights (.bin): convert to safetensors")
+                                         if pickles else _("no weights in this snapshot"))
     return arch, positional, True, ""
 
 
 def list_cached_models(cache_dir=None) -> list[CachedModel]:
     """Every revision of every model repo in the hub cache, newest first per repo; [] when
-    there is no cache. Uses huggingface_hub.scan_cache_dir (no network)."""
+    there is no cache. Uses huggingface_hub.scan_cache_dir (no network). The reasons are in the
+    current language."""
     from huggingface_hub import scan_cache_dir
     from huggingface_hub.errors import CacheNotFound
 
@@ -133,7 +137,8 @@ def resolve_repo(text: str, cache_dir=None) -> Path:
     """
     parsed = parse_repo_id(text)
     if parsed is None:
-        raise ModelLoadError(f"'{text}' is not a repo id of the form org/name[@revision].")
+        raise ModelLoadError(_("'{text}' is not a repo id of the form org/name[@revision].").format(
+            text=text))
     repo_id, rev = parsed
     folder = Path(cache_dir) if cache_dir is not None else hub_cache_dir()
     wanted = rev or "main"
@@ -142,9 +147,14 @@ def resolve_repo(text: str, cache_dir=None) -> Path:
             continue
         if wanted in model.revision.split(", ") or model.commit.startswith(wanted):
             return Path(model.folder)
-    raise ModelLoadError(
-        f"'{repo_id}'{f' at revision {rev}' if rev else ''} is not in the local Hugging Face "
-        f"cache ({folder}), and nothing is downloaded here. On a machine with internet run "
-        f"`huggingface-cli download {repo_id}{f' --revision {rev}' if rev else ''} --include "
-        "\"*.safetensors\" \"*.json\" \"tokenizer*\"`, then copy its cache (or point HF_HOME "
-        "or HF_HUB_CACHE at it).")
+    command = (f"huggingface-cli download {repo_id}{f' --revision {rev}' if rev else ''} "
+               '--include "*.safetensors" "*.json" "tokenizer*"')
+    if rev:
+        message = _("'{repo}' at revision {rev} is not in the local Hugging Face cache ({folder}), "
+                    "and nothing is downloaded here. On a machine with internet run `{command}`, "
+                    "then copy its cache (or point HF_HOME or HF_HUB_CACHE at it).")
+    else:
+        message = _("'{repo}' is not in the local Hugging Face cache ({folder}), and nothing is "
+                    "downloaded here. On a machine with internet run `{command}`, then copy its "
+                    "cache (or point HF_HOME or HF_HUB_CACHE at it).")
+    raise ModelLoadError(message.format(repo=repo_id, rev=rev, folder=folder, command=command))

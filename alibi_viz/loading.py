@@ -49,6 +49,7 @@ import torch
 from .alibi import SCHEDULES, alibi_slopes, check_int
 from .errors import ModelLoadError
 from .hub_cache import PICKLE_SUFFIXES, parse_repo_id, resolve_repo
+from .i18n import N_, _, ngettext, number
 
 MODEL_ROOT_ENV = "ALIBI_VIZ_MODEL_ROOT"  # only folders inside this root can be loaded
 ALLOW_CUSTOM_ENV = "ALIBI_VIZ_ALLOW_CUSTOM_PATHS"  # "0": only shipped models can be loaded
@@ -69,12 +70,66 @@ ENCODER_FAMILIES = frozenset({
 LEARNED_POSITION_TABLES = ("wpe", "embed_positions", "position_embeddings")  # module names
 SLOPE_RTOL = {"bloom": 1e-5, "mpt": 1e-5, "falcon": 2.0**-8}  # falcon: bfloat16 slopes
 
-CONVERT_RECIPE = (
-    "Convert it once, in a trusted environment, with:\n"
+CONVERT_CODE = (
     "    from transformers import AutoModelForCausalLM\n"
     "    model = AutoModelForCausalLM.from_pretrained(FOLDER)  # unpickles: trusted files only\n"
     "    model.save_pretrained(FOLDER, safe_serialization=True)  # writes model.safetensors"
 )
+# How the model encodes position (ModelInfo.positional): codes, shown through _(code).
+POSITIONAL_NAMES = (N_("alibi"), N_("rope"), N_("learned"), N_("sinusoidal"), N_("none"))
+
+
+def convert_recipe() -> str:
+    """How to turn pickle weights into safetensors, in the current language."""
+    return _("Convert it once, in a trusted environment, with:") + "\n" + CONVERT_CODE
+
+
+class Message(str):
+    """A text of ModelInfo (a warning, a note). The str is its English text, what the library's
+    callers and tests read; `localized()` writes it in the current language. ModelInfo is cached
+    with its model and shared by sessions in different languages, so its texts are translated
+    where they are shown, not when the model is loaded.
+
+    msgid: the English template, marked with N_; fields: the values of its placeholders, floats
+    rounded beforehand (written as format(x, "g") writes them, with the language's decimal mark).
+    """
+
+    def __new__(cls, msgid: str, **fields):
+        english = msgid.format(**{k: format(v, "g") if isinstance(v, float) else v
+                                  for k, v in fields.items()})
+        message = super().__new__(cls, english)
+        message.msgid, message.fields = msgid, fields
+        return message
+
+    def __reduce__(self):
+        return _message, (self.msgid, self.fields)
+
+    def localized(self) -> str:
+        return _(self.msgid).format(**{k: _decimal(v) if isinstance(v, float) else v
+                                       for k, v in self.fields.items()})
+
+
+def _message(msgid: str, fields: dict) -> Message:
+    return Message(msgid, **fields)
+
+
+def _decimal(value: float) -> str:
+    """`value` as format(value, "g") writes it, with the current language's decimal mark."""
+    text = format(value, "g")
+    if "e" in text or not math.isfinite(value):
+        return text
+    return number(value, len(text.partition(".")[2]))
+
+
+def _significant(value: float, digits: int) -> float:
+    """`value` rounded to `digits` significant digits (what f"{value:.{digits}g}" shows)."""
+    return float(f"{value:.{digits}g}")
+
+
+def localized(text: str) -> str:
+    """A ModelInfo text (a Message, or a plain msgid such as bias_form or positional) in the
+    current language."""
+    return text.localized() if isinstance(text, Message) else _(text)
 
 
 @dataclass(frozen=True)
@@ -91,8 +146,9 @@ class ModelInfo:
     num_params: int            # parameters, tied weights counted once
     dtype: str                 # e.g. "float32"
     device: str                # device of the input embeddings, e.g. "cpu"
-    positional: str            # "alibi", "rope", "learned" or "none"
-    bias_form: str             # how the positional bias enters the pre-softmax scores
+    positional: str            # "alibi", "rope", "learned", "sinusoidal" or "none" (show _(code))
+    bias_form: str             # how the positional bias enters the pre-softmax scores (English
+                               # msgid: show _(bias_form))
     slopes: tuple[float, ...] | None = None            # m_h as the model's own builder makes them
     slope_schedule: str | None = None                  # alibi_slopes schedule they match, or None
     matching_schedules: tuple[str, ...] = ()            # every schedule they match
@@ -101,6 +157,7 @@ class ModelInfo:
     max_positions: int | None = None    # hard input limit (an absolute position table), else None
     warnings: tuple[str, ...] = ()      # departures from the paper, to flag in the app
     notes: tuple[str, ...] = ()         # other things done or found while loading
+    # warnings and notes are Messages: English str, shown with localized(text)
     extra: dict = field(default_factory=dict)  # architecture details (softmax_scale, ...)
 
 
@@ -144,12 +201,13 @@ def resolve_model_path(path, allow_custom: bool | None = None) -> Path:
     nothing about what exists outside the root. Existence is checked by `load_model`.
     """
     if not isinstance(path, (str, os.PathLike)):
-        raise ModelLoadError(f"The model path must be a folder path (text), got {type(path).__name__}.")
+        raise ModelLoadError(_("The model path must be a folder path (text), got {kind}.").format(
+            kind=type(path).__name__))
     text = os.fspath(path)
     if not text.strip():
-        raise ModelLoadError("The model path is empty: give the folder that holds config.json.")
+        raise ModelLoadError(_("The model path is empty: give the folder that holds config.json."))
     if "\x00" in text:
-        raise ModelLoadError("The model path contains a NUL character.")
+        raise ModelLoadError(_("The model path contains a NUL character."))
     custom_allowed = custom_paths_allowed(allow_custom)
     root_setting = os.environ.get(MODEL_ROOT_ENV, "").strip()
     shipped = os.path.realpath(SHIPPED_MODELS_DIR)
@@ -161,26 +219,27 @@ def resolve_model_path(path, allow_custom: bool | None = None) -> Path:
     if _inside(resolved, shipped):
         return Path(resolved)
     if not custom_allowed:
-        raise ModelLoadError(
+        raise ModelLoadError(_(
             "Only the shipped models can be loaded on this server (custom paths and the model "
-            f"cache are off; an operator turns them on with {ALLOW_CUSTOM_ENV}=1 or "
-            f"{MODEL_ROOT_ENV}): give the name of a shipped model, for example 'alibi'."
-        )
+            "cache are off; an operator turns them on with {allow}=1 or {root}): give the name "
+            "of a shipped model, for example 'alibi'.").format(allow=ALLOW_CUSTOM_ENV,
+                                                               root=MODEL_ROOT_ENV))
     if parse_repo_id(text) is not None and not os.path.exists(resolved):
         try:
             snapshot = os.path.realpath(resolve_repo(text))
         except ModelLoadError as exc:
-            raise ModelLoadError(f"No model folder at '{text}'. {exc}") from None
+            raise ModelLoadError(_("No model folder at '{path}'. {reason}").format(
+                path=text, reason=exc)) from None
         if root is not None and not _inside(snapshot, root):
-            raise ModelLoadError(
-                f"Only models inside {root} can be loaded here ({MODEL_ROOT_ENV} is set), and "
-                "the Hugging Face cache is outside it.")
+            raise ModelLoadError(_(
+                "Only models inside {root} can be loaded here ({setting} is set), and the "
+                "Hugging Face cache is outside it.").format(root=root, setting=MODEL_ROOT_ENV))
         return Path(snapshot)
     if root is not None and not _inside(resolved, root):
-        raise ModelLoadError(
-            f"Only model folders inside {root} can be loaded here ({MODEL_ROOT_ENV} is set); "
-            f"'{text}' is outside it. Give a folder name relative to that root."
-        )
+        raise ModelLoadError(_(
+            "Only model folders inside {root} can be loaded here ({setting} is set); '{path}' is "
+            "outside it. Give a folder name relative to that root.").format(
+                root=root, setting=MODEL_ROOT_ENV, path=text))
     return Path(resolved)
 
 
@@ -188,14 +247,15 @@ def resolve_model_path(path, allow_custom: bool | None = None) -> Path:
 
 def _check_folder(folder: Path, given) -> None:
     if not folder.exists():
-        raise ModelLoadError(f"No model folder at '{given}': check the path (it must exist on "
-                             "this machine; nothing is downloaded).")
+        raise ModelLoadError(_("No model folder at '{path}': check the path (it must exist on "
+                               "this machine; nothing is downloaded).").format(path=given))
     if not folder.is_dir():
-        raise ModelLoadError(f"'{given}' is a file: give the folder that holds config.json and "
-                             "the weights (as written by save_pretrained).")
+        raise ModelLoadError(_("'{path}' is a file: give the folder that holds config.json and "
+                               "the weights (as written by save_pretrained).").format(path=given))
     if not (folder / "config.json").is_file():
-        raise ModelLoadError(f"'{given}' has no config.json: it is not a Hugging Face model "
-                             "folder. Save the model with save_pretrained(folder).")
+        raise ModelLoadError(_("'{path}' has no config.json: it is not a Hugging Face model "
+                               "folder. Save the model with save_pretrained(folder).").format(
+                                   path=given))
 
 
 def _read_config(folder: Path):
@@ -206,21 +266,24 @@ def _read_config(folder: Path):
     try:
         raw = json.loads((folder / "config.json").read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ModelLoadError(f"config.json could not be read as JSON ({exc}).") from None
+        raise ModelLoadError(_("config.json could not be read as JSON ({error}).").format(
+            error=exc)) from None
     if not isinstance(raw, dict):
-        raise ModelLoadError("config.json must hold a JSON object.")
+        raise ModelLoadError(_("config.json must hold a JSON object."))
     explicit = raw.get("transformers_weights")
     if explicit is not None and not str(explicit).endswith((".safetensors", ".safetensors.index.json")):
-        raise ModelLoadError(f"config.json points at weights '{explicit}', which are not safetensors. "
-                             f"Only safetensors weights are loaded.\n{CONVERT_RECIPE}")
+        raise ModelLoadError(_("config.json points at weights '{file}', which are not "
+                               "safetensors. Only safetensors weights are loaded.").format(
+                                   file=explicit) + "\n" + convert_recipe())
     try:
         return AutoConfig.from_pretrained(folder, local_files_only=True, trust_remote_code=False), explicit
     except (ValueError, OSError, KeyError, TypeError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         if "trust_remote_code" in str(exc) or "custom code" in str(exc):
-            first = ("this model needs its own Python code (trust_remote_code), which alibi-viz "
-                     "never runs")
-        raise ModelLoadError(f"Unsupported or unreadable model config: {first}.") from None
+            first = _("this model needs its own Python code (trust_remote_code), which "
+                      "alibi-viz never runs")
+        raise ModelLoadError(_("Unsupported or unreadable model config: {reason}.").format(
+            reason=first)) from None
 
 
 def _check_causal_lm(config) -> None:
@@ -228,14 +291,17 @@ def _check_causal_lm(config) -> None:
 
     model_type = getattr(config, "model_type", "")
     if getattr(config, "is_encoder_decoder", False):
-        raise ModelLoadError(f"'{model_type}' is an encoder-decoder model; alibi-viz inspects "
-                             "decoder-only causal language models (BLOOM, MPT, Falcon, GPT-2, LLaMA, ...).")
+        raise ModelLoadError(_("'{type}' is an encoder-decoder model; alibi-viz inspects "
+                               "decoder-only causal language models (BLOOM, MPT, Falcon, GPT-2, "
+                               "LLaMA, ...).").format(type=model_type))
     if model_type not in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
-        raise ModelLoadError(f"'{model_type}' is not a causal language model that transformers can "
-                             "load with AutoModelForCausalLM (encoder-only, vision or audio model?).")
+        raise ModelLoadError(_("'{type}' is not a causal language model that transformers can "
+                               "load with AutoModelForCausalLM (encoder-only, vision or audio "
+                               "model?).").format(type=model_type))
     if model_type in ENCODER_FAMILIES and not getattr(config, "is_decoder", False):
-        raise ModelLoadError(f"'{model_type}' is an encoder-only model (bidirectional attention); "
-                             "alibi-viz inspects causal language models.")
+        raise ModelLoadError(_("'{type}' is an encoder-only model (bidirectional attention); "
+                               "alibi-viz inspects causal language models.").format(
+                                   type=model_type))
 
 
 def _safetensors_files(folder: Path) -> list[Path]:
@@ -249,16 +315,19 @@ def _safetensors_files(folder: Path) -> list[Path]:
             names = sorted(set(weight_map.values()))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError,
                 AttributeError) as exc:
-            raise ModelLoadError(f"{SAFE_WEIGHTS_INDEX} is corrupt ({exc!r}): re-save the "
-                                 "model with save_pretrained.") from None
+            raise ModelLoadError(_("{index} is corrupt ({error}): re-save the model with "
+                                   "save_pretrained.").format(index=SAFE_WEIGHTS_INDEX,
+                                                              error=repr(exc))) from None
         files = []
         for name in names:
             shard = Path(os.path.realpath(folder / str(name)))
             if not _inside(str(shard), os.path.realpath(folder)) or shard.suffix != ".safetensors":
-                raise ModelLoadError(f"{SAFE_WEIGHTS_INDEX} lists '{name}', which is not a "
-                                     "safetensors file inside the model folder.")
+                raise ModelLoadError(_("{index} lists '{file}', which is not a safetensors file "
+                                       "inside the model folder.").format(
+                                           index=SAFE_WEIGHTS_INDEX, file=name))
             if not shard.is_file():
-                raise ModelLoadError(f"Weight shard '{name}' listed in {SAFE_WEIGHTS_INDEX} is missing.")
+                raise ModelLoadError(_("Weight shard '{file}' listed in {index} is missing.").format(
+                    file=name, index=SAFE_WEIGHTS_INDEX))
             files.append(shard)
         return files
     return sorted(folder.glob("*.safetensors"))  # a single file under another name
@@ -275,29 +344,32 @@ def _check_weights(folder: Path, explicit: str | None) -> None:
     if not files:
         pickles = sorted(p.name for p in folder.iterdir() if p.suffix in PICKLE_SUFFIXES)
         if pickles:
-            raise ModelLoadError(
-                f"This folder has only pickle weights ({', '.join(pickles[:3])}). Loading pickle "
-                "files can run arbitrary code hidden in them, so alibi-viz only loads safetensors.\n"
-                + CONVERT_RECIPE)
-        raise ModelLoadError("No weights found: the folder needs model.safetensors (or sharded "
-                             "model-*.safetensors with model.safetensors.index.json).")
+            raise ModelLoadError(_(
+                "This folder has only pickle weights ({files}). Loading pickle files can run "
+                "arbitrary code hidden in them, so alibi-viz only loads safetensors.").format(
+                    files=", ".join(pickles[:3])) + "\n" + convert_recipe())
+        raise ModelLoadError(_("No weights found: the folder needs model.safetensors (or sharded "
+                               "model-*.safetensors with model.safetensors.index.json)."))
     if explicit is None and not ((folder / SAFE_WEIGHTS).is_file() or (folder / SAFE_WEIGHTS_INDEX).is_file()):
-        raise ModelLoadError(f"Found {files[0].name} but transformers looks for {SAFE_WEIGHTS} "
-                             f"(or {SAFE_WEIGHTS_INDEX}): rename the file or re-save the model.")
+        raise ModelLoadError(_("Found {file} but transformers looks for {weights} (or {index}): "
+                               "rename the file or re-save the model.").format(
+                                   file=files[0].name, weights=SAFE_WEIGHTS,
+                                   index=SAFE_WEIGHTS_INDEX))
     for file in files:
         try:  # reads and validates the header: offsets must cover the file exactly
             with safe_open(str(file), framework="pt") as handle:
                 handle.keys()
         except Exception as exc:  # safetensors raises its own SafetensorError and OSError
-            raise ModelLoadError(f"{file.name} is not a valid safetensors file ({exc}); it may be "
-                                 "truncated or corrupt. Copy or save the model again.") from None
+            raise ModelLoadError(_("{file} is not a valid safetensors file ({error}); it may be "
+                                   "truncated or corrupt. Copy or save the model again.").format(
+                                       file=file.name, error=exc)) from None
 
 
 def _check_tokenizer_files(folder: Path) -> None:
     if not any((folder / name).is_file() for name in TOKENIZER_FILES):
-        raise ModelLoadError("Tokenizer missing: the folder has no tokenizer files "
-                             "(tokenizer.json or tokenizer_config.json). Save the tokenizer next "
-                             "to the model with tokenizer.save_pretrained(folder).")
+        raise ModelLoadError(_("Tokenizer missing: the folder has no tokenizer files "
+                               "(tokenizer.json or tokenizer_config.json). Save the tokenizer "
+                               "next to the model with tokenizer.save_pretrained(folder)."))
 
 
 def _parse_dtype(dtype):
@@ -305,16 +377,19 @@ def _parse_dtype(dtype):
         return dtype
     if isinstance(dtype, str) and isinstance(getattr(torch, dtype, None), torch.dtype):
         return getattr(torch, dtype)
-    raise ModelLoadError(f"dtype must be a torch dtype, a name such as 'float32', or 'auto'; got {dtype!r}.")
+    raise ModelLoadError(_("dtype must be a torch dtype, a name such as 'float32', or 'auto'; "
+                           "got {value}.").format(value=repr(dtype)))
 
 
 def _parse_device(device) -> torch.device:
     try:
         device = torch.device(device)
     except (RuntimeError, TypeError) as exc:
-        raise ModelLoadError(f"Unknown device {device!r} ({exc}); use 'cpu' or 'cuda'.") from None
+        raise ModelLoadError(_("Unknown device {device} ({error}); use 'cpu' or 'cuda'.").format(
+            device=repr(device), error=exc)) from None
     if device.type == "cuda" and not torch.cuda.is_available():
-        raise ModelLoadError("device='cuda' was asked for but no CUDA GPU is available; use 'cpu'.")
+        raise ModelLoadError(_("device='cuda' was asked for but no CUDA GPU is available; use "
+                               "'cpu'."))
     return device
 
 
@@ -355,8 +430,9 @@ def load_model(path, device="cpu", device_map=None, max_seq_len: int | None = No
     if device_map is None:
         device = _parse_device(device)
     elif importlib.util.find_spec("accelerate") is None:
-        raise ModelLoadError(f"device_map={device_map!r} needs the optional package accelerate: "
-                             "pip install accelerate (or load without device_map).")
+        raise ModelLoadError(_("device_map={value} needs the optional package accelerate: pip "
+                               "install accelerate (or load without device_map).").format(
+                                   value=repr(device_map)))
 
     notes, declared_context = [], None
     if config.model_type == "mpt":
@@ -365,15 +441,18 @@ def load_model(path, device="cpu", device_map=None, max_seq_len: int | None = No
             max_seq_len, "max_seq_len", 1, 1 << 24)
         if wanted > trained:
             config.max_seq_len = wanted
-            notes.append(f"config.max_seq_len raised from {trained} to {wanted}: transformers' "
-                         "MPT builds its ALiBi bias at max_seq_len keys and fails on longer inputs.")
+            notes.append(Message(N_(
+                "config.max_seq_len raised from {old} to {new}: transformers' MPT builds its "
+                "ALiBi bias at max_seq_len keys and fails on longer inputs."),
+                old=str(trained), new=str(wanted)))
         declared_context = trained
 
     try:
         tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True, trust_remote_code=False)
     except Exception as exc:  # transformers raises ValueError, OSError, TypeError, ...
-        raise ModelLoadError(f"Tokenizer missing or unreadable ({_first_line(exc)}). Save it "
-                             "next to the model with tokenizer.save_pretrained(folder).") from None
+        raise ModelLoadError(_("Tokenizer missing or unreadable ({error}). Save it next to the "
+                               "model with tokenizer.save_pretrained(folder).").format(
+                                   error=_first_line(exc))) from None
 
     placement = {}
     if device_map is not None:
@@ -387,19 +466,22 @@ def load_model(path, device="cpu", device_map=None, max_seq_len: int | None = No
             use_safetensors=True, attn_implementation="eager", dtype=dtype,
             device_map=device_map, output_loading_info=True, **placement)
     except (OSError, ValueError, RuntimeError, KeyError, TypeError, ImportError) as exc:
-        raise ModelLoadError(f"The model could not be loaded: {_first_line(exc)}") from None
+        raise ModelLoadError(_("The model could not be loaded: {error}").format(
+            error=_first_line(exc))) from None
     if device_map is None:
         model.to(device)
     model.eval()
     if model.config._attn_implementation != "eager":
-        raise ModelLoadError(f"This model runs '{model.config._attn_implementation}' attention "
-                             "and cannot return attention probabilities (eager is needed).")
+        raise ModelLoadError(_("This model runs '{kind}' attention and cannot return attention "
+                               "probabilities (eager is needed).").format(
+                                   kind=model.config._attn_implementation))
 
     missing = list(loading_info.get("missing_keys") or [])
     mismatched = list(loading_info.get("mismatched_keys") or [])
     if missing or mismatched:
-        notes.append(f"{len(missing) + len(mismatched)} weights were missing or had the wrong "
-                     "shape and were initialised at random: the heads shown are partly untrained.")
+        notes.append(Message(N_(
+            "{n} weights were missing or had the wrong shape and were initialised at random: the "
+            "heads shown are partly untrained."), n=str(len(missing) + len(mismatched))))
     info = describe_model(model, path=str(folder), notes=notes, declared_context=declared_context)
     return model, tokenizer, info
 
@@ -506,23 +588,28 @@ def falcon_bf16_error(num_heads: int, seq_len: int = 2048) -> float:
 
 
 def bias_form(model) -> str:
-    """One sentence: how this model's positional bias enters its pre-softmax attention scores."""
+    """One sentence: how this model's positional bias enters its pre-softmax attention scores.
+
+    In English (an N_ msgid: the result is cached with the model); show it as `_(text)`."""
     config = model.config
     if config.model_type == "bloom":
-        return "+m*j added to QK^T/sqrt(d) (row-constant form of -m*(i-j)), not scaled by 1/sqrt(d)"
+        return N_("+m*j added to QK^T/sqrt(d) (row-constant form of -m*(i-j)), not scaled by "
+                  "1/sqrt(d)")
     if config.model_type == "mpt":
-        return "+m*(j-(L-1)) added to QK^T*softmax_scale (row-constant form of -m*(i-j)), not scaled"
+        return N_("+m*(j-(L-1)) added to QK^T*softmax_scale (row-constant form of -m*(i-j)), not "
+                  "scaled")
     if config.model_type == "falcon" and config.alibi:
-        return ("eager: (QK^T + m*j)/sqrt(d) + m*j/sqrt(d), the bias added twice (effective slope "
-                "2m/sqrt(d)); sdpa adds it once (m/sqrt(d)); m*j built in bfloat16")
+        return N_("eager: (QK^T + m*j)/sqrt(d) + m*j/sqrt(d), the bias added twice (effective "
+                  "slope 2m/sqrt(d)); sdpa adds it once (m/sqrt(d)); m*j built in bfloat16")
     scheme = positional_scheme(model)
     if scheme == "rope":
-        return "no additive bias: rotary embeddings rotate q and k, so position is inside QK^T"
+        return N_("no additive bias: rotary embeddings rotate q and k, so position is inside QK^T")
     if scheme == "learned":
-        return "no additive bias: learned position embeddings are added to the input tokens"
+        return N_("no additive bias: learned position embeddings are added to the input tokens")
     if scheme == "sinusoidal":
-        return "no additive bias: a fixed sinusoidal position table is added to the input tokens"
-    return "no positional bias found: position only through the causal mask"
+        return N_("no additive bias: a fixed sinusoidal position table is added to the input "
+                  "tokens")
+    return N_("no positional bias found: position only through the causal mask")
 
 
 def _declared_context(config) -> int | None:
@@ -548,14 +635,16 @@ def _alibi_details(model, slopes: np.ndarray, head_dim: int) -> tuple[np.ndarray
     if config.model_type == "falcon":
         scale = 1.0 / math.sqrt(head_dim)
         err = falcon_bf16_error(heads)
-        warnings.append(
+        warnings.append(Message(N_(
             "Falcon's eager attention adds the ALiBi bias twice (inside (QK^T + m*j)/sqrt(d) and "
             "again through the attention mask), so the probabilities shown here use a slope of "
-            f"2*m/sqrt(d) = {2 * scale:.3g}*m per token; its sdpa path, which generation uses by "
-            f"default, adds it once ({scale:.3g}*m). The paper adds m unscaled.")
-        warnings.append(
+            "2*m/sqrt(d) = {eager}*m per token; its sdpa path, which generation uses by default, "
+            "adds it once ({sdpa}*m). The paper adds m unscaled."),
+            eager=_significant(2 * scale, 3), sdpa=_significant(scale, 3)))
+        warnings.append(Message(N_(
             "Falcon builds the bias in bfloat16: slopes are rounded to 8 bits and m*j is rounded "
-            f"again, off from exact float32 by up to {err:.2g} (before scaling) at 2048 tokens.")
+            "again, off from exact float32 by up to {error} (before scaling) at 2048 tokens."),
+            error=_significant(err, 2)))
         extra.update(bias_scale=scale, eager_bias_copies=2, bf16_error_at_2048=err)
         return 2 * scale * slopes, warnings, extra
     if config.model_type == "mpt":
@@ -563,12 +652,15 @@ def _alibi_details(model, slopes: np.ndarray, head_dim: int) -> tuple[np.ndarray
         extra.update(softmax_scale=getattr(attn, "softmax_scale", None),
                      alibi_bias_max=getattr(attn, "alibi_bias_max", 8), clip_qkv=getattr(attn, "clip_qkv", None))
         if getattr(attn, "alibi_bias_max", 8) != 8:
-            warnings.append(f"config asks for alibi_bias_max={attn.alibi_bias_max}, but transformers' "
-                            "MPT always builds its slopes with 8.")
+            warnings.append(Message(N_("config asks for alibi_bias_max={value}, but transformers' "
+                                       "MPT always builds its slopes with 8."),
+                                    value=str(attn.alibi_bias_max)))
         if getattr(attn, "alibi", True) is False:
-            warnings.append("config says alibi=False, but transformers' MPT adds the ALiBi bias anyway.")
+            warnings.append(Message(N_("config says alibi=False, but transformers' MPT adds the "
+                                       "ALiBi bias anyway.")))
         if getattr(attn, "softmax_scale", None) is not None:
-            warnings.append(f"QK^T is scaled by softmax_scale={attn.softmax_scale}, not 1/sqrt(d).")
+            warnings.append(Message(N_("QK^T is scaled by softmax_scale={value}, not 1/sqrt(d)."),
+                                    value=str(attn.softmax_scale)))
     return slopes.copy(), warnings, extra
 
 
@@ -597,13 +689,15 @@ def describe_model(model, path: str = "", notes=(), declared_context: int | None
         effective, warnings, extra = _alibi_details(model, slopes, head_dim)
         schedules = matching_schedules(slopes, config.model_type)
         if not schedules:
-            warnings.append("The slopes match none of the official, MPT or geometric schedules.")
+            warnings.append(Message(N_("The slopes match none of the official, MPT or geometric "
+                                       "schedules.")))
         info.update(slopes=tuple(float(s) for s in slopes), slope_schedule=schedules[0] if schedules else None,
                     matching_schedules=schedules, effective_slopes=tuple(float(s) for s in effective),
                     warnings=tuple(warnings), extra=extra)
     elif scheme == "alibi":
-        info.update(warnings=(f"'{config.model_type}' uses ALiBi, but alibi-viz cannot read its "
-                              "slopes: only BLOOM, MPT and Falcon are supported fully.",))
+        info.update(warnings=(Message(N_("'{type}' uses ALiBi, but alibi-viz cannot read its "
+                                         "slopes: only BLOOM, MPT and Falcon are supported fully."),
+                                      type=config.model_type),))
     return ModelInfo(**info)
 
 
@@ -620,29 +714,43 @@ def train_seq_len(info: ModelInfo, training: dict | None = None) -> int | None:
     return info.declared_context
 
 
+def _slope_list(slopes) -> str:
+    """Slopes to 4 significant digits; "; " between them where the decimal mark is a comma."""
+    texts = [_decimal(_significant(m, 4)) for m in slopes]
+    return ("; " if any("," in t for t in texts) else ", ").join(texts)
+
+
+def _tokens(n: int) -> str:
+    return ngettext("{n} token", "{n} tokens", n).format(n=number(n))
+
+
 def model_info_rows(info: ModelInfo, training: dict | None = None) -> list[dict]:
-    """ModelInfo as (property, value) rows of text for a table."""
+    """ModelInfo as (property, value) rows of text for a table, in the current language."""
     rows = [
-        ("architecture", f"{info.architecture} ({info.model_type})"),
-        ("layers x heads", f"{info.num_layers} x {info.num_heads} (head size {info.head_dim}, "
-                           f"hidden {info.hidden_size})"),
-        ("parameters", f"{info.num_params:,}"),
-        ("dtype / device", f"{info.dtype} / {info.device}"),
-        ("position", info.positional),
-        ("how the bias enters", info.bias_form),
+        (_("architecture"), f"{info.architecture} ({info.model_type})"),
+        (_("layers x heads"), _("{num_layers} x {num_heads} (head size {head_dim}, hidden "
+                                "{hidden})").format(num_layers=info.num_layers,
+                                                    num_heads=info.num_heads,
+                                                    head_dim=info.head_dim,
+                                                    hidden=info.hidden_size)),
+        (_("parameters"), number(info.num_params)),
+        (_("dtype / device"), f"{info.dtype} / {info.device}"),
+        (_("position"), _(info.positional)),
+        (_("how the bias enters"), _(info.bias_form)),
     ]
     if info.slopes is not None:
-        rows.append(("slope schedule", info.slope_schedule or "none of the standard ones"))
-        rows.append(("slopes m", ", ".join(f"{m:.4g}" for m in info.slopes)))
+        rows.append((_("slope schedule"), info.slope_schedule or _("none of the standard ones")))
+        rows.append((_("slopes m"), _slope_list(info.slopes)))
         if info.effective_slopes is not None and not np.allclose(info.effective_slopes, info.slopes):
-            rows.append(("slopes as applied", ", ".join(f"{m:.4g}" for m in info.effective_slopes)))
+            rows.append((_("slopes as applied"), _slope_list(info.effective_slopes)))
     length = train_seq_len(info, training)
     known = isinstance((training or {}).get("train_seq_len"), int)
-    rows.append(("training length", (f"{length:,} tokens" + ("" if known else
-                                                             " (as the config declares)"))
-                 if length else "unknown"))
+    rows.append((_("training length"), (_tokens(length) + ("" if known else
+                                                            " " + _("(as the config declares)")))
+                 if length else _("unknown")))
     if info.max_positions:
-        rows.append(("longest input", f"{info.max_positions:,} tokens (its position table)"))
+        rows.append((_("longest input"),
+                     _tokens(info.max_positions) + " " + _("(its position table)")))
     if info.path:
-        rows.append(("folder", info.path))
+        rows.append((_("folder"), info.path))
     return [{"property": k, "value": v} for k, v in rows]

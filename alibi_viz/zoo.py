@@ -24,16 +24,18 @@ import torch
 
 from .alibi import alibi_slopes
 from .errors import AlibiVizError
+from .i18n import N_
 
+# Bug -> what it does: English msgids, shown as _(BUGS[bug]).
 BUGS = {
-    "sign_flip": "the bias added with the wrong sign",
-    "sqrt_d": "the bias divided by sqrt(head_dim), as in a Falcon-RW port",
-    "reversed": "the slopes in reverse head order",
-    "geometric": "12 heads with the geometric instead of the official slopes",
-    "row_shift": "a constant added to every key of a row (harmless: must pass)",
-    "decode_zero": "the bias dropped in the decode path only",
-    "clip64": "the bias stops growing beyond 64 tokens",
-    "left_padding": "left padding ignored: pad tokens attended and counted as positions",
+    "sign_flip": N_("the bias added with the wrong sign"),
+    "sqrt_d": N_("the bias divided by sqrt(head_dim), as in a Falcon-RW port"),
+    "reversed": N_("the slopes in reverse head order"),
+    "geometric": N_("12 heads with the geometric instead of the official slopes"),
+    "row_shift": N_("a constant added to every key of a row (harmless: must pass)"),
+    "decode_zero": N_("the bias dropped in the decode path only"),
+    "clip64": N_("the bias stops growing beyond 64 tokens"),
+    "left_padding": N_("left padding ignored: pad tokens attended and counted as positions"),
 }
 HARMLESS = {"row_shift"}
 BLOOM_ONLY = {"clip64", "left_padding"}  # they edit BLOOM's additive float attention mask

@@ -4,70 +4,76 @@ import os
 
 import streamlit as st
 
+from alibi_viz import i18n
 from alibi_viz.assets import DEFAULT_MODEL, model_title, shipped_models
 from alibi_viz.errors import AlibiVizError
 from alibi_viz.head_figures import model_slopes_figure
 from alibi_viz.hub_cache import hub_cache_dir, list_cached_models
-from alibi_viz.loading import ALLOW_CUSTOM_ENV, MODEL_ROOT_ENV, model_info_rows
+from alibi_viz.i18n import _, number
+from alibi_viz.loading import ALLOW_CUSTOM_ENV, MODEL_ROOT_ENV, localized, model_info_rows
 from alibi_viz.params import UrlParam
 from alibi_viz.zoo import BUGS, HARMLESS, broken_model
 from app import heads_view, ui
 
 PREFIX = "im"
 SOURCES = ("shipped", "cache", "folder")
-SOURCE_TITLES = {"shipped": "A shipped model", "cache": "The Hugging Face cache",
-                 "folder": "A local folder"}
+SOURCE_TITLES = {"shipped": _("A shipped model"), "cache": _("The Hugging Face cache"),
+                 "folder": _("A local folder")}
 
 
-@st.cache_data(ttl=60, show_spinner="Reading the Hugging Face cache...")
-def cached_models(cache_dir: str):
-    """The local hub cache's models (re-read at most once a minute)."""
+@st.cache_data(ttl=60, show_spinner=_("Reading the Hugging Face cache..."))
+def cached_models(cache_dir: str, lang: str):
+    """The local hub cache's models (re-read at most once a minute); reasons in `lang`."""
     return list_cached_models(cache_dir)
 
 
 def size_text(n: int) -> str:
-    return f"{n / 2**30:.2f} GB" if n >= 2**30 else f"{n / 2**20:.1f} MB"
+    return f"{number(n / 2**30, 2)} GB" if n >= 2**30 else f"{number(n / 2**20, 1)} MB"
 
 
 def cache_ui(allowed: bool) -> str:
     """The cached models as a table (the ones the inspector cannot run greyed out, with the
     reason) and a picker of the runnable ones. Returns the chosen repo id or ''."""
     if not allowed:
-        st.info("Browsing the model cache is off on this server: it listens beyond this "
-                f"machine and no operator allowed it ({ALLOW_CUSTOM_ENV}=1 turns it on).",
-                icon="🔒")
+        st.info(_("Browsing the model cache is off on this server: it listens beyond this "
+                  "machine and no operator allowed it ({setting}=1 turns it on).").format(
+                      setting=ALLOW_CUSTOM_ENV), icon="🔒")
         return ""
     folder = hub_cache_dir()
-    found = cached_models(str(folder))
+    found = cached_models(str(folder), i18n.get_language())
     if not found:
-        st.info(f"No models in the Hugging Face cache ({folder}). Models downloaded with "
-                "`huggingface-cli download org/name` (or by transformers) appear here; "
-                "HF_HOME or HF_HUB_CACHE move the cache.", icon="📦")
+        st.info(_("No models in the Hugging Face cache ({folder}). Models downloaded with "
+                  "`huggingface-cli download org/name` (or by transformers) appear here; "
+                  "HF_HOME or HF_HUB_CACHE move the cache.").format(folder=folder), icon="📦")
         return ""
-    rows = [{"repo id": m.repo_id, "revision": m.revision, "size": size_text(m.size_bytes),
-             "architecture": m.architecture, "position": m.positional,
-             "can inspect": "yes" if m.runnable else f"no: {m.reason}"} for m in found]
+    can_inspect = _("can inspect")
+    rows = [{_("repo id"): m.repo_id, _("revision"): m.revision,
+             _("size"): size_text(m.size_bytes), _("architecture"): m.architecture,
+             _("position"): _(m.positional),
+             can_inspect: _("yes") if m.runnable else _("no: {reason}").format(reason=m.reason)}
+            for m in found]
     st.dataframe(rows, hide_index=True, key="im_cache_table",
-                 column_config={"can inspect": st.column_config.TextColumn(width="large")})
+                 column_config={can_inspect: st.column_config.TextColumn(width="large")})
     runnable = [m.source for m in found if m.runnable]
     if st.session_state.get("im_repo") not in runnable:
         st.session_state["im_repo"] = runnable[0] if runnable else ""
     if not runnable:
-        st.warning("None of the cached models can be inspected (see the reasons above).")
+        st.warning(_("None of the cached models can be inspected (see the reasons above)."))
         return ""
-    choice = st.selectbox("Cached model", runnable, key="im_repo",
-                          help="Loaded offline from the cache, with the same safety rules as "
-                               "a folder (safetensors only, no remote code).")
+    choice = st.selectbox(_("Cached model"), runnable, key="im_repo",
+                          help=_("Loaded offline from the cache, with the same safety rules as "
+                                 "a folder (safetensors only, no remote code)."))
     model = next(m for m in found if m.source == choice)
-    st.caption(f"{choice}: {size_text(model.size_bytes)} on disk, which is about the memory "
-               "it needs in its stored dtype (alibi-viz loads float32: twice that for a "
-               "16-bit checkpoint). Very large models can be inspected with disk offload, see "
-               "the README.")
+    st.caption(_("{model}: {size} on disk, which is about the memory it needs in its stored "
+                 "dtype (alibi-viz loads float32: twice that for a 16-bit checkpoint). Very "
+                 "large models can be inspected with disk offload, see the README.").format(
+                     model=choice, size=size_text(model.size_bytes)))
     return choice
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def cached_slopes_figure(slopes: tuple, effective: tuple | None, name: str):
+def cached_slopes_figure(slopes: tuple, effective: tuple | None, name: str, lang: str):
+    """The slopes figure (its labels in `lang`)."""
     return model_slopes_figure(slopes, effective, name=name)
 
 
@@ -81,56 +87,60 @@ def source_ui(models: dict, default: str):
     if st.session_state["im_model"] not in models:
         st.session_state["im_model"] = default
     with st.sidebar:
-        st.header("Inspect a model")
-        source = st.radio("Model", SOURCES, key="im_source", format_func=SOURCE_TITLES.get,
-                          help="One of the models shipped with alibi-viz, or any Hugging Face "
-                               "causal LM folder on this machine (written by save_pretrained).")
+        st.header(_("Inspect a model"))
+        source = st.radio(_("Model"), SOURCES, key="im_source", format_func=SOURCE_TITLES.get,
+                          help=_("One of the models shipped with alibi-viz, or any Hugging Face "
+                                 "causal LM folder on this machine (written by save_pretrained)."))
         name, path = None, ""
         if source == "cache":
             pass  # chosen in the main area, where the table fits
         elif source == "shipped":
             if models:
-                name = st.selectbox("Shipped model", list(models), key="im_model",
+                name = st.selectbox(_("Shipped model"), list(models), key="im_model",
                                     format_func=model_title)
         else:
             path = st.text_input(
-                "Folder", key="im_path", placeholder="/path/to/checkpoint",
-                help="A folder with config.json, model.safetensors and the tokenizer. Nothing "
-                     "is downloaded; only safetensors weights are read; no custom code runs.")
+                _("Folder"), key="im_path", placeholder=_("/path/to/checkpoint"),
+                help=_("A folder with config.json, model.safetensors and the tokenizer. Nothing "
+                       "is downloaded; only safetensors weights are read; no custom code runs."))
     return source, name, path.strip()
 
 
 def info_ui(loaded) -> None:
     """The model's facts, its departures from the paper, and its slopes beside the schedules."""
     info = loaded.info
-    st.subheader("The model")
+    st.subheader(_("The model"))
     left, right = st.columns([3, 2])
     with left:
         rows = model_info_rows(info, {"train_seq_len": loaded.train_seq_len})
-        st.markdown("| property | value |\n|---|---|\n" + "\n".join(
+        header = "| {property} | {value} |\n|---|---|\n".format(property=_("property"),
+                                                                value=_("value"))
+        st.markdown(header + "\n".join(
             f"| {row['property']} | {markdown_text(row['value'])} |" for row in rows))
     with right:
         for warning in info.warnings:
-            st.warning(warning, icon="⚠️")
+            st.warning(localized(warning), icon="⚠️")
         for note in info.notes:
-            st.info(note, icon="ℹ️")
+            st.info(localized(note), icon="ℹ️")
         if not info.warnings and info.positional == "alibi":
-            st.success("ALiBi as in the paper: slopes from a standard schedule, the bias "
-                       "added to the scores unscaled.", icon="✅")
+            st.success(_("ALiBi as in the paper: slopes from a standard schedule, the bias "
+                         "added to the scores unscaled."), icon="✅")
     if info.slopes:
         try:
-            fig = cached_slopes_figure(info.slopes, info.effective_slopes, info.architecture)
+            fig = cached_slopes_figure(info.slopes, info.effective_slopes, info.architecture,
+                                       i18n.get_language())
         except AlibiVizError as exc:
             st.info(str(exc))
         else:
             ui.show_figure(fig, f"slopes_{info.model_type}", key="im_fig_slopes")
     else:
-        st.info(f"No ALiBi slopes: this model encodes position with **{info.positional}** "
-                f"({info.bias_form}). Its heads are shown below all the same; the bias panel "
-                "is zero.", icon="ℹ️")
+        st.info(_("No ALiBi slopes: this model encodes position with **{position}** "
+                  "({bias_form}). Its heads are shown below all the same; the bias panel is "
+                  "zero.").format(position=_(info.positional), bias_form=_(info.bias_form)),
+                icon="ℹ️")
 
 
-@st.cache_resource(max_entries=len(BUGS), show_spinner="Building the broken model...")
+@st.cache_resource(max_entries=len(BUGS), show_spinner=_("Building the broken model..."))
 def zoo_model(bug: str):
     from alibi_viz.data import make_tokenizer
     from alibi_viz.loading import describe_model
@@ -141,22 +151,22 @@ def zoo_model(bug: str):
 
 def zoo_ui() -> None:
     """The conformance check's demo: a tiny BLOOM with one injected bug, checked on a click."""
-    st.markdown("Tiny random BLOOM models, each with one bug that engineers hit when they "
-                "port, quantise or serve ALiBi models, injected through forward hooks. Pick "
-                "one and watch the verdicts change.")
-    bug = st.selectbox("Bug", list(BUGS), key="im_zoo_bug",
-                       format_func=lambda b: f"{b}: {BUGS[b]}"
-                       + (" (harmless)" if b in HARMLESS else ""))
+    st.markdown(_("Tiny random BLOOM models, each with one bug that engineers hit when they "
+                  "port, quantise or serve ALiBi models, injected through forward hooks. Pick "
+                  "one and watch the verdicts change."))
+    bug = st.selectbox(_("Bug"), list(BUGS), key="im_zoo_bug",
+                       format_func=lambda b: f"{b}: {_(BUGS[b])}"
+                       + (" " + _("(harmless)") if b in HARMLESS else ""))
     net, tokenizer, info = zoo_model(bug)
     heads_view.show_conformance("im_zoo", net, tokenizer, info, ("zoo", bug),
-                                run_label="Check this broken model")
+                                run_label=_("Check this broken model"))
 
 
-st.title("Inspect a model")
-st.caption("Load a checkpoint and see how it encodes position, its ALiBi slopes against the "
-           "standard schedules, and then its heads on any text.")
+st.title(_("Inspect a model"))
+st.caption(_("Load a checkpoint and see how it encodes position, its ALiBi slopes against the "
+             "standard schedules, and then its heads on any text."))
 
-with st.expander("Conformance demo: a zoo of broken ALiBi models"):
+with st.expander(_("Conformance demo: a zoo of broken ALiBi models")):
     zoo_ui()
 
 models = shipped_models()
@@ -179,12 +189,13 @@ if source == "cache" and not repo:
     ui.write_url({"source": source})
     st.stop()
 if source == "shipped" and not name:
-    st.error("No shipped models were found in assets/models: choose *A local folder*, or train "
-             "them with `python -m alibi_viz.train` (see the README).", icon="🚫")
+    st.error(_("No shipped models were found in assets/models: choose *{folder}*, or train "
+               "them with `python -m alibi_viz.train` (see the README).").format(
+                   folder=SOURCE_TITLES["folder"]), icon="🚫")
     st.stop()
 if source == "folder" and not path:
-    st.info("Type the path of a model folder in the sidebar: a Hugging Face causal LM saved "
-            "with save_pretrained (config.json, model.safetensors, tokenizer files).", icon="👈")
+    st.info(_("Type the path of a model folder in the sidebar: a Hugging Face causal LM saved "
+              "with save_pretrained (config.json, model.safetensors, tokenizer files)."), icon="👈")
     st.stop()
 
 target = str(models[name]) if source == "shipped" else repo if source == "cache" else path
@@ -193,16 +204,16 @@ restricted = ", ".join(f"`{v}={os.environ[v]}`" for v in (MODEL_ROOT_ENV, ALLOW_
 loaded = heads_view.load(target)
 if loaded is None:
     st.markdown(
-        "**What to check:** the folder exists on the machine running the app and holds "
-        "config.json, model.safetensors (pickle `.bin` files are refused) and the tokenizer; "
-        "the model is a causal language model built into transformers."
-        + (f" This deployment restricts which folders can be loaded ({restricted})."
-           if restricted else ""))
+        _("**What to check:** the folder exists on the machine running the app and holds "
+          "config.json, model.safetensors (pickle `.bin` files are refused) and the tokenizer; "
+          "the model is a causal language model built into transformers.")
+        + (" " + _("This deployment restricts which folders can be loaded ({settings}).").format(
+            settings=restricted) if restricted else ""))
     ui.write_url({"source": source, "model": name, "path": path or None, "repo": repo or None})
     st.stop()
 
 info_ui(loaded)
-st.subheader("Its heads on a text")
+st.subheader(_("Its heads on a text"))
 text = heads_view.text_ui(PREFIX)
 choice = heads_view.controls_ui(PREFIX, loaded.info)
 ui.write_url({"source": source, "model": name if source == "shipped" else None,
