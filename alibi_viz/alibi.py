@@ -26,12 +26,16 @@ import numbers
 import numpy as np
 
 from .errors import AlibiVizError, BudgetError
+from .i18n import N_, _, ngettext, number
 
 MAX_HEADS = 1024
 MAX_SEQ_LEN = 1_048_576
 DEFAULT_BUDGET_BYTES = 1 << 30  # 1 GiB: refuse to materialise anything larger
 SCHEDULES = ("official", "geometric", "mpt")
 MODES = ("causal", "symmetric")
+# What the app shows for each mode and schedule (translated where shown: `_(MODE_NAMES[m])`).
+MODE_NAMES = {"causal": N_("causal"), "symmetric": N_("symmetric")}
+SCHEDULE_NAMES = {"official": N_("official"), "geometric": N_("geometric"), "mpt": "mpt"}
 
 
 # ----------------------------------------------------------------------------- input checks
@@ -39,10 +43,14 @@ MODES = ("causal", "symmetric")
 def check_int(value, name: str, low: int, high: int) -> int:
     """Return `value` as an int if it is an integer in [low, high]; else raise AlibiVizError."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise AlibiVizError(f"{name} must be a whole number in [{low}, {high}], got {value!r}.")
+        raise AlibiVizError(_("{name} must be a whole number in [{low}, {high}], got {value}.")
+                            .format(name=name, low=number(low, grouping=False),
+                                    high=number(high, grouping=False), value=repr(value)))
     value = int(value)
     if not low <= value <= high:
-        raise AlibiVizError(f"{name} must be in [{low}, {high}], got {value}.")
+        raise AlibiVizError(_("{name} must be in [{low}, {high}], got {value}.").format(
+            name=name, low=number(low, grouping=False), high=number(high, grouping=False),
+            value=number(value, grouping=False)))
     return value
 
 
@@ -56,7 +64,8 @@ def check_seq_len(seq_len, name: str = "seq_len") -> int:
 
 def check_mode(mode) -> str:
     if mode not in MODES:
-        raise AlibiVizError(f"mode must be one of {MODES}, got {mode!r}.")
+        raise AlibiVizError(_("mode must be one of {choices}, got {value}.").format(
+            choices=MODES, value=repr(mode)))
     return mode
 
 
@@ -65,12 +74,14 @@ def check_slopes(slopes) -> np.ndarray:
     try:
         slopes = np.asarray(slopes, dtype=np.float64)
     except (TypeError, ValueError) as exc:
-        raise AlibiVizError(f"slopes must be a 1-D array of numbers: {exc}") from None
+        raise AlibiVizError(_("slopes must be a 1-D array of numbers: {error}").format(
+            error=exc)) from None
     if slopes.ndim != 1 or slopes.size == 0:
-        raise AlibiVizError(f"slopes must be a non-empty 1-D array, got shape {slopes.shape}.")
+        raise AlibiVizError(_("slopes must be a non-empty 1-D array, got shape {shape}.").format(
+            shape=slopes.shape))
     check_num_heads(slopes.size)
     if not np.all(np.isfinite(slopes)) or np.any(slopes <= 0):
-        raise AlibiVizError("slopes must be positive finite numbers.")
+        raise AlibiVizError(_("slopes must be positive finite numbers."))
     return slopes
 
 
@@ -78,10 +89,10 @@ def check_budget(nbytes: int, budget_bytes: int | None, what: str) -> None:
     """Raise BudgetError when `nbytes` exceeds `budget_bytes` (None: no limit)."""
     if budget_bytes is not None and nbytes > budget_bytes:
         raise BudgetError(
-            f"{what} would need {nbytes / 2**20:,.0f} MiB, over the budget of "
-            f"{budget_bytes / 2**20:,.0f} MiB. Use fewer heads or a shorter sequence, "
-            "or alibi_bias_sampled() to evaluate only the entries you need."
-        )
+            _("{what} would need {size} MiB, over the budget of {budget} MiB. Use fewer heads "
+              "or a shorter sequence, or alibi_bias_sampled() to evaluate only the entries you "
+              "need.").format(what=what, size=number(nbytes / 2**20, 0),
+                              budget=number(budget_bytes / 2**20, 0)))
 
 
 # ----------------------------------------------------------------------------- slopes
@@ -109,12 +120,15 @@ def alibi_slopes(num_heads: int, schedule: str = "official", max_bias: float = 8
     """
     num_heads = check_num_heads(num_heads)
     if schedule not in SCHEDULES:
-        raise AlibiVizError(f"schedule must be one of {SCHEDULES}, got {schedule!r}.")
+        raise AlibiVizError(_("schedule must be one of {choices}, got {value}.").format(
+            choices=SCHEDULES, value=repr(schedule)))
     if isinstance(max_bias, bool) or not isinstance(max_bias, numbers.Real):
-        raise AlibiVizError(f"max_bias must be a number, got {max_bias!r}.")
+        raise AlibiVizError(_("max_bias must be a number, got {value}.").format(
+            value=repr(max_bias)))
     max_bias = float(max_bias)
     if not (math.isfinite(max_bias) and 0 < max_bias <= 64):
-        raise AlibiVizError(f"max_bias must be in (0, 64], got {max_bias}.")
+        raise AlibiVizError(_("max_bias must be in (0, 64], got {value}.").format(
+            value=number(max_bias, significant=6)))
 
     def geometric(n: int) -> np.ndarray:
         return 2.0 ** (-max_bias * np.arange(1, n + 1) / n)
@@ -144,19 +158,26 @@ def describe_schedule(num_heads: int, schedule: str = "official", max_bias: floa
     """One sentence on the order of the slopes, for the app: why a schedule zigzags or not."""
     n = check_num_heads(num_heads)
     if n == 1:
-        return f"A single head gets the slope 2^-{max_bias:g}."
+        return _("A single head gets the slope 2^-{max_bias}.").format(
+            max_bias=number(max_bias, significant=6))
     if schedule == "geometric" or is_power_of_two(n):
-        return (f"With {n} heads the slopes form one geometric sequence, from 2^-{max_bias / n:g} "
-                f"down to 2^-{max_bias:g}, steepest head first: monotonic.")
+        return ngettext("With {n} head the slopes form one geometric sequence, from 2^-{first} "
+                        "down to 2^-{last}, steepest head first: monotonic.",
+                        "With {n} heads the slopes form one geometric sequence, from 2^-{first} "
+                        "down to 2^-{last}, steepest head first: monotonic.", n).format(
+            n=n, first=number(max_bias / n, significant=6),
+            last=number(max_bias, significant=6))
     if schedule == "official":
         c = 2 ** math.floor(math.log2(n))
-        return (f"{n} is not a power of two, so the official rule (fairseq, BLOOM) gives heads "
-                f"1-{c} the {c}-head slopes and heads {c + 1}-{n} every other slope of the "
-                f"{2 * c}-head schedule, which fall in between: the order is not monotonic.")
+        return _("{n} is not a power of two, so the official rule (fairseq, BLOOM) gives heads "
+                 "1-{c} the {c}-head slopes and heads {next}-{n} every other slope of the "
+                 "{double}-head schedule, which fall in between: the order is not "
+                 "monotonic.").format(n=n, c=c, next=c + 1, double=2 * c)
     p = 2 ** math.ceil(math.log2(n))
-    return (f"{n} is not a power of two, so MPT takes the {p}-head schedule, lists its "
-            f"even-numbered slopes then its odd-numbered ones, and keeps the first {n}: the order "
-            "is not monotonic, and it comes out exactly equal to the official rule.")
+    return _("{n} is not a power of two, so MPT takes the {p}-head schedule, lists its "
+             "even-numbered slopes then its odd-numbered ones, and keeps the first {n}: the order "
+             "is not monotonic, and it comes out exactly equal to the official rule.").format(
+        n=n, p=p)
 
 
 # ----------------------------------------------------------------------------- bias matrices
@@ -195,8 +216,9 @@ def alibi_bias(slopes, seq_len: int, mode: str = "causal", key_len: int | None =
     seq_len = check_seq_len(seq_len)
     key_len = seq_len if key_len is None else check_seq_len(key_len, "key_len")
     if key_len < seq_len:
-        raise AlibiVizError(f"key_len ({key_len}) must be >= seq_len ({seq_len}).")
-    check_budget(slopes.size * seq_len * key_len * 8, budget_bytes, "This bias matrix")
+        raise AlibiVizError(_("key_len ({key_len}) must be >= seq_len ({seq_len}).").format(
+            key_len=key_len, seq_len=seq_len))
+    check_budget(slopes.size * seq_len * key_len * 8, budget_bytes, _("This bias matrix"))
     rows = np.arange(seq_len) + (key_len - seq_len)
     return alibi_bias_sampled(slopes, rows, np.arange(key_len), mode)
 
@@ -239,8 +261,9 @@ def implied_attention(slopes, query_pos: int, mode: str = "causal",
     query_pos = check_int(query_pos, "query_pos", 0, MAX_SEQ_LEN - 1)
     seq_len = query_pos + 1 if seq_len is None else check_seq_len(seq_len)
     if query_pos >= seq_len:
-        raise AlibiVizError(f"query_pos ({query_pos}) must be < seq_len ({seq_len}).")
-    check_budget(slopes.size * seq_len * 8 * 2, DEFAULT_BUDGET_BYTES, "This attention row")
+        raise AlibiVizError(_("query_pos ({query_pos}) must be < seq_len ({seq_len}).").format(
+            query_pos=query_pos, seq_len=seq_len))
+    check_budget(slopes.size * seq_len * 8 * 2, DEFAULT_BUDGET_BYTES, _("This attention row"))
     bias = alibi_bias_sampled(slopes, [query_pos], np.arange(seq_len), mode)[:, 0, :]  # (H, L)
     return _softmax_rows(bias)
 
@@ -285,10 +308,11 @@ def attention_span(slopes, mass: float = 0.9, mode: str = "causal", context: int
     slopes = check_slopes(slopes)
     mode = check_mode(mode)
     if not (isinstance(mass, numbers.Real) and 0 < mass < 1):
-        raise AlibiVizError(f"mass must be a number in (0, 1), got {mass!r}.")
+        raise AlibiVizError(_("mass must be a number in (0, 1), got {value}.").format(
+            value=repr(mass)))
     n = _check_context(context) - 1  # largest distance on one side
     r = np.exp(-slopes)
-    s0_total, _ = _geometric_sums(r, n)
+    s0_total, _s1 = _geometric_sums(r, n)
     if mode == "causal":
         need = mass * s0_total  # sum_{d<=D} r^d >= need
     else:
@@ -364,12 +388,14 @@ def head_summary(slopes, seq_len: int, mode: str = "causal", query_pos: int | No
                  ) -> list[dict]:
     """One row per head: slope, half-life, and the 90% span and mean distance (tokens) of the
     bias-only attention of one real query (`query_decay`: the last query when causal, the
-    middle one when symmetric, unless query_pos says otherwise)."""
+    middle one when symmetric, unless query_pos says otherwise). The keys are English column
+    names, marked for translation: a page shows them as `_(key)`."""
     slopes = check_slopes(slopes)
     decay = query_decay(slopes, seq_len, mode, query_pos)
     return [
-        {"head": h + 1, "slope m": float(m), "log2 m": float(np.log2(m)),
-         "half-life (tokens)": float(hl), "90% span (tokens)": int(s), "mean distance": float(md)}
+        {N_("head"): h + 1, N_("slope m"): float(m), "log2 m": float(np.log2(m)),
+         N_("half-life (tokens)"): float(hl), N_("90% span (tokens)"): int(s),
+         N_("mean distance"): float(md)}
         for h, (m, hl, s, md) in enumerate(zip(slopes, half_life(slopes), decay["span90"],
                                                decay["mean_distance"], strict=True))
     ]

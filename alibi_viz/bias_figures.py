@@ -12,6 +12,8 @@ import plotly.colors as pc
 import plotly.graph_objects as go
 
 from .alibi import (
+    MODE_NAMES,
+    SCHEDULE_NAMES,
     SCHEDULES,
     alibi_bias_sampled,
     alibi_slopes,
@@ -22,7 +24,7 @@ from .alibi import (
     query_decay,
 )
 from .errors import AlibiVizError
-from .i18n import N_, _, number
+from .i18n import _, number
 from .render import (
     HOVER_CELL_BUDGET,
     IMAGE_PIXEL_BUDGET,
@@ -74,7 +76,6 @@ def bias_display_values(slopes, seq_len: int, mode: str = "causal", head_ids=Non
 
 
 COLOR_SCALES = ("per_head", "shared")  # how the bias grid colours its panels
-MODE_NAMES = {"causal": N_("causal"), "symmetric": N_("symmetric")}
 
 
 def bias_grid_figure(slopes, seq_len: int, mode: str = "causal", head_ids=None,
@@ -140,10 +141,10 @@ def slope_schedule_figure(num_heads: int, max_bias: float = 8.0, schedules=SCHED
         slopes = alibi_slopes(num_heads, name, max_bias)
         data.append({
             "type": "scatter", "x": head_numbers, "y": slopes, "mode": "lines+markers",
-            "name": name, "line": {"width": 3 if name == selected else 1.2},
+            "name": _(SCHEDULE_NAMES[name]), "line": {"width": 3 if name == selected else 1.2},
             "marker": {"size": 8 if name == selected else 5},
             "hovertemplate": _("head") + " %{x}<br>m=%{y:.5g}<br>log2 m=%{customdata:.3f}"
-                             "<extra>" + name + "</extra>",
+                             "<extra>" + _(SCHEDULE_NAMES[name]) + "</extra>",
             "customdata": np.log2(slopes)})
     return figure(data, {
         "yaxis": {"type": "log", "title": {"text": _("slope m (log scale)")},

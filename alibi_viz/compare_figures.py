@@ -22,9 +22,10 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from .alibi import check_mode, check_seq_len
+from .alibi import MODE_NAMES, check_mode, check_seq_len
 from .bias_figures import decay_distances
 from .errors import AlibiVizError
+from .i18n import N_, _, ngettext, number, plotly_separators
 from .positional import (
     METHODS,
     check_params,
@@ -47,9 +48,9 @@ METHOD_COLORS = {
     "kerple_log": "#9467bd", "sandwich": "#8c564b", "rope_cos": "#e377c2",
     "kerple_power": "#17becf",
 }
-KIND_TITLES = {
-    "bias": "added to the score (bias, logits)",
-    "similarity": "positional part of q·k (not added to the score; unitless)",
+KIND_TITLES = {  # panel titles, translated where shown: `_(KIND_TITLES[kind])`
+    "bias": N_("Bias: added to the score (bias, logits)"),
+    "similarity": N_("Similarity: positional part of q·k (not added to the score; unitless)"),
 }
 
 
@@ -67,7 +68,7 @@ def check_selection(selection, mode: str = "causal") -> dict[str, dict]:
     if not isinstance(selection, dict):
         selection = {name: {} for name in selection}
     if not selection:
-        raise AlibiVizError("Nothing to draw: choose at least one method.")
+        raise AlibiVizError(_("Nothing to draw: choose at least one method."))
     checked = {name: check_params(name, **(params or {})) for name, params in selection.items()}
     for name, params in checked.items():  # one distance each: catches mode-dependent limits
         score_vs_distance(name, np.zeros(1, dtype=np.int64), mode, **params)
@@ -75,11 +76,13 @@ def check_selection(selection, mode: str = "causal") -> dict[str, dict]:
 
 
 def format_params(method: str, params: dict) -> str:
-    """Short "name=value, ..." text of a method's parameters, for legends and titles."""
+    """Short "name=value, ..." text of a method's parameters, for legends and titles (floats
+    with the language's decimal mark)."""
     parts = []
     for p in METHODS[method].params:
         value = params.get(p.name, p.default)
-        parts.append(f"{p.name}={value:.4g}" if p.kind == "float" else f"{p.name}={value}")
+        parts.append(f"{p.name}={number(value, significant=4, grouping=False)}" if p.kind == "float"
+                     else f"{p.name}={value}")
     return ", ".join(parts)
 
 
@@ -145,38 +148,45 @@ def score_vs_distance_figure(selection, seq_len: int, mode: str = "causal",
     seq_len = check_seq_len(seq_len)
     d = compare_distances(seq_len, mode, max_points, log_distance)
     kinds = [k for k in KIND_TITLES if any(METHODS[m].kind == k for m in selection)]
-    layout = stacked_layout([f"{k.capitalize()}: {KIND_TITLES[k]}" for k in kinds])
+    layout = stacked_layout([_(KIND_TITLES[k]) for k in kinds])
+    value_word = _("value")
     traces = []
     for name, params in selection.items():
         method = METHODS[name]
+        label = _(method.label)
         suffix = "" if method.kind == kinds[0] else "2"
         traces.append(go.Scatter(
             x=d, y=score_vs_distance(name, d, mode, **params), mode="lines",
-            name=f"{method.label} ({format_params(name, params)})", legendgroup=name,
+            name=f"{label} ({format_params(name, params)})", legendgroup=name,
             line=dict(color=METHOD_COLORS[name], width=2), xaxis=f"x{suffix}", yaxis=f"y{suffix}",
-            hovertemplate=f"{method.label}<br>d=%{{x}}<br>value=%{{y:.4g}}<extra></extra>"))
-    axis = "|d| = |i - j|" if mode == "symmetric" and log_distance else "distance d = i - j"
+            hovertemplate=f"{label}<br>d=%{{x}}<br>{value_word}=%{{y:.4g}}<extra></extra>"))
+    axis = "|d| = |i - j|" if mode == "symmetric" and log_distance else _("distance d = i - j")
     for k, kind in enumerate(kinds):
         suffix = "" if k == 0 else str(k + 1)
-        layout[f"yaxis{suffix}"] |= dict(title="logits" if kind == "bias" else "q·k part",
+        layout[f"yaxis{suffix}"] |= dict(title=_("logits") if kind == "bias" else _("q·k part"),
                                          zeroline=True, zerolinecolor="#999")
         layout[f"xaxis{suffix}"] |= dict(type="log" if log_distance else "linear")
     layout[f"xaxis{'' if len(kinds) == 1 else len(kinds)}"]["title"] = (
-        f"{axis} (tokens{', log scale' if log_distance else ''})")
+        _("{axis} (tokens, log scale)") if log_distance else _("{axis} (tokens)")).format(axis=axis)
     available = (seq_len - 1 if log_distance  # d = 1 .. seq_len-1
                  else seq_len if mode == "causal" else 2 * seq_len - 1)
-    sampled = f"; evaluated at {d.size:,} of {available:,} distances" if d.size < available else ""
-    what = ("Keys before the query (d ≥ 0)" if mode == "causal"
-            else "Keys on both sides" + ("; every method is even in d" if log_distance else ""))
+    sampled = "" if d.size >= available else ngettext(
+        "; evaluated at {shown} of {total} distance", "; evaluated at {shown} of {total} distances",
+        available).format(shown=number(d.size), total=number(available))
+    what = (_("Keys before the query (d ≥ 0)") if mode == "causal"
+            else _("Keys on both sides; every method is even in d") if log_distance
+            else _("Keys on both sides"))
     top, bottom = 100, 150  # a two-line title; a legend of up to 4 rows
     height = 320 * len(kinds) + top + bottom
+    title = ngettext("Score contribution vs distance ({mode}, {n} token)",
+                     "Score contribution vs distance ({mode}, {n} tokens)", seq_len).format(
+        mode=_(MODE_NAMES[mode]), n=number(seq_len))
     layout |= dict(
-        title=dict(text=f"Score contribution vs distance ({mode}, {seq_len:,} tokens)"
-                        f"<br><sup>{what}{sampled}</sup>"),
+        title=dict(text=f"{title}<br><sup>{what}{sampled}</sup>"),
         height=height, margin=dict(l=60, r=20, t=top, b=bottom),
         # below the x-axis title, a fixed number of pixels whatever the height
         legend=dict(orientation="h", y=-70 / (height - top - bottom), yanchor="top"),
-        hovermode="closest")
+        hovermode="closest", separators=plotly_separators())
     return go.Figure(data=traces, layout=layout)
 
 
@@ -221,18 +231,20 @@ def score_matrices_figure(selection, seq_len: int, mode: str = "causal",
     images, rows, cols = score_display_values(selection, seq_len, mode, pixel_budget)
     scales = panel_scales(images)
     hover, hr, hc = score_display_values(selection, seq_len, mode, hover_budget, cap=64)
-    titles = [f"{k}. {METHODS[name].label} (÷{scale:.3g})"
+    titles = [f"{k}. {_(METHODS[name].label)} (÷{number(scale, significant=3)})"
               for k, (name, scale) in enumerate(zip(selection, scales, strict=True), start=1)]
-    note = "" if rows.size == seq_len else (
-        f" (drawn at {rows.size}x{cols.size}, downsampled from {seq_len:,}x{seq_len:,})")
-    masked = " Grey: masked (key after query)." if mode == "causal" else ""
-    return matrix_grid_figure(
+    note = "" if rows.size == seq_len else " " + _(
+        "(drawn at {rows}x{cols}, downsampled from {seq_len}x{seq_len})").format(
+        rows=rows.size, cols=cols.size, seq_len=number(seq_len))
+    masked = " " + _("Grey: masked (key after query).") if mode == "causal" else ""
+    title = (_("Score matrices ({mode})").format(mode=_(MODE_NAMES[mode])) + note + "<br><sup>"
+             + _("Each panel divided by its own max |value| (in its title); hover shows the "
+                 "unscaled value.") + masked + "</sup>")
+    fig = matrix_grid_figure(
         images / scales[:, None, None], titles, seq_len, cmin=-1.0, cmax=1.0,
-        colorscale=MATRIX_COLORSCALE, colorbar_title="value ÷ panel's<br>max |value|",
-        hover=hover, hover_rows=hr, hover_cols=hc, hover_label="value (unscaled)",
-        panel_label="panel",
-        title=(f"Score matrices ({mode}){note}<br><sup>Each panel divided by its own "
-               f"max |value| (in its title); hover shows the unscaled value.{masked}</sup>"),
-        panel_px=240 if len(selection) <= 4 else 200,
+        colorscale=MATRIX_COLORSCALE, colorbar_title=_("value ÷ panel's<br>max |value|"),
+        hover=hover, hover_rows=hr, hover_cols=hc, hover_label=_("value (unscaled)"),
+        panel_label=_("panel"), title=title, panel_px=240 if len(selection) <= 4 else 200,
     )
+    return fig.update_layout(separators=plotly_separators())
 

@@ -12,6 +12,7 @@ import math
 import re
 from dataclasses import dataclass, field
 
+from .i18n import _, ngettext, number
 from .positional import DEFAULT_METHODS, METHODS
 
 MAX_PARAM_CHARS = 2000  # longer raw values are refused before any parsing
@@ -46,13 +47,18 @@ def parse_param(spec: UrlParam, raw) -> tuple[object, str | None]:
     if isinstance(raw, (list, tuple)):
         if not raw:
             return spec.default, None
-        warning_repeat = f"'{spec.name}' was given {len(raw)} times; using the last one."
+        warning_repeat = ngettext("'{name}' was given {count} time; using the last one.",
+                                  "'{name}' was given {count} times; using the last one.",
+                                  len(raw)).format(name=spec.name, count=len(raw))
         value, warning = parse_param(spec, raw[-1])
         return value, warning or (warning_repeat if len(set(raw)) > 1 else None)
     raw = str(raw)
-    fallback = f"using the default {spec.default!r}"
+    fallback = _("using the default {value}").format(value=repr(spec.default))
     if len(raw) > MAX_PARAM_CHARS:
-        return spec.default, f"'{spec.name}' is too long ({len(raw):,} characters); {fallback}."
+        return spec.default, ngettext(
+            "'{name}' is too long ({count} character); {fallback}.",
+            "'{name}' is too long ({count} characters); {fallback}.", len(raw)).format(
+            name=spec.name, count=number(len(raw)), fallback=fallback)
     text = raw.strip()
     if spec.kind == "text":
         return raw, None
@@ -60,14 +66,17 @@ def parse_param(spec: UrlParam, raw) -> tuple[object, str | None]:
         for choice in spec.choices:
             if text.lower() == str(choice).lower():
                 return choice, None
-        return spec.default, (f"'{spec.name}' must be one of {', '.join(map(str, spec.choices))}; "
-                              f"got {_clip_repr(raw)}, {fallback}.")
+        return spec.default, _("'{name}' must be one of {choices}; got {value}, {fallback}.").format(
+            name=spec.name, choices=", ".join(map(str, spec.choices)), value=_clip_repr(raw),
+            fallback=fallback)
     if spec.kind == "head_selection":
         return text or spec.default, None  # checked against the head count by parse_head_selection
     if spec.kind == "int":
         if not re.fullmatch(r"[+-]?[0-9]{1,12}", text):
-            return spec.default, (f"'{spec.name}' must be a whole number in [{spec.low:g}, "
-                                  f"{spec.high:g}]; got {_clip_repr(raw)}, {fallback}.")
+            return spec.default, _("'{name}' must be a whole number in [{low}, {high}]; got "
+                                   "{value}, {fallback}.").format(
+                name=spec.name, low=f"{spec.low:g}", high=f"{spec.high:g}",
+                value=_clip_repr(raw), fallback=fallback)
         value = int(text)
     elif spec.kind == "float":
         try:
@@ -75,13 +84,16 @@ def parse_param(spec: UrlParam, raw) -> tuple[object, str | None]:
         except ValueError:
             value = math.nan
         if not math.isfinite(value):
-            return spec.default, (f"'{spec.name}' must be a number in [{spec.low:g}, {spec.high:g}]; "
-                                  f"got {_clip_repr(raw)}, {fallback}.")
+            return spec.default, _("'{name}' must be a number in [{low}, {high}]; got {value}, "
+                                   "{fallback}.").format(
+                name=spec.name, low=f"{spec.low:g}", high=f"{spec.high:g}",
+                value=_clip_repr(raw), fallback=fallback)
     else:
         raise ValueError(f"unknown parameter kind {spec.kind!r}")
     if not spec.low <= value <= spec.high:
-        return spec.default, (f"'{spec.name}' must be in [{spec.low:g}, {spec.high:g}]; "
-                              f"got {_clip_repr(raw)}, {fallback}.")
+        return spec.default, _("'{name}' must be in [{low}, {high}]; got {value}, {fallback}.").format(
+            name=spec.name, low=f"{spec.low:g}", high=f"{spec.high:g}", value=_clip_repr(raw),
+            fallback=fallback)
     return value, None
 
 
@@ -109,10 +121,12 @@ def parse_head_selection(text: str, num_heads: int) -> tuple[list[int], str | No
         chosen.update(range(first - 1, last))
     warning = None
     if bad:
-        warning = (f"Heads {', '.join(_clip_repr(b, 12) for b in bad[:5])} are not valid for "
-                   f"{num_heads} heads (use e.g. 1-4,8); ignored.")
+        warning = ngettext("Heads {heads} are not valid for {n} head (use e.g. 1-4,8); ignored.",
+                           "Heads {heads} are not valid for {n} heads (use e.g. 1-4,8); ignored.",
+                           num_heads).format(
+            heads=", ".join(_clip_repr(b, 12) for b in bad[:5]), n=num_heads)
     if not chosen:
-        return list(range(num_heads)), (warning or "") + " Showing all heads."
+        return list(range(num_heads)), (warning + " " if warning else "") + _("Showing all heads.")
     return sorted(chosen), warning
 
 
@@ -145,8 +159,9 @@ def parse_methods(text: str, default=DEFAULT_METHODS) -> tuple[list[str], str | 
     bad = [p for p in parts if p not in METHODS]
     if not bad:
         return names, None
-    shown = ", ".join(repr(b[:20]) for b in bad[:5])
-    outcome = "dropped." if names else "showing the defaults."
-    if not names:
-        names = list(default)
-    return names, f"'methods' holds unknown {shown} (known: {', '.join(METHODS)}); {outcome}"
+    fields = {"unknown": ", ".join(repr(b[:20]) for b in bad[:5]), "known": ", ".join(METHODS)}
+    if names:
+        return names, _("'methods' holds unknown {unknown} (known: {known}); dropped.").format(
+            **fields)
+    return list(default), _("'methods' holds unknown {unknown} (known: {known}); showing the "
+                            "defaults.").format(**fields)

@@ -42,6 +42,7 @@ from .alibi import (
     check_seq_len,
 )
 from .errors import AlibiVizError
+from .i18n import N_, _, number
 
 MAX_DISTANCE = MAX_SEQ_LEN - 1  # largest |i - j| in a sequence of MAX_SEQ_LEN tokens
 MAX_DIM = 8192  # cap on embedding / head dims: cost grows with dim per distance
@@ -55,15 +56,19 @@ def check_distances(distances, name: str = "distances") -> np.ndarray:
     try:
         arr = np.asarray(distances)
     except (TypeError, ValueError) as exc:
-        raise AlibiVizError(f"{name} must be an array of whole numbers: {exc}") from None
+        raise AlibiVizError(_("{name} must be an array of whole numbers: {error}").format(
+            name=name, error=exc)) from None
     if arr.dtype == bool or not (np.issubdtype(arr.dtype, np.integer)
                                  or np.issubdtype(arr.dtype, np.floating)):
-        raise AlibiVizError(f"{name} must be an array of whole numbers, got dtype {arr.dtype}.")
+        raise AlibiVizError(_("{name} must be an array of whole numbers, got dtype {dtype}.")
+                            .format(name=name, dtype=arr.dtype))
     if np.issubdtype(arr.dtype, np.floating):
         if not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr)):
-            raise AlibiVizError(f"{name} must hold whole numbers (token distances).")
+            raise AlibiVizError(_("{name} must hold whole numbers (token distances).").format(
+                name=name))
     if arr.size and np.max(np.abs(arr)) > MAX_DISTANCE:
-        raise AlibiVizError(f"{name} must lie in [-{MAX_DISTANCE:,}, {MAX_DISTANCE:,}].")
+        raise AlibiVizError(_("{name} must lie in [-{max}, {max}].").format(
+            name=name, max=number(MAX_DISTANCE)))
     return arr.astype(np.int64)
 
 
@@ -71,28 +76,33 @@ def check_positions(positions, name: str) -> np.ndarray:
     """Return token positions as a non-empty 1-D int64 array in [0, MAX_SEQ_LEN - 1]."""
     arr = check_distances(positions, name).reshape(-1)
     if arr.size == 0:
-        raise AlibiVizError(f"{name} must hold at least one position.")
+        raise AlibiVizError(_("{name} must hold at least one position.").format(name=name))
     if np.any(arr < 0):
-        raise AlibiVizError(f"{name} must be positions >= 0.")
+        raise AlibiVizError(_("{name} must be positions >= 0.").format(name=name))
     return arr
 
 
 def _check_real(value, name: str, low: float, high: float, low_open: bool = False) -> float:
     """Return `value` as a float in [low, high] ((low, high] with low_open); else raise."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise AlibiVizError(f"{name} must be a number, got {value!r}.")
+        raise AlibiVizError(_("{name} must be a number, got {value}.").format(
+            name=name, value=repr(value)))
     value = float(value)
     lower_ok = value > low if low_open else value >= low
     if not (math.isfinite(value) and lower_ok and value <= high):
         bracket = "(" if low_open else "["
-        raise AlibiVizError(f"{name} must be in {bracket}{low:g}, {high:g}], got {value:g}.")
+        raise AlibiVizError(_("{name} must be in {bracket}{low}, {high}], got {value}.").format(
+            name=name, bracket=bracket, low=number(low, significant=6, grouping=False),
+            high=number(high, significant=6, grouping=False),
+            value=number(value, significant=6, grouping=False)))
     return value
 
 
 def _check_even_dim(value, name: str) -> int:
     value = check_int(value, name, 2, MAX_DIM)
     if value % 2:
-        raise AlibiVizError(f"{name} must be even (sin/cos come in pairs), got {value}.")
+        raise AlibiVizError(_("{name} must be even (sin/cos come in pairs), got {value}.").format(
+            name=name, value=value))
     return value
 
 
@@ -141,11 +151,12 @@ def t5_bucket(relative_position, bidirectional: bool = True, num_buckets: int = 
     n = num_buckets // 2 if bidirectional else num_buckets  # buckets for one side
     max_exact = n // 2
     if max_exact < 1:
-        raise AlibiVizError("num_buckets must be at least 4 when bidirectional (2 otherwise).")
+        raise AlibiVizError(_("num_buckets must be at least 4 when bidirectional (2 otherwise)."))
     if max_distance <= max_exact:
         raise AlibiVizError(
-            f"max_distance ({max_distance}) must exceed the {max_exact} exact buckets "
-            f"(num_buckets // {4 if bidirectional else 2}).")
+            _("max_distance ({max_distance}) must exceed the {max_exact} exact buckets "
+              "(num_buckets // {divisor}).").format(max_distance=max_distance, max_exact=max_exact,
+                                                     divisor=4 if bidirectional else 2))
 
     buckets = np.zeros(rel.shape, dtype=np.int64)
     if bidirectional:
@@ -208,8 +219,8 @@ def t5_bias(relative_position, bucket_values, bidirectional: bool = True,
     values = np.asarray(bucket_values, dtype=np.float64)
     if values.ndim not in (1, 2) or values.shape[-1] < 2:
         raise AlibiVizError(
-            "bucket_values must be shaped (num_buckets,) or (num_heads, num_buckets), "
-            f"num_buckets >= 2, got shape {values.shape}.")
+            _("bucket_values must be shaped (num_buckets,) or (num_heads, num_buckets), "
+              "num_buckets >= 2, got shape {shape}.").format(shape=values.shape))
     buckets = t5_bucket(relative_position, bidirectional, values.shape[-1], max_distance)
     return values[..., buckets]  # (S) or (H, *S)
 
@@ -228,7 +239,8 @@ def sinusoidal_table(n_positions: int, d_model: int, base: float = 10000.0) -> n
     PE[p, 2i] = sin(p w_i), PE[p, 2i+1] = cos(p w_i), w_i = base^(-2i/d_model). float32, ready to
     copy into a GPT-2 `wpe` table (the shipped `sinusoidal` model holds exactly this, frozen)."""
     if not 1 <= int(n_positions) <= MAX_SEQ_LEN:
-        raise AlibiVizError(f"n_positions must be in [1, {MAX_SEQ_LEN}], got {n_positions}.")
+        raise AlibiVizError(_("n_positions must be in [1, {max}], got {value}.").format(
+            max=MAX_SEQ_LEN, value=n_positions))
     angles = np.arange(int(n_positions))[:, None] * sinusoidal_frequencies(d_model, base)[None]
     table = np.empty((int(n_positions), angles.shape[1] * 2))  # (P, d_model)
     table[:, 0::2], table[:, 1::2] = np.sin(angles), np.cos(angles)
@@ -380,8 +392,8 @@ class Method:
     """A positional scheme as the compare page lists it."""
 
     name: str  # key used in URLs and in score_* calls
-    label: str  # display name
-    description: str  # one sentence
+    label: str  # display name (marked with N_ where it has words to translate; shown as _(label))
+    description: str  # one sentence, marked with N_; shown as _(description)
     source: str  # citation
     params: tuple[MethodParam, ...]
     kind: str  # "bias" (added to the score) or "similarity" (positional part of q.k)
@@ -391,71 +403,84 @@ class Method:
         return {p.name: p.default for p in self.params}
 
 
+# What each kind is called on the page (translated where shown: `_(KIND_NAMES[kind])`).
+KIND_NAMES = {"bias": N_("bias"), "similarity": N_("similarity")}
+
+
 def _slope(help_text: str) -> MethodParam:
-    return MethodParam("slope", "slope m", "float", 0.0625, 2.0**-16, 1.0, None, True, help_text)
+    return MethodParam("slope", N_("slope m"), "float", 0.0625, 2.0**-16, 1.0, None, True, help_text)
 
 
 def _dim(name: str, label: str, default: int, high: int = 4096) -> MethodParam:
     return MethodParam(name, label, "int", default, 2, high, 2, True,
-                 "Even: sin/cos (or rotation) pairs.")
+                 N_("Even: sin/cos (or rotation) pairs."))
 
 
 def _base(default: float = 10000.0) -> MethodParam:
-    return MethodParam("base", "base", "float", default, 10.0, 1e7, None, True,
-                 "Longest wavelength is about 2 pi x base tokens.")
+    return MethodParam("base", N_("base"), "float", default, 10.0, 1e7, None, True,
+                 N_("Longest wavelength is about 2 pi x base tokens."))
 
 
 METHODS: dict[str, Method] = {m.name: m for m in (
     Method("alibi", "ALiBi",
-           "Adds -m times the distance to the score: a straight line, steeper for larger slopes.",
+           N_("Adds -m times the distance to the score: a straight line, steeper for larger "
+              "slopes."),
            "Press, Smith & Lewis 2021, arXiv:2108.12409",
-           (_slope("ALiBi slope of one head (the official schedule uses 2^-8h/n)."),), "bias"),
-    Method("t5", "T5 buckets",
-           "Adds a learned scalar per distance bucket: exact buckets nearby, log-spaced ones "
-           "further out, one shared bucket beyond max_distance (values here are illustrative).",
+           (_slope(N_("ALiBi slope of one head (the official schedule uses 2^-8h/n).")),), "bias"),
+    Method("t5", N_("T5 buckets"),
+           N_("Adds a learned scalar per distance bucket: exact buckets nearby, log-spaced ones "
+              "further out, one shared bucket beyond max_distance (values here are "
+              "illustrative)."),
            "Raffel et al. 2020 (T5), transformers T5Attention._relative_position_bucket",
-           (MethodParam("num_buckets", "buckets", "int", 32, 4, 256, 1, False,
-                  "Total buckets (halved per side in symmetric mode)."),
-            MethodParam("max_distance", "max distance", "int", 128, 2, 65536, 1, True,
-                  "Distances at or beyond this share the last bucket."),
-            _slope("Illustrative values: -slope x the distance where each bucket starts.")),
+           (MethodParam("num_buckets", N_("buckets"), "int", 32, 4, 256, 1, False,
+                  N_("Total buckets (halved per side in symmetric mode).")),
+            MethodParam("max_distance", N_("max distance"), "int", 128, 2, 65536, 1, True,
+                  N_("Distances at or beyond this share the last bucket.")),
+            _slope(N_("Illustrative values: -slope x the distance where each bucket starts."))),
            "bias"),
-    Method("sinusoidal", "Sinusoidal",
-           "Dot product of two sinusoidal position encodings, which depends only on their "
-           "distance and oscillates rather than decaying steadily.",
+    Method("sinusoidal", N_("Sinusoidal"),
+           N_("Dot product of two sinusoidal position encodings, which depends only on their "
+              "distance and oscillates rather than decaying steadily."),
            "Vaswani et al. 2017, Attention Is All You Need, sec. 3.5",
            (_dim("d_model", "d_model", 512), _base(),
-            MethodParam("normalize", "normalise to 1 at distance 0", "bool", True)), "similarity"),
-    Method("rope_bound", "RoPE decay bound",
-           "RoFormer's upper bound on how large q.k can be after rotary encoding, which "
-           "decays (with ripples) as the distance grows.",
+            MethodParam("normalize", N_("normalise to 1 at distance 0"), "bool", True)),
+           "similarity"),
+    Method("rope_bound", N_("RoPE decay bound"),
+           N_("RoFormer's upper bound on how large q.k can be after rotary encoding, which "
+              "decays (with ripples) as the distance grows."),
            "Su et al. 2021, RoFormer, sec. 3.4.3 (Figure 2)",
-           (_dim("head_dim", "head dim", 128, 1024), _base(),
-            MethodParam("normalize", "normalise to 1 at distance 0", "bool", True)), "similarity"),
-    Method("rope_cos", "RoPE, all-ones q and k",
-           "The cosine between rotated all-ones query and key vectors: the mean of "
-           "cos(distance x theta_k) over frequencies.",
+           (_dim("head_dim", N_("head dim"), 128, 1024), _base(),
+            MethodParam("normalize", N_("normalise to 1 at distance 0"), "bool", True)),
+           "similarity"),
+    Method("rope_cos", N_("RoPE, all-ones q and k"),
+           N_("The cosine between rotated all-ones query and key vectors: the mean of "
+              "cos(distance x theta_k) over frequencies."),
            "Su et al. 2021, RoFormer",
-           (_dim("head_dim", "head dim", 128, 1024), _base()), "similarity"),
+           (_dim("head_dim", N_("head dim"), 128, 1024), _base()), "similarity"),
     Method("kerple_log", "KERPLE (log)",
-           "Adds -r1 log(1 + r2 distance): steep nearby, then a slow logarithmic decline.",
+           N_("Adds -r1 log(1 + r2 distance): steep nearby, then a slow logarithmic decline."),
            "Chi, Fan, Ramadge & Rudnicky 2022, KERPLE (NeurIPS)",
-           (MethodParam("r1", "r1", "float", 1.0, 0.01, 10.0, None, True, "Overall strength (> 0)."),
-            MethodParam("r2", "r2", "float", 1.0, 0.01, 10.0, None, True, "Distance scale (> 0).")),
+           (MethodParam("r1", "r1", "float", 1.0, 0.01, 10.0, None, True,
+                        N_("Overall strength (> 0).")),
+            MethodParam("r2", "r2", "float", 1.0, 0.01, 10.0, None, True,
+                        N_("Distance scale (> 0)."))),
            "bias"),
-    Method("kerple_power", "KERPLE (power)",
-           "Adds -r1 distance^r2: r2 = 1 is ALiBi, r2 < 1 flattens with distance.",
+    Method("kerple_power", N_("KERPLE (power)"),
+           N_("Adds -r1 distance^r2: r2 = 1 is ALiBi, r2 < 1 flattens with distance."),
            "Chi, Fan, Ramadge & Rudnicky 2022, KERPLE (NeurIPS)",
-           (MethodParam("r1", "r1", "float", 1.0, 0.01, 10.0, None, True, "Overall strength (> 0)."),
-            MethodParam("r2", "r2", "float", 0.5, 0.01, 2.0, 0.01, False, "Exponent, in (0, 2].")),
+           (MethodParam("r1", "r1", "float", 1.0, 0.01, 10.0, None, True,
+                        N_("Overall strength (> 0).")),
+            MethodParam("r2", "r2", "float", 0.5, 0.01, 2.0, 0.01, False,
+                        N_("Exponent, in (0, 2]."))),
            "bias"),
     Method("sandwich", "Sandwich",
-           "Adds the inner product of sinusoidal embeddings of the two positions, minus its "
-           "diagonal value: a decay roughly logarithmic in distance out to about 10^4 tokens.",
+           N_("Adds the inner product of sinusoidal embeddings of the two positions, minus its "
+              "diagonal value: a decay roughly logarithmic in distance out to about 10^4 "
+              "tokens."),
            "Chi, Fan, Rudnicky & Ramadge 2023, ACL, arXiv:2212.10356",
            (_dim("d_prime", "d'", 128),
-            MethodParam("scale", "scale", "float", 8.0, 0.0625, 64.0, None, True,
-                        "Divisor; NeMo uses 8h/H for head h of H.")), "bias"),
+            MethodParam("scale", N_("scale"), "float", 8.0, 0.0625, 64.0, None, True,
+                        N_("Divisor; NeMo uses 8h/H for head h of H."))), "bias"),
 )}
 # What the Compare page shows until the user picks: the paper's comparison plus its successors.
 DEFAULT_METHODS = ("alibi", "t5", "sinusoidal", "rope_bound", "kerple_log", "sandwich")
@@ -468,29 +493,32 @@ def check_params(method: str, **params) -> dict:
     the range listed in METHODS, or (T5) a max_distance not above the exact buckets.
     """
     if method not in METHODS:
-        raise AlibiVizError(f"Unknown method {method!r}; choose one of {tuple(METHODS)}.")
+        raise AlibiVizError(_("Unknown method {method}; choose one of {choices}.").format(
+            method=repr(method), choices=tuple(METHODS)))
     spec = METHODS[method]
     known = {p.name: p for p in spec.params}
     unknown = sorted(set(params) - set(known))
     if unknown:
         raise AlibiVizError(
-            f"{spec.label} has no parameter {', '.join(map(repr, unknown))}; "
-            f"its parameters are {tuple(known)}.")
+            _("{method} has no parameter {unknown}; its parameters are {known}.").format(
+                method=_(spec.label), unknown=", ".join(map(repr, unknown)), known=tuple(known)))
     values = spec.defaults() | params
     for name, p in known.items():
         value = values[name]
+        label = f"{_(p.label)} ({name})"
         if p.kind == "bool":
             if not isinstance(value, (bool, np.bool_)):
-                raise AlibiVizError(f"{p.label} must be True or False, got {value!r}.")
+                raise AlibiVizError(_("{name} must be True or False, got {value}.").format(
+                    name=_(p.label), value=repr(value)))
             values[name] = bool(value)
         elif p.kind == "int":
-            values[name] = check_int(value, f"{p.label} ({name})", int(p.low), int(p.high))
+            values[name] = check_int(value, label, int(p.low), int(p.high))
             if (values[name] - p.low) % p.step:
                 raise AlibiVizError(
-                    f"{p.label} ({name}) must be {int(p.low)} plus a multiple of {int(p.step)}, "
-                    f"got {values[name]}.")
+                    _("{name} must be {low} plus a multiple of {step}, got {value}.").format(
+                        name=label, low=int(p.low), step=int(p.step), value=values[name]))
         else:
-            values[name] = _check_real(value, f"{p.label} ({name})", p.low, p.high)
+            values[name] = _check_real(value, label, p.low, p.high)
     return values
 
 

@@ -20,6 +20,7 @@ import torch
 
 from .alibi import alibi_slopes, check_num_heads, check_seq_len
 from .errors import AlibiVizError
+from .i18n import N_, _
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
@@ -30,7 +31,8 @@ def check_dtype(dtype) -> torch.dtype:
         return dtype
     if dtype in DTYPES:
         return DTYPES[dtype]
-    raise AlibiVizError(f"dtype must be one of {', '.join(DTYPES)}, got {dtype!r}.")
+    raise AlibiVizError(_("dtype must be one of {choices}, got {value}.").format(
+        choices=", ".join(DTYPES), value=repr(dtype)))
 
 
 def spacing(values, dtype) -> np.ndarray:
@@ -74,13 +76,15 @@ def bloom_bias_error(num_heads: int, seq_len: int, dtype="bfloat16") -> dict:
 def row_constant_error_table(head_counts=(8, 112), seq_len: int = 2048,
                              dtype="bfloat16") -> list[dict]:
     """One row per head count: the largest error of BLOOM's row-constant bias in `dtype` at
-    `seq_len` tokens, and how many distinct values the steepest head's last 16 keys get."""
+    `seq_len` tokens, and how many distinct values the steepest head's last 16 keys get.
+    The keys are English column names, marked for translation: a page shows them as `_(key)`."""
     rows = []
     for n in head_counts:
         err = bloom_bias_error(n, seq_len, dtype)
-        rows.append({"heads": int(n), "tokens": int(seq_len), "dtype": str(dtype),
-                     "largest error (logits)": float(err["max_error"].max()),
-                     "distinct values, last 16 keys of head 1": int(err["distinct_last_16"][0])})
+        rows.append({N_("heads"): int(n), N_("tokens"): int(seq_len), "dtype": str(dtype),
+                     N_("largest error (logits)"): float(err["max_error"].max()),
+                     N_("distinct values, last 16 keys of head 1"):
+                         int(err["distinct_last_16"][0])})
     return rows
 
 
@@ -99,7 +103,8 @@ def precision_lens(num_heads: int, seq_len: int, dtype="bfloat16", form: str = "
     last query with all content scores equal, in nats}.
     """
     if form not in FORMS:
-        raise AlibiVizError(f"form must be one of {', '.join(FORMS)}, got {form!r}.")
+        raise AlibiVizError(_("form must be one of {choices}, got {value}.").format(
+            choices=", ".join(FORMS), value=repr(form)))
     dtype = check_dtype(dtype)
     num_heads, seq_len = check_num_heads(num_heads), check_seq_len(seq_len)
     slopes32 = bloom_bias(num_heads, 2, "float32")[:, 1]  # transformers' float32 slopes

@@ -3,8 +3,10 @@
 import numpy as np
 import streamlit as st
 
-from alibi_viz import SCHEDULES, alibi_slopes
+from alibi_viz import SCHEDULES, alibi_slopes, i18n
 from alibi_viz.alibi import (
+    MODE_NAMES,
+    SCHEDULE_NAMES,
     default_query,
     describe_schedule,
     head_summary,
@@ -20,6 +22,7 @@ from alibi_viz.bias_figures import (
 )
 from alibi_viz.errors import AlibiVizError
 from alibi_viz.export import matrices_to_csv, to_npy_bytes
+from alibi_viz.i18n import N_, _, number, percent
 from alibi_viz.params import UrlParam, format_head_selection, parse_head_selection
 from alibi_viz.precision import row_constant_error_table
 from app import ui
@@ -36,12 +39,24 @@ PARAMS = [
     UrlParam("decode", "choice", "0", choices=("0", "1")),
 ]
 DECODE_QUERIES = 16  # a decoding view draws this many newest queries against every cached key
-SCALE_TITLES = {"per_head": "each head its own", "shared": "one for all heads"}
+SCALE_TITLES = {"per_head": N_("each head its own"), "shared": N_("one for all heads")}
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
 def cached_slopes(num_heads: int, schedule: str, max_bias: float) -> np.ndarray:
     return alibi_slopes(num_heads, schedule, max_bias)
+
+
+def translated(names: dict) -> dict:
+    """{option: its name in this run's language}. A widget's format_func must not call `_`
+    itself: AppTest (and Streamlit, to match a sent value) may call it outside the script
+    thread, where the run's language is not set; this dict already holds the right words."""
+    return {key: _(name) for key, name in names.items()}
+
+
+def translated_columns(rows: list[dict]) -> list[dict]:
+    """A table's rows with its (English, marked) column names in the current language."""
+    return [{_(key): value for key, value in row.items()} for row in rows]
 
 
 def query_rows(seq_len: int, decode: bool) -> int:
@@ -50,7 +65,9 @@ def query_rows(seq_len: int, decode: bool) -> int:
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
-def cached_figures(num_heads, schedule, max_bias, seq_len, mode, head_ids: tuple, scale, decode):
+def cached_figures(num_heads, schedule, max_bias, seq_len, mode, head_ids: tuple, scale, decode,
+                   lang: str):
+    """The three figures; `lang` keys the cache, since their labels are in that language."""
     slopes = cached_slopes(num_heads, schedule, max_bias)
     return (slope_schedule_figure(num_heads, max_bias, selected=schedule),
             bias_grid_figure(slopes, query_rows(seq_len, decode), mode, list(head_ids),
@@ -61,7 +78,7 @@ def cached_figures(num_heads, schedule, max_bias, seq_len, mode, head_ids: tuple
 @st.cache_data(max_entries=8, show_spinner=False)
 def cached_exports(num_heads, schedule, max_bias, seq_len, mode, head_ids: tuple, decode):
     slopes = cached_slopes(num_heads, schedule, max_bias)
-    values, rows, cols, _ = bias_display_values(slopes, query_rows(seq_len, decode), mode,
+    values, rows, cols, _title = bias_display_values(slopes, query_rows(seq_len, decode), mode,
                                                 list(head_ids), key_len=seq_len)
     head_numbers = [h + 1 for h in head_ids]
     return to_npy_bytes(values.astype(np.float32)), matrices_to_csv(values, rows, cols, head_numbers)
@@ -72,34 +89,39 @@ def controls_ui():
     if ui.seed_from_url(PREFIX, PARAMS):  # the URL holds "0"/"1"; the toggle wants a bool
         st.session_state["be_decode"] = st.session_state["be_decode"] == "1"
     with st.sidebar:
-        st.header("Bias explorer")
-        num_heads = st.number_input("Heads", 1, 128, step=1, key="be_heads",
-                                    help="Number of attention heads (1-128).")
-        seq_len = st.number_input("Sequence length", 1, 65_536, step=1, key="be_len",
-                                  help="Tokens (1-65,536). Matrices are drawn at screen "
-                                       "resolution, so any length is fast.")
-        mode = st.radio("Mode", ("causal", "symmetric"), key="be_mode", horizontal=True,
-                        help="causal: decoder (the paper's setting), keys after the query are "
-                             "masked. symmetric: -m|i-j| both ways, for bidirectional models "
-                             "(not in the paper; the authors' suggestion in their repository).")
-        schedule = st.selectbox("Slope schedule", SCHEDULES, key="be_schedule",
-                                help="official: fairseq/BLOOM. geometric: 2^(-8h/n) for every n. "
-                                     "mpt: MPT/llm-foundry.")
-        max_bias = st.number_input("Max bias", 0.5, 16.0, step=0.5, key="be_max_bias",
-                                   help="The paper's 8. For a power-of-two head count n the "
-                                        "slopes run from 2^(-8/n) down to 2^-8; other counts "
-                                        "under the official rule end elsewhere (12 heads: "
-                                        "2^-3.5).")
-        show = st.text_input("Heads to show", key="be_show",
-                             help='"all", or a list like 1-4,8 (1-based).')
-        scale = st.radio("Colour scale", COLOR_SCALES, key="be_scale", horizontal=True,
-                         format_func=SCALE_TITLES.get,
-                         help="each head its own: every panel spans its own largest penalty, "
-                              "so gentle heads show their gradient. one for all heads: the "
-                              "true sizes in logits, where gentle heads look flat.")
-        decode = st.toggle("Decoding step (KV cache)", key="be_decode",
-                           help=f"Draw only the newest {DECODE_QUERIES} queries against every "
-                                "cached key: the bias rows a cached decoding step needs.")
+        st.header(_("Bias explorer"))
+        num_heads = st.number_input(_("Heads"), 1, 128, step=1, key="be_heads",
+                                    help=_("Number of attention heads (1-128)."))
+        seq_len = st.number_input(_("Sequence length"), 1, 65_536, step=1, key="be_len",
+                                  help=_("Tokens (1-{max}). Matrices are drawn at screen "
+                                         "resolution, so any length is fast.").format(
+                                      max=number(65_536)))
+        mode = st.radio(_("Mode"), ("causal", "symmetric"), key="be_mode", horizontal=True,
+                        format_func=translated(MODE_NAMES).get,
+                        help=_("causal: decoder (the paper's setting), keys after the query are "
+                               "masked. symmetric: -m|i-j| both ways, for bidirectional models "
+                               "(not in the paper; the authors' suggestion in their "
+                               "repository)."))
+        schedule = st.selectbox(_("Slope schedule"), SCHEDULES, key="be_schedule",
+                                format_func=translated(SCHEDULE_NAMES).get,
+                                help=_("official: fairseq/BLOOM. geometric: 2^(-8h/n) for every "
+                                       "n. mpt: MPT/llm-foundry."))
+        max_bias = st.number_input(_("Max bias"), 0.5, 16.0, step=0.5, key="be_max_bias",
+                                   help=_("The paper's 8. For a power-of-two head count n the "
+                                          "slopes run from 2^(-8/n) down to 2^-8; other counts "
+                                          "under the official rule end elsewhere (12 heads: "
+                                          "2^-3.5)."))
+        show = st.text_input(_("Heads to show"), key="be_show",
+                             help=_('"all", or a list like 1-4,8 (1-based).'))
+        scale = st.radio(_("Colour scale"), COLOR_SCALES, key="be_scale", horizontal=True,
+                         format_func=translated(SCALE_TITLES).get,
+                         help=_("each head its own: every panel spans its own largest penalty, "
+                                "so gentle heads show their gradient. one for all heads: the "
+                                "true sizes in logits, where gentle heads look flat."))
+        decode = st.toggle(_("Decoding step (KV cache)"), key="be_decode",
+                           help=_("Draw only the newest {n} queries against every cached key: "
+                                  "the bias rows a cached decoding step needs.").format(
+                               n=DECODE_QUERIES))
     return (int(num_heads), int(seq_len), mode, schedule, float(max_bias), show, scale,
             bool(decode))
 
@@ -110,9 +132,9 @@ ui.write_url({"heads": num_heads, "len": seq_len, "mode": mode, "schedule": sche
               "max_bias": max_bias, "show": format_head_selection(head_ids, num_heads),
               "scale": scale, "decode": 1 if decode else None})
 
-st.title("ALiBi bias explorer")
-st.caption("Attention with Linear Biases (Press, Smith & Lewis, 2021): no position embeddings; "
-           "each head subtracts a penalty proportional to the query-key distance.")
+st.title(_("ALiBi bias explorer"))
+st.caption(_("Attention with Linear Biases (Press, Smith & Lewis, 2021): no position embeddings; "
+             "each head subtracts a penalty proportional to the query-key distance."))
 ui.show_url_warnings(PREFIX)
 if heads_warning:
     st.warning(heads_warning, icon="⚠️")
@@ -120,14 +142,15 @@ if heads_warning:
 try:
     slopes = cached_slopes(num_heads, schedule, max_bias)
     slope_fig, grid_fig, decay_fig = cached_figures(num_heads, schedule, max_bias, seq_len, mode,
-                                                    tuple(head_ids), scale, decode)
+                                                    tuple(head_ids), scale, decode,
+                                                    i18n.get_language())
 except AlibiVizError as exc:  # the controls keep values valid; this guards the library's checks
     st.error(str(exc))
     st.stop()
 
 tag = f"h{num_heads}_L{seq_len}_{mode}_{schedule}"
 query = default_query(seq_len, mode)
-st.subheader("1. Slopes")
+st.subheader(_("1. Slopes"))
 left, right = st.columns([3, 2])
 with left:
     ui.show_figure(slope_fig, f"alibi_slopes_{tag}", key="be_fig_slopes")
@@ -137,96 +160,107 @@ with right:
         st.info(note)
     else:
         st.warning(note, icon="↕️")
-    st.dataframe(head_summary(slopes, seq_len, mode), hide_index=True, height=260,
-                 key="be_table")
-    st.caption(f"Span and mean distance of the bias-only attention of query i = {query:,}: "
-               + ("the last one, with every key behind it." if mode == "causal" else
-                  f"the middle one, {query:,} keys behind and {seq_len - 1 - query:,} ahead "
-                  "(no query of a bidirectional sequence sees every key on both sides)."))
-with st.expander("How were the slopes chosen?"):
-    st.markdown(
+    st.dataframe(translated_columns(head_summary(slopes, seq_len, mode)), hide_index=True,
+                 height=260, key="be_table")
+    if mode == "causal":
+        st.caption(_("Span and mean distance of the bias-only attention of query i = {query}: "
+                     "the last one, with every key behind it.").format(query=number(query)))
+    else:
+        st.caption(_("Span and mean distance of the bias-only attention of query i = {query}: "
+                     "the middle one, {query} keys behind and {ahead} ahead (no query of a "
+                     "bidirectional sequence sees every key on both sides).").format(
+            query=number(query), ahead=number(seq_len - 1 - query)))
+with st.expander(_("How were the slopes chosen?")):
+    st.markdown(_(
         "The paper tried about ten sets of slopes and found that slopes in (0, 1), dense near "
         "0, work well; 2^(-8h/n) is the set it kept. Slopes trained as parameters did not "
         "extrapolate well, so the schedule is fixed, not learned. Because "
         "the bias is just one number per head times a distance, fused kernels need nothing "
         "else: FlashAttention takes the per-head slopes (`alibi_slopes`) and computes the "
         "bias on the fly, which is why the closed form (and the row-constant form below) "
-        "matters in practice.")
+        "matters in practice."))
 
-st.subheader("2. Bias matrices, one per head")
+st.subheader(_("2. Bias matrices, one per head"))
 ui.show_figure(grid_fig, f"alibi_bias_{tag}", key="be_fig_grid")
 npy, csv = cached_exports(num_heads, schedule, max_bias, seq_len, mode, tuple(head_ids), decode)
-c1, c2, _ = st.columns([1.5, 1.5, 2])
-c1.download_button("Download .npy", npy, f"alibi_bias_{tag}.npy", "application/octet-stream",
-                   key="be_dl_npy", help="The matrices as drawn: (heads, rows, cols) float32.")
+c1, c2, _spacer = st.columns([1.5, 1.5, 2])
+c1.download_button(_("Download .npy"), npy, f"alibi_bias_{tag}.npy", "application/octet-stream",
+                   key="be_dl_npy", help=_("The matrices as drawn: (heads, rows, cols) float32."))
 if csv is not None:
-    c2.download_button("Download CSV", csv, f"alibi_bias_{tag}.csv", "text/csv", key="be_dl_csv")
+    c2.download_button(_("Download CSV"), csv, f"alibi_bias_{tag}.csv", "text/csv",
+                       key="be_dl_csv")
 else:
-    c2.caption("CSV is offered up to 200,000 values; use .npy.")
-st.markdown(
+    c2.caption(_("CSV is offered up to 200,000 values; use .npy."))
+st.markdown(_(
     "**Decoding with a KV cache.** Generating token t, a model computes one new query against "
     "the t + 1 cached keys. Its bias row is −m·(t − j), j = 0..t: the bottom row of the full "
     "matrix, the bottom-right-aligned slice when there are more keys than queries (switch on "
     "*Decoding step* in the sidebar to draw it). The bias depends only on the distance "
     "t − j, so nothing computed for earlier tokens changes as the context grows: no position "
     "is re-encoded, each step only extends the row by one key (in the row-constant form "
-    "below, the new key simply gets m·t).")
+    "below, the new key simply gets m·t)."))
 
-st.subheader("3. Decay: what the bias alone does to attention")
+st.subheader(_("3. Decay: what the bias alone does to attention"))
 ui.show_figure(decay_fig, f"alibi_decay_{tag}", key="be_fig_decay")
-st.markdown(
+st.markdown(_(
     "If the content scores q·k were equal for every key, attention would follow the bias "
     "alone: a key d tokens away gets weight proportional to e^(−m·d), a geometric decay. A "
     "head's **half-life** ln 2 / m is the distance at which that weight halves; its **90% "
     "span** is the distance holding 90% of one query's attention (the query named in the "
     "title). Steep heads look at the last few tokens; gentle heads spread over the whole "
-    "context.")
+    "context."))
 if mode == "causal" and seq_len >= 16:
     gentle = int(np.argmin(slopes))
     near = seq_len // 8
     beyond = float(mass_beyond_distance(slopes[[gentle]], seq_len, near)[0])
-    st.markdown(
-        f"**Why quality degrades gradually beyond the training length.** Distances longer "
-        f"than any seen in training are new to an ALiBi model too. What helps is that far keys "
-        f"are pushed down, while the gentle heads still spread weight far: with the bias "
-        f"alone, head {gentle + 1} (m = {slopes[gentle]:.3g}) gives the last of {seq_len:,} "
-        f"queries **{beyond:.0%}** of its attention on keys more than {near:,} tokens back "
-        f"(as if the model had been trained on {near:,}-token windows and run at 8x). That "
-        "weight is spread thin over keys the model never saw so far away, which dilutes the "
-        "head's output gradually instead of breaking it.")
+    st.markdown(_(
+        "**Why quality degrades gradually beyond the training length.** Distances longer "
+        "than any seen in training are new to an ALiBi model too. What helps is that far keys "
+        "are pushed down, while the gentle heads still spread weight far: with the bias "
+        "alone, head {head} (m = {slope}) gives the last of {seq_len} queries **{share}** of "
+        "its attention on keys more than {near} tokens back (as if the model had been trained "
+        "on {near}-token windows and run at 8x). That weight is spread thin over keys the "
+        "model never saw so far away, which dilutes the head's output gradually instead of "
+        "breaking it.").format(head=gentle + 1, slope=number(slopes[gentle], significant=3),
+                               seq_len=number(seq_len), share=percent(beyond),
+                               near=number(near)))
 
-st.subheader("4. The formulas")
+st.subheader(_("4. The formulas"))
 st.latex(r"\mathrm{softmax}\Big(\tfrac{q_i K^\top}{\sqrt{d}} + B_i\Big),\qquad "
          r"B_{ij} = -m_h\,(i-j)\ \ (j \le i)")
 st.latex(r"n = 2^k:\quad m_h = 2^{-8h/n},\ h = 1..n")
-st.latex(r"\text{otherwise (official rule), } c = 2^{\lfloor \log_2 n \rfloor}:\quad "
-         r"m_1..m_c = 2^{-8h/c},\quad m_{c+1}..m_n = 2^{-8(2k-1)/(2c)},\ k = 1..n-c")
-st.latex(r"\text{symmetric: } B_{ij} = -m_h\,|i-j|")
+st.latex(r"\text{" + _("otherwise (official rule)") + r", } c = 2^{\lfloor \log_2 n \rfloor}:"
+         r"\quad m_1..m_c = 2^{-8h/c},\quad m_{c+1}..m_n = 2^{-8(2k-1)/(2c)},\ k = 1..n-c")
+st.latex(r"\text{" + _("symmetric:") + r" } B_{ij} = -m_h\,|i-j|")
 bf16 = row_constant_error_table((8, 112), 2048, "bfloat16")
-st.markdown(
-    "- **Row-constant form.** BLOOM and the authors' code add **+m·j** instead of −m·(i−j). "
-    "Within row i the two differ by m·i, the same number for every key, and softmax ignores "
-    "a constant added to a whole row, so the bias becomes one vector per head instead of an "
-    "L×L matrix. Two conditions: it holds **only under the causal mask** (above the "
-    "diagonal +m·j is not −m·|i−j|, so a symmetric model cannot use it), and **only in "
-    "exact arithmetic**. BLOOM casts m·j to the model's dtype; in bfloat16 a number near "
-    "1,024 is rounded to a multiple of 4, so at 2,048 tokens the bias is off by up to "
-    f"{bf16[0]['largest error (logits)']:g} logits with {bf16[0]['heads']} heads and "
-    f"{bf16[1]['largest error (logits)']:.0f} with {bf16[1]['heads']}, and the steepest "
-    f"head's last 16 keys collapse onto {bf16[0]['distinct values, last 16 keys of head 1']} "
-    "distinct bias values (table below, computed with transformers' own builder). MPT adds "
-    "m·(j−(L−1)), another row constant.\n"
-    "- **Not scaled by 1/√d.** The content score q·k is divided by √d; the bias is added "
-    "after, unscaled, so a slope means the same number of logits per token whatever the head "
-    "size. Falcon's ALiBi option (alibi=True, used by Falcon-RW only) departs from this: in "
-    "transformers' eager path, which alibi-viz uses, the bias sits inside (QKᵀ + bias)/√d "
-    "and is added again through the attention mask, so its heads decay at **2m/√d**; the "
-    "sdpa path adds it once, **m/√d**, as the original Falcon-RW code does "
-    "(`softmax((QKᵀ + alibi)/√d + mask)` in tiiuae's modelling_RW.py; see *Inspect a "
-    "model*).\n"
-    "- **Why it extrapolates.** Not because long distances are familiar: past the training "
-    "length they are as new to ALiBi as to any model. Far keys are pushed down by m·d "
-    "logits, so most attention stays on distances seen in training, and what the gentle "
-    "heads still spread far is diluted gradually (section 3). The model keeps working; it "
-    "does not thereby use the extra context (see the *Extrapolation lab*).")
-st.dataframe(bf16, hide_index=True, key="be_bf16")
+st.markdown("\n".join([
+    "- " + _("**Row-constant form.** BLOOM and the authors' code add **+m·j** instead of "
+             "−m·(i−j). Within row i the two differ by m·i, the same number for every key, and "
+             "softmax ignores a constant added to a whole row, so the bias becomes one vector "
+             "per head instead of an L×L matrix. Two conditions: it holds **only under the "
+             "causal mask** (above the diagonal +m·j is not −m·|i−j|, so a symmetric model "
+             "cannot use it), and **only in exact arithmetic**. BLOOM casts m·j to the model's "
+             "dtype; in bfloat16 a number near 1,024 is rounded to a multiple of 4, so at 2,048 "
+             "tokens the bias is off by up to {error} logits with {heads} heads and "
+             "{error_many} with {heads_many}, and the steepest head's last 16 keys collapse "
+             "onto {distinct} distinct bias values (table below, computed with transformers' "
+             "own builder). MPT adds m·(j−(L−1)), another row constant.").format(
+        error=number(bf16[0]["largest error (logits)"], significant=6), heads=bf16[0]["heads"],
+        error_many=number(bf16[1]["largest error (logits)"], 0), heads_many=bf16[1]["heads"],
+        distinct=bf16[0]["distinct values, last 16 keys of head 1"]),
+    "- " + _("**Not scaled by 1/√d.** The content score q·k is divided by √d; the bias is added "
+             "after, unscaled, so a slope means the same number of logits per token whatever "
+             "the head size. Falcon's ALiBi option (alibi=True, used by Falcon-RW only) departs "
+             "from this: in transformers' eager path, which alibi-viz uses, the bias sits "
+             "inside (QKᵀ + bias)/√d and is added again through the attention mask, so its "
+             "heads decay at **2m/√d**; the sdpa path adds it once, **m/√d**, as the original "
+             "Falcon-RW code does (`softmax((QKᵀ + alibi)/√d + mask)` in tiiuae's "
+             "modelling_RW.py; see *Inspect a model*)."),
+    "- " + _("**Why it extrapolates.** Not because long distances are familiar: past the "
+             "training length they are as new to ALiBi as to any model. Far keys are pushed "
+             "down by m·d logits, so most attention stays on distances seen in training, and "
+             "what the gentle heads still spread far is diluted gradually (section 3). The "
+             "model keeps working; it does not thereby use the extra context (see the "
+             "*Extrapolation lab*)."),
+]))
+st.dataframe(translated_columns(bf16), hide_index=True, key="be_bf16")

@@ -5,6 +5,8 @@ import math
 import numpy as np
 import streamlit as st
 
+from alibi_viz import i18n
+from alibi_viz.alibi import MODE_NAMES
 from alibi_viz.compare_figures import (
     check_selection,
     format_params,
@@ -14,14 +16,23 @@ from alibi_viz.compare_figures import (
 )
 from alibi_viz.errors import AlibiVizError
 from alibi_viz.export import to_npy_bytes
+from alibi_viz.i18n import N_, _, number
 from alibi_viz.params import UrlParam, parse_methods
-from alibi_viz.positional import DEFAULT_METHODS, METHODS
+from alibi_viz.positional import DEFAULT_METHODS, KIND_NAMES, METHODS
 from app import ui
 
 PREFIX = "cmp"
 MAX_LEN = 65_536
 MODES = ("causal", "symmetric")
 XSCALES = ("linear", "log")
+XSCALE_NAMES = {"linear": N_("linear"), "log": N_("log")}
+
+
+def translated(names: dict) -> dict:
+    """{option: its name in this run's language}. A widget's format_func must not call `_`
+    itself: AppTest (and Streamlit, to match a sent value) may call it outside the script
+    thread, where the run's language is not set; this dict already holds the right words."""
+    return {key: _(name) for key, name in names.items()}
 
 
 def param_key(method: str, name: str) -> str:
@@ -69,7 +80,8 @@ def finish_seeding() -> None:
         try:
             check_selection({method.name: {n: st.session_state[k] for n, k in keys.items()}}, mode)
         except AlibiVizError as exc:
-            warnings.append(f"{method.label}: {exc} Using its default parameters.")
+            warnings.append(_("{method}: {error} Using its default parameters.").format(
+                method=_(method.label), error=exc))
             for p in method.params:
                 st.session_state[keys[p.name]] = p.default
     st.session_state[flag] = True
@@ -85,20 +97,21 @@ def method_params_ui(name: str) -> dict:
     """Inputs for one method's parameters, in a sidebar expander. Returns {param: value}."""
     method = METHODS[name]
     values = {}
-    with st.expander(f"{method.label} parameters"):
+    with st.expander(_("{method} parameters").format(method=_(method.label))):
         for p in method.params:
             key = f"{PREFIX}_{param_key(name, p.name)}"
             st.session_state.setdefault(key, p.default)  # e.g. after the method was deselected
+            label, help_text = _(p.label), _(p.help) if p.help else None
             if p.kind == "bool":
-                values[p.name] = bool(st.checkbox(p.label, key=key, help=p.help or None))
+                values[p.name] = bool(st.checkbox(label, key=key, help=help_text))
             elif p.kind == "int":
                 values[p.name] = int(st.number_input(
-                    p.label, int(p.low), int(p.high), step=int(p.step or 1), key=key,
-                    help=p.help or None))
+                    label, int(p.low), int(p.high), step=int(p.step or 1), key=key,
+                    help=help_text))
             else:
                 values[p.name] = float(st.number_input(
-                    p.label, float(p.low), float(p.high), step=float_step(p), format="%g",
-                    key=key, help=p.help or None))
+                    label, float(p.low), float(p.high), step=float_step(p), format="%g",
+                    key=key, help=help_text))
     return values
 
 
@@ -107,20 +120,23 @@ def controls_ui():
     ui.seed_from_url(PREFIX, PARAMS)
     finish_seeding()
     with st.sidebar:
-        st.header("Compare methods")
+        st.header(_("Compare methods"))
         methods = st.multiselect(
-            "Methods", list(METHODS), key="cmp_methods", format_func=lambda n: METHODS[n].label,
-            help="Positional schemes to draw side by side.")
+            _("Methods"), list(METHODS), key="cmp_methods",
+            format_func=translated({n: m.label for n, m in METHODS.items()}).get,
+            help=_("Positional schemes to draw side by side."))
         seq_len = st.number_input(
-            "Sequence length", 1, MAX_LEN, step=1, key="cmp_len",
-            help="Tokens (1-65,536). Curves and matrices are evaluated only where drawn, so "
-                 "any length is fast.")
+            _("Sequence length"), 1, MAX_LEN, step=1, key="cmp_len",
+            help=_("Tokens (1-{max}). Curves and matrices are evaluated only where drawn, so "
+                   "any length is fast.").format(max=number(MAX_LEN)))
         mode = st.radio(
-            "Mode", MODES, key="cmp_mode", horizontal=True,
-            help="causal: decoder, keys after the query are masked (T5 uses its decoder "
-                 "buckets). symmetric: encoder, both sides (T5 splits its buckets per side).")
-        xscale = st.radio("Distance axis", XSCALES, key="cmp_xscale", horizontal=True,
-                          help="log shows short and long range at once (distances >= 1).")
+            _("Mode"), MODES, key="cmp_mode", horizontal=True,
+            format_func=translated(MODE_NAMES).get,
+            help=_("causal: decoder, keys after the query are masked (T5 uses its decoder "
+                   "buckets). symmetric: encoder, both sides (T5 splits its buckets per side)."))
+        xscale = st.radio(_("Distance axis"), XSCALES, key="cmp_xscale", horizontal=True,
+                          format_func=translated(XSCALE_NAMES).get,
+                          help=_("log shows short and long range at once (distances >= 1)."))
         params = {name: method_params_ui(name) for name in methods}
     return methods, int(seq_len), mode, xscale, params
 
@@ -134,8 +150,8 @@ def checked_selection(params: dict, mode: str) -> dict:
         try:
             selection |= check_selection({name: values}, mode)
         except AlibiVizError as exc:
-            st.warning(f"{METHODS[name].label}: {exc} Drawing it with its default parameters.",
-                       icon="⚠️")
+            st.warning(_("{method}: {error} Drawing it with its default parameters.").format(
+                method=_(METHODS[name].label), error=exc), icon="⚠️")
             selection[name] = METHODS[name].defaults()
     return selection
 
@@ -157,7 +173,8 @@ def selection_key(selection: dict) -> tuple:
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
-def cached_figures(key: tuple, seq_len: int, mode: str, log_distance: bool):
+def cached_figures(key: tuple, seq_len: int, mode: str, log_distance: bool, lang: str):
+    """Both figures; `lang` keys the cache, since their labels are in that language."""
     selection = {name: dict(items) for name, items in key}
     return (score_vs_distance_figure(selection, seq_len, mode, log_distance),
             score_matrices_figure(selection, seq_len, mode))
@@ -165,84 +182,86 @@ def cached_figures(key: tuple, seq_len: int, mode: str, log_distance: bool):
 
 @st.cache_data(max_entries=8, show_spinner=False)
 def cached_npy(key: tuple, seq_len: int, mode: str) -> bytes:
-    values, _, _ = score_display_values({name: dict(items) for name, items in key}, seq_len, mode)
+    values, _rows, _cols = score_display_values({name: dict(items) for name, items in key}, seq_len, mode)
     return to_npy_bytes(values.astype(np.float32))
 
 
 methods, seq_len, mode, xscale, params = controls_ui()
-st.title("Compare positional methods")
-st.caption("Each scheme reduced to one number per query-key pair that depends only on the "
-           "distance d = i − j. Bias methods add it to the pre-softmax score; sinusoidal and "
-           "RoPE only shape q·k, so they get their own panel.")
+st.title(_("Compare positional methods"))
+st.caption(_("Each scheme reduced to one number per query-key pair that depends only on the "
+             "distance d = i − j. Bias methods add it to the pre-softmax score; sinusoidal and "
+             "RoPE only shape q·k, so they get their own panel."))
 ui.show_url_warnings(PREFIX)
 for warning in st.session_state.pop(f"_{PREFIX}_more_warnings", []):
-    st.warning(f"URL parameter ignored: {warning}", icon="⚠️")
+    st.warning(_("URL parameter ignored: {warning}").format(warning=warning), icon="⚠️")
 selection = checked_selection(params, mode)
 ui.write_url(url_state(methods, seq_len, mode, xscale, selection))
 
 if not selection:
-    st.info("Choose at least one method in the sidebar.")
+    st.info(_("Choose at least one method in the sidebar."))
     st.stop()
 
 try:
     curve_fig, matrix_fig = cached_figures(selection_key(selection), seq_len, mode,
-                                           xscale == "log")
+                                           xscale == "log", i18n.get_language())
 except AlibiVizError as exc:  # the controls keep values valid; this guards the library's checks
     st.error(str(exc))
     st.stop()
 
 tag = f"{'-'.join(selection)}_L{seq_len}_{mode}"
-st.subheader("1. Contribution to the score vs distance")
+st.subheader(_("1. Contribution to the score vs distance"))
 ui.show_figure(curve_fig, f"positional_vs_distance_{tag}", key="cmp_fig_curves")
-st.caption("At long lengths ALiBi's line dwarfs the others, and that is the point: it keeps "
-           "falling linearly, while T5 is flat beyond its max distance and the others fall "
-           "ever more slowly (Sandwich roughly logarithmically, out to about 10,000 tokens at "
-           "d' = 128). Drag on the chart to zoom, double-click to reset.")
+st.caption(_("At long lengths ALiBi's line dwarfs the others, and that is the point: it keeps "
+             "falling linearly, while T5 is flat beyond its max distance and the others fall "
+             "ever more slowly (Sandwich roughly logarithmically, out to about 10,000 tokens at "
+             "d' = 128). Drag on the chart to zoom, double-click to reset."))
 
-st.subheader("2. As matrices")
+st.subheader(_("2. As matrices"))
 ui.show_figure(matrix_fig, f"positional_matrices_{tag}", key="cmp_fig_matrices")
 st.download_button(
-    "Download .npy", cached_npy(selection_key(selection), seq_len, mode),
+    _("Download .npy"), cached_npy(selection_key(selection), seq_len, mode),
     f"positional_matrices_{tag}.npy", "application/octet-stream", key="cmp_dl_npy",
-    help="The matrices as drawn, unscaled: (methods, rows, cols) float32, -inf where masked.")
-st.caption("Each panel is divided by its own largest |value| (the divisor is in its title): "
-           "the methods differ by orders of magnitude, so compare shapes here and sizes in "
-           "the curves above.")
+    help=_("The matrices as drawn, unscaled: (methods, rows, cols) float32, -inf where "
+           "masked."))
+st.caption(_("Each panel is divided by its own largest |value| (the divisor is in its title): "
+             "the methods differ by orders of magnitude, so compare shapes here and sizes in "
+             "the curves above."))
 
-st.subheader("3. The methods")
+st.subheader(_("3. The methods"))
 st.markdown("\n".join(
-    f"- **{METHODS[name].label}** ({METHODS[name].kind}; {format_params(name, values)}): "
-    f"{METHODS[name].description} *{METHODS[name].source}.*"
+    f"- **{_(METHODS[name].label)}** ({_(KIND_NAMES[METHODS[name].kind])}; "
+    f"{format_params(name, values)}): {_(METHODS[name].description)} *{METHODS[name].source}.*"
     for name, values in selection.items()))
 
-st.subheader("4. What the comparison shows")
-st.markdown(
-    "- **ALiBi is a fixed linear penalty.** -m·d with no learned parameters: every extra "
-    "token of distance costs m logits, without limit, so far keys are down-weighted more and "
-    "more but never cut off, and nothing depends on the training length.\n"
-    "- **T5 learns one value per bucket, and is flat beyond max_distance.** Nearby distances "
-    "get their own buckets, further ones log-spaced buckets, and every distance at or beyond "
-    "max_distance shares the last one: T5 cannot tell 200 tokens from 20,000. The values "
-    "drawn are illustrative (the ALiBi line sampled where each bucket starts); trained tables "
-    "need not decay or be monotonic.\n"
-    "- **Sinusoidal and RoPE add nothing to the score.** Position acts through q·k. What is "
-    "drawn is the positional part of q·k in the simplest case (identity projections for "
-    "sinusoidal; all-ones q and k, or RoFormer's bound, for RoPE). Their long-range \"decay\" "
-    "is an average or an upper bound, not a guaranteed penalty: learned projections can make "
-    "q·k large at any distance, and the sinusoidal dot product oscillates instead of decaying "
-    "steadily.\n"
-    "- **KERPLE generalises ALiBi.** Its power variant -r1·d^r2 with r2 = 1 *is* ALiBi with "
-    "slope r1; r2 < 1 and the log variant -r1·log(1 + r2·d) are steep nearby and flatten "
-    "far away, with r1 and r2 learned per head.\n"
-    "- **Sandwich is ALiBi-like, derived from sinusoidal dot products.** The sinusoidal inner "
-    "product, shifted to 0 at d = 0 and divided by a per-head scale, is added to the score as "
-    "a bias with no learned parameters. Each frequency stops contributing once it has turned "
-    "over, and the frequencies are spaced geometrically, so the bias falls roughly "
-    "logarithmically with distance (at d' = 128 and scale 1, by 11 to 20 logits per decade) "
-    "until its slowest frequency turns over near 10,000 tokens; only then does it ripple "
-    "around -d'/(2·scale).\n"
-    "- **Softmax only sees differences within a row.** Adding a constant to a bias changes "
-    "nothing; what matters is how fast it falls and whether it keeps falling. A bias that "
-    "stops falling (T5 beyond max_distance) cannot tell far keys apart; one that falls ever "
-    "more slowly (Sandwich, KERPLE-log) tells them apart less and less; ALiBi keeps "
-    "penalising them in proportion to distance.")
+st.subheader(_("4. What the comparison shows"))
+st.markdown("\n".join("- " + bullet for bullet in [
+    _("**ALiBi is a fixed linear penalty.** -m·d with no learned parameters: every extra token "
+      "of distance costs m logits, without limit, so far keys are down-weighted more and more "
+      "but never cut off, and nothing depends on the training length."),
+    _("**T5 learns one value per bucket, and is flat beyond max_distance.** Nearby distances "
+      "get their own buckets, further ones log-spaced buckets, and every distance at or beyond "
+      "max_distance shares the last one: T5 cannot tell 200 tokens from 20,000. The values "
+      "drawn are illustrative (the ALiBi line sampled where each bucket starts); trained tables "
+      "need not decay or be monotonic."),
+    _("**Sinusoidal and RoPE add nothing to the score.** Position acts through q·k. What is "
+      "drawn is the positional part of q·k in the simplest case (identity projections for "
+      "sinusoidal; all-ones q and k, or RoFormer's bound, for RoPE). Their long-range \"decay\" "
+      "is an average or an upper bound, not a guaranteed penalty: learned projections can make "
+      "q·k large at any distance, and the sinusoidal dot product oscillates instead of decaying "
+      "steadily."),
+    _("**KERPLE generalises ALiBi.** Its power variant -r1·d^r2 with r2 = 1 *is* ALiBi with "
+      "slope r1; r2 < 1 and the log variant -r1·log(1 + r2·d) are steep nearby and flatten "
+      "far away, with r1 and r2 learned per head."),
+    _("**Sandwich is ALiBi-like, derived from sinusoidal dot products.** The sinusoidal inner "
+      "product, shifted to 0 at d = 0 and divided by a per-head scale, is added to the score as "
+      "a bias with no learned parameters. Each frequency stops contributing once it has turned "
+      "over, and the frequencies are spaced geometrically, so the bias falls roughly "
+      "logarithmically with distance (at d' = 128 and scale 1, by 11 to 20 logits per decade) "
+      "until its slowest frequency turns over near 10,000 tokens; only then does it ripple "
+      "around -d'/(2·scale)."),
+    _("**Softmax only sees differences within a row.** Adding a constant to a bias changes "
+      "nothing; what matters is how fast it falls and whether it keeps falling. A bias that "
+      "stops falling (T5 beyond max_distance) cannot tell far keys apart; one that falls ever "
+      "more slowly (Sandwich, KERPLE-log) tells them apart less and less; ALiBi keeps "
+      "penalising them in proportion to distance."),
+]))
