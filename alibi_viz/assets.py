@@ -15,6 +15,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from .i18n import N_, _
+
 ASSETS_DIR = Path(__file__).resolve().parent.parent / "assets"
 MODELS_DIR = ASSETS_DIR / "models"
 RESULTS_PATH = ASSETS_DIR / "results" / "extrapolation.json"
@@ -28,51 +30,62 @@ class ShippedModel:
     label: str  # short name on charts
     title: str  # name in menus: the scheme and the transformers class
     position: str  # how the model knows where a token is, one sentence
+    # label, title and position are English msgids (N_): show them through model_label,
+    # model_title and _(spec.position)
 
 
 SHIPPED = {m.name: m for m in (
     ShippedModel("alibi", "ALiBi", "ALiBi (BLOOM)",
-                 "no position embeddings; each head adds -m_h (i - j) to its attention scores, "
-                 "slopes 2^-1 .. 2^-8"),
-    ShippedModel("sinusoidal", "sinusoidal", "sinusoidal (GPT-2, frozen table)",
-                 "the fixed sinusoidal table of Vaswani et al. 2017, scaled to the token "
-                 "embeddings' initial size, added to them (a GPT-2 position table, frozen)"),
-    ShippedModel("rope", "RoPE", "rotary (GPT-NeoX)",
-                 "rotary position embeddings: queries and keys rotated by their position "
-                 "(all dimensions rotated, base 10000)"),
-    ShippedModel("learned", "learned", "learned positions (GPT-2)",
-                 "a learned vector per absolute position added to the token embeddings; only "
-                 "the rows below the training length are ever trained"),
-    ShippedModel("nope", "NoPE", "no positions (GPT-2, zero table)",
-                 "no position information at all (a GPT-2 position table of zeros, frozen): "
-                 "the causal mask alone lets it infer position"),
+                 N_("no position embeddings; each head adds -m_h (i - j) to its attention scores, "
+                    "slopes 2^-1 .. 2^-8")),
+    ShippedModel("sinusoidal", N_("sinusoidal"), N_("sinusoidal (GPT-2, frozen table)"),
+                 N_("the fixed sinusoidal table of Vaswani et al. 2017, scaled to the token "
+                    "embeddings' initial size, added to them (a GPT-2 position table, frozen)")),
+    ShippedModel("rope", "RoPE", N_("rotary (GPT-NeoX)"),
+                 N_("rotary position embeddings: queries and keys rotated by their position "
+                    "(all dimensions rotated, base 10000)")),
+    ShippedModel("learned", N_("learned"), N_("learned positions (GPT-2)"),
+                 N_("a learned vector per absolute position added to the token embeddings; only "
+                    "the rows below the training length are ever trained")),
+    ShippedModel("nope", "NoPE", N_("no positions (GPT-2, zero table)"),
+                 N_("no position information at all (a GPT-2 position table of zeros, frozen): "
+                    "the causal mask alone lets it infer position")),
 )}
 MODEL_ORDER = tuple(SHIPPED)  # shown in this order; other folders follow by name
 
 # What still differs between the five besides position (tests/test_train.py checks the counts).
+# English msgids: pages show _(difference); the model cards (alibi_viz.train) stay English.
 REMAINING_DIFFERENCES = (
-    "BLOOM (alibi) applies a LayerNorm to the token embeddings (`word_embeddings_layernorm`, "
-    "256 parameters); the GPT-2 and GPT-NeoX models do not.",
-    "The GPT-2 models (sinusoidal, learned, nope) carry a 4096 x 128 position table "
-    "(524,288 entries): trained in `learned`, frozen in `sinusoidal` and `nope`; leave it out "
-    "and every model has the same parameter count to within 0.1%.",
-    "GPT-2 scales the initial weights of its residual projections by 1/sqrt(2 x layers); BLOOM "
-    "and GPT-NeoX initialise every linear layer with std 0.02.",
-    "GPT-NeoX (rope) computes attention in its own module with rotary embeddings on queries "
-    "and keys; the arithmetic is otherwise the same (scaled dot product, causal mask, softmax).",
+    N_("BLOOM (alibi) applies a LayerNorm to the token embeddings (`word_embeddings_layernorm`, "
+       "256 parameters); the GPT-2 and GPT-NeoX models do not."),
+    N_("The GPT-2 models (sinusoidal, learned, nope) carry a 4096 x 128 position table "
+       "(524,288 entries): trained in `learned`, frozen in `sinusoidal` and `nope`; leave it out "
+       "and every model has the same parameter count to within 0.1%."),
+    N_("GPT-2 scales the initial weights of its residual projections by 1/sqrt(2 x layers); BLOOM "
+       "and GPT-NeoX initialise every linear layer with std 0.02."),
+    N_("GPT-NeoX (rope) computes attention in its own module with rotary embeddings on queries "
+       "and keys; the arithmetic is otherwise the same (scaled dot product, causal mask, softmax)."),
 )
 
-TRAIN_HINT = "Train it with `python -m alibi_viz.train --arch {name} --out assets/models/{name}`."
+# An English msgid: show it as train_hint(name), or _(TRAIN_HINT).format(name=...).
+TRAIN_HINT = N_("Train it with `python -m alibi_viz.train --arch {name} --out assets/models/{name}`.")
+
+
+def train_hint(name: str) -> str:
+    """How to train the shipped model `name`, in the current language."""
+    return _(TRAIN_HINT).format(name=name)
 
 
 def model_label(name: str) -> str:
-    """Short chart label of a shipped model ('ALiBi', 'RoPE', ...); the name itself otherwise."""
-    return SHIPPED[name].label if name in SHIPPED else name
+    """Short chart label of a shipped model ('ALiBi', 'RoPE', ...), in the current language;
+    the name itself otherwise."""
+    return _(SHIPPED[name].label) if name in SHIPPED else name
 
 
 def model_title(name: str) -> str:
-    """Menu title of a shipped model ('ALiBi (BLOOM)', ...); the name itself otherwise."""
-    return SHIPPED[name].title if name in SHIPPED else name
+    """Menu title of a shipped model ('ALiBi (BLOOM)', ...), in the current language; the name
+    itself otherwise."""
+    return _(SHIPPED[name].title) if name in SHIPPED else name
 
 
 def shipped_models() -> dict[str, Path]:

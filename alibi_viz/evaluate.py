@@ -47,8 +47,11 @@ from .assets import (
     training_info,
 )
 from .errors import AlibiVizError
+from .i18n import N_, _, number, percent
 
 PROTOCOLS = ("nonoverlapping", "sliding")
+# What the page calls each protocol (English msgids; protocol_name translates).
+PROTOCOL_NAMES = {"nonoverlapping": N_("nonoverlapping"), "sliding": N_("sliding")}
 LENGTHS = (128, 256, 512, 1024, 2048, 4096)
 DEFAULT_STRIDE = 64
 NONOVERLAPPING_TOKENS = 16384  # 4 windows at 4096
@@ -58,6 +61,37 @@ TOKENS_PER_BATCH = 4096  # windows of one length batched up to this many input t
 CHECK_WINDOWS = 4  # extrapolation.json keeps 4 x 128 + 1 ids for tests to re-evaluate
 LIVE_CELL_BUDGET = 2048 * 4096  # attention cells (query x key) a live run may compute
 LIVE_MAX_TOKENS = 4096          # scored tokens of a live run, whatever the length
+# Notes written into extrapolation.json in English and shown translated (results_details).
+TOKENS_NOTE = N_("held-out tokens at every length: {nonoverlapping} (non-overlapping), "
+                 "{sliding} (sliding)")
+INTERVAL_NOTE = N_("95% interval from the spread of the mean nll over {chunks} disjoint, "
+                   "equal chunks of the scored tokens (alibi_viz.evaluate.confidence_interval)")
+CORPUS_SOURCE = N_("Python standard library .py files, split 'valid' (alibi_viz.data)")
+
+
+def protocol_name(protocol: str) -> str:
+    """A protocol as the page names it, in the current language (unknown names unchanged)."""
+    return _(PROTOCOL_NAMES[protocol]) if protocol in PROTOCOL_NAMES else protocol
+
+
+def signed(value: float, decimals: int) -> str:
+    """`value` with its sign always written ("+0.012", "-0.300"), in the current language."""
+    return ("-" if math.copysign(1.0, value) < 0 else "+") + number(abs(value), decimals)
+
+
+def significant(value: float, digits: int = 3) -> str:
+    """`value` to `digits` significant digits, like f"{value:.3g}", in the current language."""
+    text = f"{value:.{digits}g}"
+    if "e" in text or not math.isfinite(value):
+        return text
+    return number(float(text), len(text.partition(".")[2]))
+
+
+def relative_change(ratio: float, factor_decimals: int = 2) -> str:
+    """A ratio of perplexities as a change: "+1.2%" below 2, "x2.31" from 2 on."""
+    if ratio < 2:
+        return ("-" if ratio < 1 else "+") + percent(abs(ratio - 1), 1)
+    return _("x{factor}").format(factor=number(ratio, factor_decimals))
 
 
 def _windows(n_targets: int, length: int, protocol: str, stride: int, score_from: int):
@@ -103,17 +137,20 @@ def perplexity(model, token_ids: Sequence[int] | np.ndarray | torch.Tensor, leng
     `tokens_per_batch` input tokens per forward pass.
     """
     if protocol not in PROTOCOLS:
-        raise AlibiVizError(f"protocol must be one of {PROTOCOLS}, got {protocol!r}.")
+        raise AlibiVizError(_("protocol must be one of {choices}, got {value}.").format(
+            choices=", ".join(PROTOCOLS), value=repr(protocol)))
     ids = torch.as_tensor(np.asarray(token_ids), dtype=torch.long).reshape(-1)
     if max_tokens is not None:
         ids = ids[: max_tokens + 1]
     n_targets = ids.numel() - 1
     if length < 1 or stride < 1:
-        raise AlibiVizError(f"length and stride must be positive, got {length} and {stride}.")
+        raise AlibiVizError(_("length and stride must be positive, got {length} and "
+                              "{stride}.").format(length=length, stride=stride))
     if protocol == "sliding" and not 1 <= score_from <= n_targets:
-        raise AlibiVizError(f"score_from ({score_from}) must be in [1, {n_targets}].")
+        raise AlibiVizError(_("score_from ({score_from}) must be in [1, {n}].").format(
+            score_from=score_from, n=n_targets))
     if n_targets < 1:
-        raise AlibiVizError("Need at least two tokens to score one prediction.")
+        raise AlibiVizError(_("Need at least two tokens to score one prediction."))
     stride = min(stride, length)
     windows = _windows(n_targets, length, protocol, stride, score_from)
 
@@ -129,11 +166,11 @@ def perplexity(model, token_ids: Sequence[int] | np.ndarray | torch.Tensor, leng
                    and (j - i + 1) * width <= max(tokens_per_batch, width)):
                 j += 1
             batch = windows[i:j]
-            inputs = torch.stack([ids[a:b] for a, b, _ in batch]).to(device)  # (B, width)
-            targets = torch.stack([ids[a + 1 : b + 1] for a, b, _ in batch]).to(device)
+            inputs = torch.stack([ids[a:b] for a, b, _scored in batch]).to(device)  # (B, width)
+            targets = torch.stack([ids[a + 1 : b + 1] for a, b, _scored in batch]).to(device)
             logits = model(input_ids=inputs).logits.float()  # (B, width, V)
             nll = F.cross_entropy(logits.transpose(1, 2), targets, reduction="none")  # (B, width)
-            for row, (_, _, scored) in enumerate(batch):
+            for row, (_start, _end, scored) in enumerate(batch):
                 scored_nll.append(nll[row, width - scored :].double())
             done += len(batch)
             if progress is not None:
@@ -152,7 +189,7 @@ def confidence_interval(chunk_nll, z: float = 1.96) -> tuple[float, float]:
     over chunks (each hundreds of tokens) is the honest one. Returns (low, high)."""
     values = np.asarray(chunk_nll, dtype=np.float64)
     if values.size < 2:
-        raise AlibiVizError("Need at least two chunks for an interval.")
+        raise AlibiVizError(_("Need at least two chunks for an interval."))
     half = z * values.std(ddof=1) / math.sqrt(values.size)
     return math.exp(values.mean() - half), math.exp(values.mean() + half)
 
@@ -164,7 +201,7 @@ def paired_ratio_interval(chunk_a, chunk_b, z: float = 1.96) -> tuple[float, flo
     the difference is real when the interval excludes 1."""
     a, b = np.asarray(chunk_a, dtype=np.float64), np.asarray(chunk_b, dtype=np.float64)
     if a.shape != b.shape or a.size < 2:
-        raise AlibiVizError("Paired chunks must have the same length, at least 2.")
+        raise AlibiVizError(_("Paired chunks must have the same length, at least 2."))
     diff = a - b
     half = z * diff.std(ddof=1) / math.sqrt(diff.size)
     return math.exp(diff.mean()), math.exp(diff.mean() - half), math.exp(diff.mean() + half)
@@ -187,7 +224,8 @@ def evaluation_stream(n_tokens: int) -> np.ndarray:
     """The first n_tokens + 1 ids of the held-out stream (targets 1 .. n_tokens)."""
     stream = data.corpus_ids("valid", max_tokens=n_tokens + 1)
     if stream.size < n_tokens + 1:
-        raise AlibiVizError(f"The held-out split has only {stream.size} tokens.")
+        raise AlibiVizError(_("The held-out split has only {n} tokens.").format(
+            n=number(stream.size)))
     return stream
 
 
@@ -200,7 +238,8 @@ def protocol_plan(protocol: str, tokens: int, max_length: int = max(LENGTHS)) ->
         return {"max_tokens": tokens, "score_from": 1}
     if protocol == "sliding":
         return {"max_tokens": max_length - 1 + tokens, "score_from": max_length}
-    raise AlibiVizError(f"protocol must be one of {PROTOCOLS}, got {protocol!r}.")
+    raise AlibiVizError(_("protocol must be one of {choices}, got {value}.").format(
+        choices=", ".join(PROTOCOLS), value=repr(protocol)))
 
 
 def evaluate_length(model, length: int, protocol: str = "nonoverlapping",
@@ -246,12 +285,11 @@ def evaluate_all(models: dict[str, Path], lengths=LENGTHS, nonoverlapping_tokens
         },
         "stride": stride,
         "chunks": CHUNKS,
-        "interval": f"95% interval from the spread of the mean nll over {CHUNKS} disjoint, "
-                    "equal chunks of the scored tokens (alibi_viz.evaluate.confidence_interval)",
-        "tokens_note": f"held-out tokens at every length: {nonoverlapping_tokens:,} "
-                       f"(non-overlapping), {sliding_tokens:,} (sliding)",
+        "interval": INTERVAL_NOTE.format(chunks=CHUNKS),
+        "tokens_note": TOKENS_NOTE.format(nonoverlapping=f"{nonoverlapping_tokens:,}",
+                                          sliding=f"{sliding_tokens:,}"),
         "corpus": {
-            "source": "Python standard library .py files, split 'valid' (alibi_viz.data)",
+            "source": CORPUS_SOURCE,
             "python": platform.python_version(),
             "stream_tokens": int(stream.size),
             "stream_sha256": hashlib.sha256(stream.astype(np.int64).tobytes()).hexdigest(),
@@ -309,12 +347,13 @@ def check_results(results) -> None:
     """Raise AlibiVizError unless `results` looks like what `alibi_viz.evaluate` writes:
     {"lengths": [...], "models": {name: {"perplexity": {protocol: {"128": ppl, ...}}}}}."""
     if not isinstance(results, dict) or not results.get("models") or not results.get("lengths"):
-        raise AlibiVizError("No extrapolation results: run `python -m alibi_viz.evaluate` to "
-                            "write assets/results/extrapolation.json.")
+        raise AlibiVizError(_("No extrapolation results: run `python -m alibi_viz.evaluate` "
+                              "to write assets/results/extrapolation.json."))
     for name, entry in results["models"].items():
         if not isinstance(entry, dict) or not isinstance(entry.get("perplexity"), dict):
-            raise AlibiVizError(f"The results for model {name!r} have no perplexities; "
-                                "re-run `python -m alibi_viz.evaluate`.")
+            raise AlibiVizError(_("The results for model {name} have no perplexities; "
+                                  "re-run `python -m alibi_viz.evaluate`.").format(
+                                      name=repr(name)))
 
 
 def train_seq_len_of(results: dict) -> int | None:
@@ -343,7 +382,8 @@ def result_curve(entry: dict, protocol: str, lengths) -> tuple[list[int], list[f
 
 
 def results_table(results: dict) -> list[dict]:
-    """One row per model and protocol: {"model", "protocol", "<length>": perplexity, ...}."""
+    """One row per model and protocol: {"model", "protocol", "<length>": perplexity, ...},
+    headers and names in the current language."""
     check_results(results)
     lengths = sorted(int(n) for n in results["lengths"])
     rows = []
@@ -352,9 +392,9 @@ def results_table(results: dict) -> list[dict]:
             xs, ys = result_curve(entry, protocol, lengths)
             if not xs:
                 continue
-            row = {"model": model_label(name), "protocol": protocol}
+            row = {_("model"): model_label(name), _("protocol"): protocol_name(protocol)}
             values = dict(zip(xs, ys, strict=True))
-            row.update({f"{n:,}": values.get(n) for n in lengths})
+            row.update({number(n): values.get(n) for n in lengths})
             rows.append(row)
     return rows
 
@@ -381,22 +421,24 @@ def extrapolation_summary(results: dict, protocol: str = "nonoverlapping") -> li
     at_train = _rank(results, protocol, train_len)
     if not at_train:
         return []
-    order = ", then ".join(f"{model_label(n)} {v:.3f}" for n, v in at_train)
-    sentences = [f"At the training length ({train_len} tokens) the lowest perplexity is "
-                 f"{model_label(at_train[0][0])}'s: {order}."]
+    # TRANSLATORS: joins a ranked list: "RoPE 3.100, then ALiBi 3.200"
+    order = _(", then ").join(f"{model_label(n)} {number(v, 3)}" for n, v in at_train)
+    sentences = [_("At the training length ({train_len} tokens) the lowest perplexity is "
+                   "{model}'s: {order}.").format(train_len=number(train_len),
+                                                model=model_label(at_train[0][0]), order=order)]
     longest = lengths[-1]
     at_long = dict(_rank(results, protocol, longest))
     start = dict(at_train)
     moves = []
     for name, value in sorted(at_long.items(), key=lambda item: item[1]):
         if name in start:
-            ratio = value / start[name]
-            change = (f"{(ratio - 1) * 100:+.1f}%" if ratio < 2 else f"x{ratio:.1f}")
-            moves.append(f"{model_label(name)} {value:.3f} ({change})")
+            change = relative_change(value / start[name], factor_decimals=1)
+            moves.append(f"{model_label(name)} {number(value, 3)} ({change})")
     if moves:
-        sentences.append(f"At {longest:,} tokens ({longest // train_len}x the training length): "
-                         + ", ".join(moves) + ", relative to each model's own value at "
-                         f"{train_len}.")
+        sentences.append(_("At {longest} tokens ({factor}x the training length): {moves}, "
+                           "relative to each model's own value at {train_len}.").format(
+            longest=number(longest), factor=longest // train_len, moves=", ".join(moves),
+            train_len=number(train_len)))
     runs = []  # [model, first length, last length] where that model is lowest
     for n in lengths:
         ranked = _rank(results, protocol, n)
@@ -406,9 +448,10 @@ def extrapolation_summary(results: dict, protocol: str = "nonoverlapping") -> li
             runs[-1][2] = n
         else:
             runs.append([ranked[0][0], n, n])
-    sentences.append("Lowest perplexity by length: " + ", ".join(
-        f"{model_label(name)} at {a:,}" + (f"-{b:,}" if b != a else "") for name, a, b in runs)
-        + ".")
+    sentences.append(_("Lowest perplexity by length: {runs}.").format(runs=", ".join(
+        _("{model} at {lengths}").format(
+            model=model_label(name), lengths=number(a) + (f"-{number(b)}" if b != a else ""))
+        for name, a, b in runs)))
     return sentences
 
 
@@ -425,14 +468,15 @@ def compare_cells(results: dict, protocol: str, a: tuple[str, int], b: tuple[str
 
 
 def describe_ratio(ratio_interval) -> str:
-    """'+1.2% (95% interval +0.8% to +1.6%)' or 'x2.31 (...)'; says when 1 is inside."""
+    """'+1.2% (95% interval +0.8% to +1.6%)' or 'x2.31 (...)'; says when 1 is inside.
+    In the current language."""
     ratio, low, high = ratio_interval
-
-    def fmt(x):
-        return f"{(x - 1) * 100:+.1f}%" if x < 2 else f"x{x:.2f}"
-
-    text = f"{fmt(ratio)} (95% interval {fmt(low)} to {fmt(high)}"
-    return text + (", not distinguishable from no change)" if low <= 1 <= high else ")")
+    values = {"change": relative_change(ratio), "low": relative_change(low),
+              "high": relative_change(high)}
+    if low <= 1 <= high:
+        return _("{change} (95% interval {low} to {high}, not distinguishable from no "
+                 "change)").format(**values)
+    return _("{change} (95% interval {low} to {high})").format(**values)
 
 
 def useful_context(results: dict, name: str, protocol: str = "sliding"):
@@ -467,10 +511,30 @@ def in_distribution_ranking(results: dict, protocol: str = "nonoverlapping") -> 
     parts = []
     for name, value in ranked[1:]:
         cmp = compare_cells(results, protocol, (name, train_len), (best, train_len))
-        parts.append(f"{model_label(name)} {value:.3f}"
-                     + (f" ({describe_ratio(cmp)} against {model_label(best)})" if cmp else ""))
-    return [f"At the training length ({train_len} tokens, {protocol}) {model_label(best)} is "
-            f"lowest at {ranked[0][1]:.3f}; then " + "; ".join(parts) + "."]
+        parts.append(_("{model} {value} ({change} against {best})").format(
+            model=model_label(name), value=number(value, 3), change=describe_ratio(cmp),
+            best=model_label(best)) if cmp else f"{model_label(name)} {number(value, 3)}")
+    return [_("At the training length ({train_len} tokens, {protocol}) {best} is lowest at "
+              "{value}; then {others}.").format(
+        train_len=number(train_len), protocol=protocol_name(protocol), best=model_label(best),
+        value=number(ranked[0][1], 3), others="; ".join(parts))]
+
+
+def results_details(results: dict) -> str:
+    """The caption under the results table: tokens scored, how the intervals are made, the
+    corpus and the command, in the current language (from the numbers when the file has
+    them, else the notes it carries)."""
+    protocols = results.get("protocols", {})
+    tokens = [protocols.get(p, {}).get("tokens") for p in PROTOCOLS]
+    tokens_note = (_(TOKENS_NOTE).format(nonoverlapping=number(tokens[0]),
+                                         sliding=number(tokens[1]))
+                   if all(tokens) else results.get("tokens_note", ""))
+    interval = (_(INTERVAL_NOTE).format(chunks=results["chunks"]) if results.get("chunks")
+                else results.get("interval", ""))
+    source = results.get("corpus", {}).get("source")
+    return _("{note}. {interval}. Corpus: {corpus}. Command: `{command}`.").format(
+        note=tokens_note, interval=interval, corpus=_(source) if source else _("unknown"),
+        command=results.get("command", "python -m alibi_viz.evaluate"))
 
 
 def live_token_cap(length: int, protocol: str = "nonoverlapping", stride: int = 64,
@@ -491,7 +555,8 @@ def live_token_cap(length: int, protocol: str = "nonoverlapping", stride: int = 
     if protocol == "sliding":
         windows = max(1, cell_budget // (length * length))
         return int(min(windows * stride, max_tokens))
-    raise AlibiVizError(f"protocol must be 'nonoverlapping' or 'sliding', got {protocol!r}.")
+    raise AlibiVizError(_("protocol must be one of {choices}, got {value}.").format(
+        choices=", ".join(PROTOCOLS), value=repr(protocol)))
 
 
 def format_table(results: dict) -> str:

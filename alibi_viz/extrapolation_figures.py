@@ -14,6 +14,9 @@ In the order the page uses them:
 The ALiBi facts used here (Press, Smith & Lewis 2021, arXiv:2108.12409): the bias -m (i - j)
 is added to the scaled scores q.k / sqrt(d) before the softmax, not itself scaled, and the
 model has no position embeddings.
+
+Every text is in the current language (`alibi_viz.i18n`), numbers included (the figures carry
+the language's decimal and thousands marks), so a cached figure must be keyed by the language.
 """
 
 from __future__ import annotations
@@ -28,15 +31,24 @@ from plotly.subplots import make_subplots
 from .alibi import check_int
 from .assets import MODEL_ORDER, model_label
 from .errors import AlibiVizError
-from .evaluate import check_results, protocols_in, result_curve, train_seq_len_of
+from .evaluate import (
+    check_results,
+    protocol_name,
+    protocols_in,
+    result_curve,
+    significant,
+    train_seq_len_of,
+)
 from .heads import check_attention
+from .i18n import N_, _, ngettext, number, plotly_separators
 from .render import ATTENTION_COLORSCALE, causal_map_panel
 
 # One fixed colour per shipped model (plotly's D3 palette), so a model keeps its colour.
 MODEL_COLORS = dict(zip(MODEL_ORDER, ("#1f77b4", "#2ca02c", "#d62728", "#ff7f0e", "#7f7f7f"),
                         strict=True))
 OTHER_COLORS = ("#9467bd", "#8c564b", "#e377c2", "#17becf")
-PROTOCOL_TITLES = {"nonoverlapping": "non-overlapping windows", "sliding": "sliding window"}
+PROTOCOL_TITLES = {"nonoverlapping": N_("non-overlapping windows"),
+                   "sliding": N_("sliding window")}
 LOG_Y_RATIO = 8.0  # a log perplexity axis once the largest value is 8x the smallest
 MARKER_COLOR = "red"
 
@@ -61,11 +73,16 @@ def perplexity_figure(results: dict, live=(), protocols=None, height: int = 420)
     lengths = sorted(int(n) for n in results["lengths"])
     protocols = protocols_in(results) if protocols is None else list(protocols)
     if not protocols:
-        raise AlibiVizError("The results hold no protocol to draw.")
+        raise AlibiVizError(_("The results hold no protocol to draw."))
     train_len = train_seq_len_of(results)
     stride = results.get("stride")
-    titles = [PROTOCOL_TITLES.get(p, p) + (f" (stride {stride})" if p == "sliding" and stride
-                                           else "") for p in protocols]
+    titles = [_("sliding window (stride {stride})").format(stride=stride)
+              if p == "sliding" and stride else _(PROTOCOL_TITLES[p]) if p in PROTOCOL_TITLES
+              else p for p in protocols]
+    hover = _("length %{x}<br>perplexity %{y:.3f} (95% interval %{customdata[1]:.3f}-"
+              "%{customdata[2]:.3f})<br>x%{customdata[0]:.2f} of its value at the training "
+              "length")
+    live_hover = _("length %{x}<br>perplexity %{y:.3f}")
     fig = make_subplots(rows=1, cols=len(protocols), subplot_titles=titles, shared_yaxes=True,
                         horizontal_spacing=0.06)
     all_values = []
@@ -89,23 +106,24 @@ def perplexity_figure(results: dict, live=(), protocols=None, height: int = 420)
                              array=[h - y for h, y in zip(high, ys, strict=True)],
                              arrayminus=[y - lo for lo, y in zip(low, ys, strict=True)],
                              thickness=1.2, width=3) if intervals else None,
-                hovertemplate=(f"{model_label(name)}<br>length %{{x}}<br>perplexity %{{y:.3f}}"
-                               " (95% interval %{customdata[1]:.3f}-%{customdata[2]:.3f})"
-                               "<br>x%{customdata[0]:.2f} of its value at the training length"
-                               "<extra>" + protocol + "</extra>")), row=1, col=col)
+                hovertemplate=(model_label(name) + "<br>" + hover + "<extra>"
+                               + protocol_name(protocol) + "</extra>")), row=1, col=col)
         for k, run in enumerate(r for r in live if r.get("protocol") == protocol):
             all_values.append(float(run["ppl"]))
             fig.add_trace(go.Scatter(
                 x=[int(run["length"])], y=[float(run["ppl"])], mode="markers",
-                name=f"live: {model_label(run['model'])} at {int(run['length'])}",
+                name=_("live: {model} at {length}").format(model=model_label(run["model"]),
+                                                            length=number(int(run["length"]))),
                 legendgroup="live", showlegend=True,
                 marker=dict(symbol="star", size=16, color=model_color(run["model"], k),
                             line=dict(color="black", width=1)),
-                hovertemplate=(f"live run, {model_label(run['model'])}<br>length %{{x}}<br>"
-                               f"perplexity %{{y:.3f}}<br>{int(run['tokens']):,} tokens scored"
-                               "<extra>" + protocol + "</extra>")), row=1, col=col)
+                hovertemplate=(_("live run, {model}").format(model=model_label(run["model"]))
+                               + "<br>" + live_hover + "<br>"
+                               + _("{n} tokens scored").format(n=number(int(run["tokens"])))
+                               + "<extra>" + protocol_name(protocol) + "</extra>")),
+                row=1, col=col)
     if not all_values:
-        raise AlibiVizError("The results hold no perplexity for these protocols.")
+        raise AlibiVizError(_("The results hold no perplexity for these protocols."))
     low, high = min(all_values), max(all_values)
     log_y = high > LOG_Y_RATIO * low
     # y range with some room; the training-length line spans exactly this range
@@ -118,21 +136,25 @@ def perplexity_figure(results: dict, live=(), protocols=None, height: int = 420)
     if train_len is not None:
         for col in range(1, len(protocols) + 1):
             fig.add_trace(go.Scatter(
-                x=[train_len, train_len], y=line_y, mode="lines", name=f"training length ({train_len})",
+                x=[train_len, train_len], y=line_y, mode="lines",
+                name=_("training length ({n})").format(n=number(train_len)),
                 legendgroup="train", showlegend=col == 1, hoverinfo="skip",
                 line=dict(color="gray", width=1.5, dash="dash")), row=1, col=col)
     ticks = [n for n in lengths]
-    fig.update_xaxes(type="log", tickvals=ticks, ticktext=[f"{n:,}" for n in ticks],
-                     title="evaluation length (tokens, log2 scale)",
+    fig.update_xaxes(type="log", tickvals=ticks, ticktext=[number(n) for n in ticks],
+                     title=_("evaluation length (tokens, log2 scale)"),
                      range=[math.log10(lengths[0]) - 0.08, math.log10(lengths[-1]) + 0.08])
     fig.update_yaxes(type="log" if log_y else "linear", range=y_range, row=1, col=1,
-                     title="perplexity per token" + (" (log scale)" if log_y else ""))
+                     title=_("perplexity per token (log scale)") if log_y
+                     else _("perplexity per token"))
     for col in range(2, len(protocols) + 1):
         fig.update_yaxes(type="log" if log_y else "linear", range=y_range, row=1, col=col)
     fig.update_layout(
         height=height, margin=dict(l=60, r=20, t=80, b=50), hovermode="closest",
-        title=dict(text="Train short, test long: perplexity vs evaluation length"
-                   + (f" (trained at {train_len})" if train_len else "")),
+        separators=plotly_separators(),
+        title=dict(text=_("Train short, test long: perplexity vs evaluation length (trained at "
+                          "{n})").format(n=number(train_len)) if train_len
+                   else _("Train short, test long: perplexity vs evaluation length")),
         legend=dict(orientation="h", y=-0.22, yanchor="top", x=0.5, xanchor="center"))
     return fig
 
@@ -170,15 +192,18 @@ def attention_pair_figure(left, right, left_title: str, right_title: str, *, tit
                               cmax=cmax, hover_label=left_title.split(":")[0]),
              causal_map_panel(fig, 1, 2, right, max_px=max_px, hover_cells=hover_cells,
                               cmax=cmax, hover_label=right_title.split(":")[0])]
-    pooled = [f"{T}x{T} tokens drawn as {side}x{side} pixels (block max)"
+    pooled = [_("{tokens}x{tokens} tokens drawn as {pixels}x{pixels} pixels (block max)").format(
+                  tokens=number(T), pixels=number(side))
               for T, side in zip((left.shape[0], right.shape[0]), sides, strict=True)
               if side < T]
     fig.update_layout(
         title=dict(text=title + (f"<br><sup>{'; '.join(pooled)}</sup>" if pooled else "")),
         coloraxis=dict(colorscale=ATTENTION_COLORSCALE, cmin=0.0, cmax=cmax,
-                       colorbar=dict(title=dict(text=f"attention<br>(colour capped<br>at {cmax:.3g})"),
+                       colorbar=dict(title=dict(text=_("attention<br>(colour capped<br>at "
+                                                       "{cap})").format(cap=significant(cmax))),
                                      thickness=14)),
         height=height, margin=dict(l=60, r=20, t=90, b=50), plot_bgcolor="white",
+        separators=plotly_separators(),
         showlegend=False)
     return fig
 
@@ -192,17 +217,29 @@ def extrapolation_attention_figure(short, long, train_len: int, layer: int, head
     short, long = check_attention(short, "short"), check_attention(long, "long")
     L, T = short.shape[0], long.shape[0]
     train_len = check_int(train_len, "train_len", 1, 1 << 24)
-    m = f", m={slope:.3g}" if slope is not None else ""
+    if slope is not None:
+        title = _("Layer {layer}, head {head}, m={m}: the same text at {short} and {long} "
+                  "tokens").format(layer=layer, head=head, m=significant(slope),
+                                   short=number(L), long=number(T))
+    else:
+        title = _("Layer {layer}, head {head}: the same text at {short} and {long} "
+                  "tokens").format(layer=layer, head=head, short=number(L), long=number(T))
     fig = attention_pair_figure(
-        short, long, f"{L} tokens: the training length", f"{T:,} tokens: {T / train_len:g}x",
-        title=f"Layer {layer}, head {head}{m}: the same text at {L} and {T:,} tokens", **kwargs)
+        short, long,
+        ngettext("{n} token: the training length", "{n} tokens: the training length",
+                 L).format(n=number(L)),
+        ngettext("{n} token: {factor}x", "{n} tokens: {factor}x", T).format(
+            n=number(T), factor=number(T / train_len)),
+        title=title, **kwargs)
     if T > train_len:
         fig.add_trace(go.Scatter(x=[0, T - 1], y=[train_len, train_len], mode="lines",
                                  line=dict(color=MARKER_COLOR, width=1.5, dash="dash"),
-                                 name=f"query i = {train_len}", hoverinfo="skip"), row=1, col=2)
+                                 name=_("query i = {n}").format(n=train_len),
+                                 hoverinfo="skip"), row=1, col=2)
         fig.add_trace(go.Scatter(x=[0, T - 1 - train_len], y=[train_len, T - 1], mode="lines",
                                  line=dict(color=MARKER_COLOR, width=1.5, dash="dot"),
-                                 name=f"distance i - j = {train_len}", hoverinfo="skip"),
+                                 name=_("distance i - j = {n}").format(n=train_len),
+                                 hoverinfo="skip"),
                       row=1, col=2)
     return fig
 
@@ -212,8 +249,8 @@ def extrapolation_attention_figure(short, long, train_len: int, layer: int, head
 def check_reach(reach: dict) -> None:
     """Raise AlibiVizError unless `reach` looks like what `python -m alibi_viz.reach` writes."""
     if not isinstance(reach, dict) or not reach.get("models"):
-        raise AlibiVizError("No reach results: run `python -m alibi_viz.reach` to write "
-                            "assets/results/reach.json.")
+        raise AlibiVizError(_("No reach results: run `python -m alibi_viz.reach` to write "
+                              "assets/results/reach.json."))
 
 
 def reach_figure(reach: dict, train_len: int | None = None, height: int = 420) -> go.Figure:
@@ -224,8 +261,11 @@ def reach_figure(reach: dict, train_len: int | None = None, height: int = 420) -
     """
     check_reach(reach)
     fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.09, subplot_titles=(
-        "loss vs context given (same scored tokens)",
-        "copy at a distance: gain on a repeated span"))
+        _("loss vs context given (same scored tokens)"),
+        _("copy at a distance: gain on a repeated span")))
+    reach_hover = _("context %{x} tokens<br>loss %{y:.3f} nats/token")
+    copy_hover = _("copies %{x} tokens apart<br>gain %{y:.3f} nats/token<br>first occurrence "
+                   "%{customdata[0]:.3f}, repeat %{customdata[1]:.3f}")
     contexts, distances = [], []
     for k, (name, entry) in enumerate(reach["models"].items()):
         color = model_color(name, k)
@@ -235,15 +275,14 @@ def reach_figure(reach: dict, train_len: int | None = None, height: int = 420) -
         fig.add_trace(go.Scatter(
             x=r["contexts"], y=r["nll"], mode="lines+markers", name=model_label(name),
             legendgroup=name, line=dict(color=color, width=2.5),
-            hovertemplate=(f"{model_label(name)}<br>context %{{x}} tokens<br>loss %{{y:.3f}} "
-                           "nats/token<extra></extra>")), row=1, col=1)
+            hovertemplate=model_label(name) + "<br>" + reach_hover + "<extra></extra>"),
+            row=1, col=1)
         fig.add_trace(go.Scatter(
             x=c["distances"], y=c["gain"], mode="lines+markers", name=model_label(name),
             legendgroup=name, showlegend=False, line=dict(color=color, width=2.5),
             customdata=list(zip(c["first"], c["repeat"], strict=True)),
-            hovertemplate=(f"{model_label(name)}<br>copies %{{x}} tokens apart<br>gain "
-                           "%{y:.3f} nats/token<br>first occurrence %{customdata[0]:.3f}, "
-                           "repeat %{customdata[1]:.3f}<extra></extra>")), row=1, col=2)
+            hovertemplate=model_label(name) + "<br>" + copy_hover + "<extra></extra>"),
+            row=1, col=2)
     if distances:
         fig.add_trace(go.Scatter(x=[min(distances), max(distances)], y=[0, 0], mode="lines",
                                  line=dict(color="gray", width=1), hoverinfo="skip",
@@ -252,17 +291,19 @@ def reach_figure(reach: dict, train_len: int | None = None, height: int = 420) -
         for col in (1, 2):
             fig.add_vline(x=train_len, line=dict(color="gray", dash="dash", width=1.5),
                           row=1, col=col)
-    for col, values, title in ((1, contexts, "context given (tokens, log2 scale)"),
-                               (2, distances, "distance between the copies (tokens)")):
+    for col, values, title in ((1, contexts, _("context given (tokens, log2 scale)")),
+                               (2, distances, _("distance between the copies (tokens)"))):
         ticks = sorted(set(values))
-        fig.update_xaxes(type="log", tickvals=ticks, ticktext=[f"{v:,}" for v in ticks],
+        fig.update_xaxes(type="log", tickvals=ticks, ticktext=[number(v) for v in ticks],
                          title=title, row=1, col=col)
-    fig.update_yaxes(title="loss (nats per token)", row=1, col=1)
-    fig.update_yaxes(title="first − repeat (nats per token)", row=1, col=2)
+    fig.update_yaxes(title=_("loss (nats per token)"), row=1, col=1)
+    fig.update_yaxes(title=_("first − repeat (nats per token)"), row=1, col=2)
     fig.update_layout(
         height=height, margin=dict(l=60, r=20, t=80, b=50), hovermode="closest",
-        title=dict(text="How far back do the models really look?"
-                   + (f" (dashes: training length {train_len})" if train_len else "")),
+        separators=plotly_separators(),
+        title=dict(text=_("How far back do the models really look? (dashes: training length "
+                          "{n})").format(n=number(train_len)) if train_len
+                   else _("How far back do the models really look?")),
         legend=dict(orientation="h", y=-0.22, yanchor="top", x=0.5, xanchor="center"))
     return fig
 
@@ -278,15 +319,19 @@ def win_half_figure(slopes, num_keys: int, distances=None, height: int = 380) ->
     need = content_to_win_half(slopes, distances, num_keys)  # (H, D)
     fig = go.Figure()
     colors = pc.sample_colorscale("Turbo", np.linspace(0.05, 0.95, max(2, len(slopes))))
+    hover = _("distance %{x}<br>needs %{y:.1f} logits")
     for h, m in enumerate(slopes):
-        fig.add_trace(go.Scatter(x=distances, y=need[h], mode="lines", name=f"head {h + 1}",
+        fig.add_trace(go.Scatter(x=distances, y=need[h], mode="lines",
+                                 name=_("head {h}").format(h=h + 1),
                                  line=dict(color=colors[h], width=2),
-                                 hovertemplate=f"head {h + 1} (m={m:.3g})<br>distance %{{x}}"
-                                               "<br>needs %{y:.1f} logits<extra></extra>"))
-    fig.update_xaxes(type="log", title="distance of the key (tokens)")
-    fig.update_yaxes(type="log", title="content advantage needed (logits)")
+                                 hovertemplate=_("head {h} (m={m})").format(h=h + 1, m=significant(m))
+                                 + "<br>" + hover + "<extra></extra>"))
+    fig.update_xaxes(type="log", title=_("distance of the key (tokens)"))
+    fig.update_yaxes(type="log", title=_("content advantage needed (logits)"))
     fig.update_layout(height=height, margin=dict(l=60, r=20, t=70, b=50),
-                      title=f"To win half the attention against {num_keys - 1:,} other keys",
+                      separators=plotly_separators(),
+                      title=_("To win half the attention against {n} other keys").format(
+                          n=number(num_keys - 1)),
                       legend=dict(orientation="h", y=-0.25, yanchor="top", x=0.5,
                                   xanchor="center"))
     return fig
@@ -300,13 +345,14 @@ def copy_heads_figure(values, distance: int, height: int = 300) -> go.Figure:
     fig = go.Figure(go.Heatmap(
         z=values, x=list(range(1, heads + 1)), y=list(range(1, layers + 1)),
         colorscale=ATTENTION_COLORSCALE, zmin=0.0, zmax=max(1e-6, float(values.max())),
-        colorbar=dict(title=dict(text="attention"), thickness=12),
-        hovertemplate="layer %{y}, head %{x}<br>attention to the copy: %{z:.3f}"
-                      "<extra></extra>"))
-    fig.update_xaxes(title="head", tickvals=list(range(1, heads + 1)))
-    fig.update_yaxes(title="layer", tickvals=list(range(1, layers + 1)), autorange="reversed")
+        colorbar=dict(title=dict(text=_("attention")), thickness=12),
+        hovertemplate=_("layer %{y}, head %{x}<br>attention to the copy: %{z:.3f}")
+                      + "<extra></extra>"))
+    fig.update_xaxes(title=_("head"), tickvals=list(range(1, heads + 1)))
+    fig.update_yaxes(title=_("layer"), tickvals=list(range(1, layers + 1)), autorange="reversed")
     fig.update_layout(height=height, margin=dict(l=60, r=20, t=60, b=40),
-                      title=f"Which heads copy: attention from the repeat to its twin's next "
-                            f"token ({distance:,} tokens back)")
+                      separators=plotly_separators(),
+                      title=_("Which heads copy: attention from the repeat to its twin's next "
+                              "token ({n} tokens back)").format(n=number(distance)))
     return fig
 

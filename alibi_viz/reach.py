@@ -24,6 +24,7 @@ import torch
 import torch.nn.functional as F
 
 from .errors import AlibiVizError
+from .i18n import _, number
 
 COPY_SPAN = 16  # tokens in each planted span
 COPY_PREFIX = 16  # held-out tokens before the first copy, so it is read in context too
@@ -88,12 +89,13 @@ def copy_sequences(stream: np.ndarray, distance: int, span: int = COPY_SPAN,
     (default T), so calls with the same `longest` plant the same spans at every distance.
     """
     if distance < span:
-        raise AlibiVizError(f"distance ({distance}) must be at least the span ({span}).")
+        raise AlibiVizError(_("distance ({distance}) must be at least the span ({span}).").format(
+            distance=distance, span=span))
     length = prefix + distance + span
     longest = max(length, longest or length)
     if stream.size < longest + span + 1:
-        raise AlibiVizError(f"Need at least {longest + span + 1} held-out tokens, have "
-                            f"{stream.size}.")
+        raise AlibiVizError(_("Need at least {needed} held-out tokens, have {have}.").format(
+            needed=number(longest + span + 1), have=number(stream.size)))
     rng = np.random.default_rng(seed)
     starts = rng.integers(0, stream.size - longest, samples)
     sources = rng.integers(0, stream.size - span, samples)
@@ -176,10 +178,11 @@ def context_reach(model, stream: np.ndarray, contexts: Sequence[int] = REACH_CON
 
     contexts = sorted(int(c) for c in contexts)
     if not contexts or contexts[0] < 1:
-        raise AlibiVizError("contexts must be positive token counts.")
+        raise AlibiVizError(_("contexts must be positive token counts."))
     top = contexts[-1] + contexts[-1] // 8
     if stream.size < top + tokens + 1:
-        raise AlibiVizError(f"Need {top + tokens + 1} held-out tokens, have {stream.size}.")
+        raise AlibiVizError(_("Need {needed} held-out tokens, have {have}.").format(
+            needed=number(top + tokens + 1), have=number(stream.size)))
     means, sds = [], []
     for k, c in enumerate(contexts):
         stride = c // 8 + 1
@@ -205,7 +208,7 @@ def content_to_win_half(slopes, distances, num_keys: int) -> np.ndarray:
     m = np.asarray(slopes, dtype=np.float64)[:, None]  # (H, 1)
     d = np.asarray(distances, dtype=np.float64)[None, :]  # (1, D)
     if np.any(d < 0) or np.any(d >= num_keys):
-        raise AlibiVizError(f"distances must be in [0, {num_keys - 1}].")
+        raise AlibiVizError(_("distances must be in [0, {last}].").format(last=num_keys - 1))
     z = -np.expm1(-m * num_keys) / -np.expm1(-m)  # (H, 1): sum_{k < num_keys} e^(-m k)
     return m * d + np.log(z - np.exp(-m * d))
 
@@ -235,16 +238,16 @@ def plant_span(tokenizer, text: str, span: str, max_tokens: int = 4096):
     from .heads import _special_prefix
 
     if not isinstance(span, str) or not span.strip():
-        raise AlibiVizError("Type a span of text to plant (a few words).")
+        raise AlibiVizError(_("Type a span of text to plant (a few words)."))
     if not isinstance(text, str) or not text.strip():
-        raise AlibiVizError("Type a text to put between the two copies.")
+        raise AlibiVizError(_("Type a text to put between the two copies."))
     prefix = _special_prefix(tokenizer)
     span_ids = tokenizer(span, add_special_tokens=False)["input_ids"]
     text_ids = tokenizer(text, add_special_tokens=False)["input_ids"]
     ids = prefix + span_ids + text_ids + span_ids
     if len(ids) > max_tokens:
-        raise AlibiVizError(f"Span + text + span is {len(ids):,} tokens; keep it under "
-                            f"{max_tokens:,}.")
+        raise AlibiVizError(_("Span + text + span is {n} tokens; keep it under {limit}.").format(
+            n=number(len(ids)), limit=number(max_tokens)))
     first = len(prefix)
     return np.array(ids), first, first + len(span_ids) + len(text_ids), len(span_ids)
 
@@ -264,8 +267,9 @@ def reach_summary(reach: dict, train_len: int, tolerance: float = 0.01) -> list[
     """Plain sentences on the shipped reach curves, computed from them: per model, the context
     beyond which the loss is within `tolerance` nats of its best, and how the loss moves from
     the training length to the longest context; per model, the copy gain at the nearest and
-    farthest distance."""
+    farthest distance. In the current language."""
     from .assets import model_label
+    from .evaluate import signed
 
     lines = []
     for name, entry in reach.get("models", {}).items():
@@ -273,17 +277,23 @@ def reach_summary(reach: dict, train_len: int, tolerance: float = 0.01) -> list[
                         np.array(entry["reach"]["nll_sd"]), entry["reach"]["tokens"])
         by_c = dict(zip(r.contexts.tolist(), r.nll.tolist(), strict=True))
         longest = int(r.contexts.max())
-        move = ""
-        if train_len in by_c and longest > train_len:
-            delta = by_c[longest] - by_c[train_len]
-            move = (f"; from {train_len} to {longest:,} tokens of context its loss moves by "
-                    f"{delta:+.3f} nats")
         gains = dict(zip(entry["copy"]["distances"], entry["copy"]["gain"], strict=True))
         near, far = min(gains), max(gains)
-        lines.append(f"{model_label(name)}: within {tolerance} nats of its best from "
-                     f"{r.best_context(tolerance):,} tokens of context{move}; a repeated span "
-                     f"gains {gains[near]:.2f} nats/token at {near} tokens and "
-                     f"{gains[far]:.2f} at {far:,}.")
+        values = {"model": model_label(name), "tolerance": number(tolerance),
+                  "context": number(r.best_context(tolerance)),
+                  "near_gain": number(gains[near], 2), "near": number(near),
+                  "far_gain": number(gains[far], 2), "far": number(far)}
+        if train_len in by_c and longest > train_len:
+            lines.append(_("{model}: within {tolerance} nats of its best from {context} tokens "
+                           "of context; from {train_len} to {longest} tokens of context its "
+                           "loss moves by {delta} nats; a repeated span gains {near_gain} "
+                           "nats/token at {near} tokens and {far_gain} at {far}.").format(
+                train_len=number(train_len), longest=number(longest),
+                delta=signed(by_c[longest] - by_c[train_len], 3), **values))
+        else:
+            lines.append(_("{model}: within {tolerance} nats of its best from {context} tokens "
+                           "of context; a repeated span gains {near_gain} nats/token at {near} "
+                           "tokens and {far_gain} at {far}.").format(**values))
     return lines
 
 

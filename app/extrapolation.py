@@ -5,9 +5,9 @@ from pathlib import Path
 
 import streamlit as st
 
-from alibi_viz import assets, data, paper
+from alibi_viz import assets, data, i18n, paper
 from alibi_viz.alibi import implied_attention_map
-from alibi_viz.assets import model_label
+from alibi_viz.assets import model_label, train_hint
 from alibi_viz.errors import AlibiVizError
 from alibi_viz.evaluate import (
     DEFAULT_STRIDE,
@@ -21,8 +21,12 @@ from alibi_viz.evaluate import (
     live_token_cap,
     load_eval_model,
     perplexity,
+    protocol_name,
     protocol_plan,
+    results_details,
     results_table,
+    signed,
+    significant,
     train_seq_len_of,
     useful_context,
 )
@@ -34,6 +38,7 @@ from alibi_viz.extrapolation_figures import (
     win_half_figure,
 )
 from alibi_viz.heads import attention_maps, mass_beyond
+from alibi_viz.i18n import N_, _, number, percent
 from alibi_viz.params import UrlParam
 from alibi_viz.reach import (
     COPY_SPAN,
@@ -55,7 +60,7 @@ LIVE_STREAM_TOKENS = 2 * max(LENGTHS) + DEFAULT_STRIDE  # enough held-out ids fo
 
 # ----------------------------------------------------------------------------- cached work
 
-@st.cache_resource(max_entries=3, show_spinner="Loading the model for evaluation...")
+@st.cache_resource(max_entries=3, show_spinner=_("Loading the model for evaluation..."))
 def eval_model(path: str, stamp: tuple):
     """The model exactly as `python -m alibi_viz.evaluate` loads it (sdpa where the
     architecture has it, eager for BLOOM), so a live run repeats the shipped computation."""
@@ -68,20 +73,22 @@ def held_out_ids(n_tokens: int):
     return evaluation_stream(n_tokens)
 
 
-@st.cache_resource(max_entries=2, show_spinner="Running the ALiBi model on the text...")
+@st.cache_resource(max_entries=2, show_spinner=_("Running the ALiBi model on the text..."))
 def alibi_attention(path: str, stamp: tuple, n_tokens: int):
     """Every layer's attention on the long example's first n_tokens tokens.
 
     A resource rather than cache_data: at 1,024 tokens the maps are 4 layers x 8 heads x
     1,024^2 float32 = 128 MiB, which cache_data would copy on every read. Never mutated.
     """
-    model, tokenizer, _ = ui.cached_model(path, stamp)
+    model, tokenizer, _info = ui.cached_model(path, stamp)
     return attention_maps(model, tokenizer, data.long_example(), max_tokens=n_tokens)
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
-def attention_view(path: str, stamp: tuple, train_len: int, layer: int, head: int, slope):
-    """(figure, share of attention beyond the training length: model, bias alone, T)."""
+def attention_view(path: str, stamp: tuple, train_len: int, layer: int, head: int, slope,
+                   lang: str):
+    """(figure, share of attention beyond the training length: model, bias alone, T); the
+    figure's texts in `lang`."""
     short = alibi_attention(path, stamp, train_len)
     long = alibi_attention(path, stamp, LONG_FACTOR * train_len)
     short_map = short.maps[layer - 1][head - 1]  # (L, L)
@@ -95,29 +102,33 @@ def attention_view(path: str, stamp: tuple, train_len: int, layer: int, head: in
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def results_figure(results: dict):
+def results_figure(results: dict, lang: str):
+    """The shipped results chart, its texts in `lang` (the current language)."""
     return perplexity_figure(results)
 
 
 # ----------------------------------------------------------------------------- controls
 
 def share(x: float) -> str:
-    """A fraction as a percentage: "52%", "2.1%", "0.031%", or "under 0.01%"."""
-    percent = 100 * x
-    if percent < 0.01:
-        return "under 0.01%"
-    return f"{percent:.0f}%" if percent >= 10 else f"{percent:.2g}%"
+    """A fraction as a percentage: "52%", "2.1%", "0.031%", or "under 0.01%" (two significant
+    digits below 10%), in the current language."""
+    if 100 * x < 0.01:
+        return _("under {share}").format(share=percent(0.0001, 2))
+    if 100 * x >= 10:
+        return percent(x, 0)
+    digits = f"{100 * x:.2g}"
+    return percent(float(digits) / 100, len(digits.partition(".")[2]))
 
 
 def model_info(path):
     """(info, error message) of the ALiBi model through the shared model cache."""
     if path is None:
-        return None, ("The shipped ALiBi model is missing (assets/models/alibi). "
-                      + assets.TRAIN_HINT.format(name=assets.DEFAULT_MODEL))
+        return None, (_("The shipped ALiBi model is missing (assets/models/alibi).") + " "
+                      + train_hint(assets.DEFAULT_MODEL))
     try:
-        _, _, info = ui.cached_model(str(path), ui.model_stamp(str(path)))
+        _model, _tokenizer, info = ui.cached_model(str(path), ui.model_stamp(str(path)))
     except AlibiVizError as exc:
-        return None, f"The shipped ALiBi model could not be loaded: {exc}"
+        return None, _("The shipped ALiBi model could not be loaded: {error}").format(error=exc)
     return info, None
 
 
@@ -130,30 +141,40 @@ def controls_ui(names: list[str], num_layers: int, num_heads: int):
         UrlParam("layer", "int", 1, 1, num_layers),
         UrlParam("head", "int", num_heads, 1, num_heads),
     ])
+    # Labels fixed at render time (a dict, not a function that reads the language), so the
+    # options read the same wherever Streamlit formats them.
+    labels = {name: model_label(name) for name in names}
     with st.sidebar:
-        st.header("Extrapolation lab")
-        st.subheader("Live evaluation")
-        model = st.selectbox("Model", names, key="xl_model", format_func=model_label,
-                             help="Which shipped model to re-evaluate live.")
-        length = st.select_slider("Evaluation length (tokens)", LENGTHS, key="xl_length",
-                                  help="Window length of the live run: 128 (the training "
-                                       "length) up to 4,096 (32x).")
-        st.subheader("ALiBi attention maps")
-        layer = st.selectbox("Layer", list(range(1, num_layers + 1)), key="xl_layer")
-        head = st.selectbox("Head", list(range(1, num_heads + 1)), key="xl_head",
-                            help="Head 1 has the steepest slope (looks closest); the last head "
-                                 "the gentlest.")
+        st.header(_("Extrapolation lab"))
+        st.subheader(_("Live evaluation"))
+        model = st.selectbox(_("Model"), names, key="xl_model", format_func=labels.get,
+                             help=_("Which shipped model to re-evaluate live."))
+        length = st.select_slider(_("Evaluation length (tokens)"), LENGTHS, key="xl_length",
+                                  help=_("Window length of the live run: {train} (the training "
+                                         "length) up to {longest} ({factor}x).").format(
+                                      train=number(LENGTHS[0]), longest=number(LENGTHS[-1]),
+                                      factor=LENGTHS[-1] // LENGTHS[0]))
+        st.subheader(_("ALiBi attention maps"))
+        layer = st.selectbox(_("Layer"), list(range(1, num_layers + 1)), key="xl_layer")
+        head = st.selectbox(_("Head"), list(range(1, num_heads + 1)), key="xl_head",
+                            help=_("Head 1 has the steepest slope (looks closest); the last "
+                                   "head the gentlest."))
     return model, int(length), int(layer), int(head)
 
 
 def live_controls_ui(length: int):
     """Protocol and token count of the live run (token count capped for the length)."""
     left, right = st.columns(2)
-    protocol = left.radio("Protocol", PROTOCOLS, key="xl_protocol", horizontal=True,
-                          help="nonoverlapping: consecutive windows, every token scored. "
-                               f"sliding: windows advance {DEFAULT_STRIDE} tokens and only their "
-                               f"last {DEFAULT_STRIDE} are scored, so each scored token sees "
-                               f"between L - {DEFAULT_STRIDE - 1} and L tokens of context.")
+    shown = {p: protocol_name(p) for p in PROTOCOLS}  # fixed at render time, as in controls_ui
+    protocol = left.radio(_("Protocol"), PROTOCOLS, key="xl_protocol", horizontal=True,
+                          format_func=shown.get,
+                          help=_("{nonoverlapping}: consecutive windows, every token scored. "
+                                 "{sliding}: windows advance {stride} tokens and only their "
+                                 "last {stride} are scored, so each scored token sees between "
+                                 "L - {slack} and L tokens of context.").format(
+                              nonoverlapping=protocol_name("nonoverlapping"),
+                              sliding=protocol_name("sliding"), stride=DEFAULT_STRIDE,
+                              slack=DEFAULT_STRIDE - 1))
     cap = live_token_cap(length, protocol, DEFAULT_STRIDE)
     smallest = length if protocol == "nonoverlapping" else min(DEFAULT_STRIDE, length)
     smallest = min(smallest, cap)
@@ -162,9 +183,10 @@ def live_controls_ui(length: int):
         st.session_state["xl_tokens"] = cap
         st.session_state["_xl_tokens_for"] = (length, protocol)
     st.session_state["xl_tokens"] = min(max(int(st.session_state["xl_tokens"]), smallest), cap)
-    tokens = right.number_input("Tokens to score", smallest, cap, step=smallest, key="xl_tokens",
-                                help=f"At most {cap:,} at this length and protocol, so the run "
-                                     "stays within seconds.")
+    tokens = right.number_input(_("Tokens to score"), smallest, cap, step=smallest,
+                                key="xl_tokens",
+                                help=_("At most {cap} at this length and protocol, so the run "
+                                       "stays within seconds.").format(cap=number(cap)))
     return protocol, int(tokens), cap
 
 
@@ -185,15 +207,21 @@ if not train_len and results:
     train_len = train_seq_len_of(results)
 train_len = int(train_len or FALLBACK_TRAIN_LEN)
 
-st.title("Extrapolation lab: train short, test long")
-st.caption(f"Five small models trained alike on {train_len}-token windows of Python source "
-           "(same backbone, data, copy curriculum, steps and schedule), differing in how they "
-           "know where a token is: "
-           + "; ".join(f"**{spec.label}**: {spec.position}" for spec in assets.SHIPPED.values())
-           + f". Then each reads held-out text in windows of up to {max(LENGTHS):,} tokens.")
-with st.expander("What else differs between the five (measured, see the model cards)"):
-    st.markdown("\n".join(f"- {d}" for d in assets.REMAINING_DIFFERENCES))
+st.title(_("Extrapolation lab: train short, test long"))
+st.caption(_("Five small models trained alike on {train_len}-token windows of Python source "
+             "(same backbone, data, copy curriculum, steps and schedule), differing in how they "
+             "know where a token is: {positions}. Then each reads held-out text in windows of "
+             "up to {longest} tokens.").format(
+    train_len=number(train_len), longest=number(max(LENGTHS)),
+    positions="; ".join(f"**{model_label(name)}**: {_(spec.position)}"
+                        for name, spec in assets.SHIPPED.items())))
+with st.expander(_("What else differs between the five (measured, see the model cards)")):
+    st.markdown("\n".join(f"- {_(d)}" for d in assets.REMAINING_DIFFERENCES))
 ui.show_url_warnings(PREFIX)
+
+
+# The paper's method names (alibi_viz.paper.TABLE2) as the table shows them.
+PAPER_METHODS = {"sinusoidal": N_("sinusoidal"), "rotary": N_("rotary"), "ALiBi": "ALiBi"}
 
 
 def paper_rows(results: dict) -> list[dict]:
@@ -207,13 +235,14 @@ def paper_rows(results: dict) -> list[dict]:
             "nonoverlapping", {})
         mine_short, mine_long = entry.get(str(train_len)), entry.get(str(longest))
         rows.append({
-            "method": method,
-            f"paper: L={paper.TABLE2_TRAIN_LEN}": short,
-            f"paper: {paper.TABLE2_LONG:,}": long,
-            "paper: ratio": round(long / short, 2),
-            f"ours: {train_len}": mine_short,
-            f"ours: {longest:,}": mine_long,
-            "ours: ratio": round(mine_long / mine_short, 2) if mine_short and mine_long else None,
+            _("method"): _(PAPER_METHODS.get(method, method)),
+            _("paper: L={length}").format(length=number(paper.TABLE2_TRAIN_LEN)): short,
+            _("paper: {length}").format(length=number(paper.TABLE2_LONG)): long,
+            _("paper: ratio"): round(long / short, 2),
+            _("ours: {length}").format(length=number(train_len)): mine_short,
+            _("ours: {length}").format(length=number(longest)): mine_long,
+            _("ours: ratio"): (round(mine_long / mine_short, 2) if mine_short and mine_long
+                               else None),
         })
     return rows
 
@@ -224,98 +253,107 @@ def reading_notes(results: dict) -> None:
     tokens = results.get("protocols", {})
     scored = {p: tokens.get(p, {}).get("tokens") for p in PROTOCOLS}
     longest = max(results["lengths"])
-    st.markdown(
-        "**How to read it.** *Non-overlapping* windows score every token, but the first "
-        "tokens of each window see almost no context (the paper's *early token curse*); a "
-        "longer window has proportionally fewer of them, which is all it takes for a model "
-        "that does not break to improve with length. The *sliding* window moves by "
-        f"{stride} tokens and scores only the last {stride} of each window, so every scored "
-        f"token sees between L − {stride - 1} and L tokens of context (the paper slid by one "
-        "token, so that each sees exactly L; a stride of "
-        f"{stride} is this project's cheaper approximation). "
-        + (f"Each non-overlapping number rests on {scored['nonoverlapping']:,} scored tokens, "
-           f"each sliding one on {scored['sliding']:,}; the error bars are 95% intervals over "
-           f"{results.get('chunks', '?')} disjoint chunks of them."
-           if scored["nonoverlapping"] and scored["sliding"] else ""))
+    text = _("**How to read it.** *Non-overlapping* windows score every token, but the first "
+             "tokens of each window see almost no context (the paper's *early token curse*); a "
+             "longer window has proportionally fewer of them, which is all it takes for a model "
+             "that does not break to improve with length. The *sliding* window moves by "
+             "{stride} tokens and scores only the last {stride} of each window, so every scored "
+             "token sees between L − {slack} and L tokens of context (the paper slid by one "
+             "token, so that each sees exactly L; a stride of {stride} is this project's "
+             "cheaper approximation).").format(stride=stride, slack=stride - 1)
+    if scored["nonoverlapping"] and scored["sliding"]:
+        text += " " + _("Each non-overlapping number rests on {nonoverlapping} scored tokens, "
+                        "each sliding one on {sliding}; the error bars are 95% intervals over "
+                        "{chunks} disjoint chunks of them.").format(
+            nonoverlapping=number(scored["nonoverlapping"]), sliding=number(scored["sliding"]),
+            chunks=results.get("chunks", "?"))
+    st.markdown(text)
     use = useful_context(results, "alibi") if "alibi" in results["models"] else None
     nonover = (compare_cells(results, "nonoverlapping", ("alibi", longest), ("alibi", train_len))
                if use else None)
     if use and nonover:
         n, gain, rest = use
-        st.markdown(
-            f"**The key result.** In sliding windows, where every scored token sees a full "
-            f"window, ALiBi's perplexity changes by {describe_ratio(gain)} from {train_len} to "
-            f"{n:,} tokens and by {describe_ratio(rest)} from {n:,} to {longest:,}: it uses "
-            f"about {n:,} tokens of context ({n // train_len}x its training length) and "
-            f"nothing beyond. In non-overlapping windows it moves by {describe_ratio(nonover)} "
-            f"from {train_len} to {longest:,}; past {n:,} tokens that is only fewer tokens "
-            "paying the early token curse, not more context used. The paper reaches the same "
-            "conclusion (appendix B) and finds ALiBi best near twice the training length; the "
-            "copy curriculum of these models stretches their reach further (section 4).")
+        st.markdown(_(
+            "**The key result.** In sliding windows, where every scored token sees a full "
+            "window, ALiBi's perplexity changes by {gain} from {train_len} to {n} tokens and by "
+            "{rest} from {n} to {longest}: it uses about {n} tokens of context ({factor}x its "
+            "training length) and nothing beyond. In non-overlapping windows it moves by "
+            "{nonoverlapping} from {train_len} to {longest}; past {n} tokens that is only fewer "
+            "tokens paying the early token curse, not more context used. The paper reaches the "
+            "same conclusion (appendix B) and finds ALiBi best near twice the training length; "
+            "the copy curriculum of these models stretches their reach further (section 4)."
+        ).format(gain=describe_ratio(gain), rest=describe_ratio(rest),
+                 nonoverlapping=describe_ratio(nonover), train_len=number(train_len),
+                 n=number(n), longest=number(longest), factor=n // train_len))
     if "nope" in results["models"]:
-        st.markdown(
+        st.markdown(_(
             "**NoPE** has no position information at all, yet a causal model can still learn "
             "where it is: the mask lets a token count how many tokens come before it (Haviv "
             "et al. 2022, Kazemnejad et al. 2023). Its curves show what that implicit position "
-            "does at and beyond the training length.")
+            "does at and beyond the training length."))
 
 
 # 1. shipped results -------------------------------------------------------------------------
-st.subheader("1. Perplexity vs evaluation length (shipped results)")
+st.subheader(_("1. Perplexity vs evaluation length (shipped results)"))
 chart_slot = st.container()  # filled at the end, once a live run may have added its star
 summary_slot = st.container()
 if not results:
-    chart_slot.info("No shipped results yet: assets/results/extrapolation.json is written by "
-                    "`python -m alibi_viz.evaluate`. The live evaluation below works without it.")
+    chart_slot.info(_("No shipped results yet: assets/results/extrapolation.json is written by "
+                      "`python -m alibi_viz.evaluate`. The live evaluation below works without "
+                      "it."))
 else:
     with summary_slot:
         try:
             for protocol in PROTOCOLS:
                 sentences = extrapolation_summary(results, protocol)
                 if sentences:
-                    st.markdown(f"**{protocol}.** " + " ".join(sentences))
+                    st.markdown(f"**{protocol_name(protocol)}.** " + " ".join(sentences))
             for sentence in in_distribution_ranking(results):
                 st.markdown(sentence)
             reading_notes(results)
-            st.markdown(f"**Beside the paper** ({paper.CITATION}, appendix Table 2: "
-                        f"WikiText-103, trained at L = {paper.TABLE2_TRAIN_LEN} tokens, "
-                        "non-overlapping windows). The paper's sliding-window evaluation keeps "
-                        "ALiBi flat while the sinusoidal model goes from "
-                        f"{paper.SLIDING_SINUSOIDAL[0]} to {paper.SLIDING_SINUSOIDAL[1]} at "
-                        f"{paper.SLIDING_LONG:,} tokens.")
+            st.markdown(_("**Beside the paper** ({citation}, appendix Table 2: WikiText-103, "
+                          "trained at L = {train_len} tokens, non-overlapping windows). The "
+                          "paper's sliding-window evaluation keeps ALiBi flat while the "
+                          "sinusoidal model goes from {short} to {long} at {length} "
+                          "tokens.").format(
+                citation=paper.CITATION, train_len=number(paper.TABLE2_TRAIN_LEN),
+                short=number(paper.SLIDING_SINUSOIDAL[0]),
+                long=number(paper.SLIDING_SINUSOIDAL[1]), length=number(paper.SLIDING_LONG)))
             st.dataframe(paper_rows(results), hide_index=True, key="xl_paper")
-            with st.expander("Table and evaluation details"):
+            with st.expander(_("Table and evaluation details")):
                 st.dataframe(results_table(results), hide_index=True, key="xl_table")
-                st.caption(f"{results.get('tokens_note', '')}. {results.get('interval', '')}. "
-                           f"Corpus: {results.get('corpus', {}).get('source', 'unknown')}. "
-                           f"Command: `{results.get('command', 'python -m alibi_viz.evaluate')}`.")
+                st.caption(results_details(results))
         except AlibiVizError as exc:
-            st.error(f"The shipped results could not be read: {exc}")
+            st.error(_("The shipped results could not be read: {error}").format(error=exc))
             results = {}
 
 # 2. live run ---------------------------------------------------------------------------------
-st.subheader("2. Re-run it live")
+st.subheader(_("2. Re-run it live"))
 protocol, tokens, cap = live_controls_ui(length)
-st.caption(f"Re-evaluates {model_label(model)} at {length:,} tokens ({protocol}) on the same "
-           f"held-out stream as the shipped numbers, scoring its first tokens. To stay within "
-           f"seconds a live run scores at most {cap:,} tokens at this length (the shipped "
-           "numbers score more text, see the table), so the two can differ. The longest "
-           "runs are at 4,096 tokens, where one window is the least that can be evaluated.")
+st.caption(_("Re-evaluates {model} at {length} tokens ({protocol}) on the same held-out stream "
+             "as the shipped numbers, scoring its first tokens. To stay within seconds a live "
+             "run scores at most {cap} tokens at this length (the shipped numbers score more "
+             "text, see the table), so the two can differ. The longest runs are at {longest} "
+             "tokens, where one window is the least that can be evaluated.").format(
+    model=model_label(model), length=number(length), protocol=protocol_name(protocol),
+    cap=number(cap), longest=number(max(LENGTHS))))
 live_runs = st.session_state.setdefault("xl_live", [])
-if st.button("Run live evaluation", key="xl_run", type="primary"):
+if st.button(_("Run live evaluation"), key="xl_run", type="primary"):
     path = shipped.get(model)
     if path is None:
-        st.error(f"The model {model_label(model)} is not shipped (assets/models/{model}). "
-                 + assets.TRAIN_HINT.format(name=model))
+        st.error(_("The model {model} is not shipped (assets/models/{name}).").format(
+            model=model_label(model), name=model) + " " + train_hint(model))
     else:
-        bar = st.progress(0.0, text=f"Scoring {tokens:,} tokens in windows of {length:,}...")
+        bar = st.progress(0.0, text=_("Scoring {tokens} tokens in windows of {length}...").format(
+            tokens=number(tokens), length=number(length)))
         try:
             net = eval_model(str(path), ui.model_stamp(str(path)))
             stream = held_out_ids(LIVE_STREAM_TOKENS)
             start = time.perf_counter()
 
             def advance(done, total):
-                bar.progress(done / total, text=f"window {done:,} of {total:,}")
+                bar.progress(done / total, text=_("window {done} of {total}").format(
+                    done=number(done), total=number(total)))
 
             out = perplexity(net, stream, length, protocol, progress=advance,
                              stride=DEFAULT_STRIDE,
@@ -323,9 +361,9 @@ if st.button("Run live evaluation", key="xl_run", type="primary"):
             seconds = time.perf_counter() - start
         except (AlibiVizError, RuntimeError, MemoryError) as exc:
             bar.empty()
-            st.error(f"The live evaluation failed: {exc}")
+            st.error(_("The live evaluation failed: {error}").format(error=exc))
         else:
-            bar.progress(1.0, text=f"Done in {seconds:.1f} s")
+            bar.progress(1.0, text=_("Done in {seconds} s").format(seconds=number(seconds, 1)))
             run = {"model": model, "protocol": protocol, "length": length, "ppl": out["ppl"],
                    "tokens": out["tokens"], "seconds": round(seconds, 2)}
             live_runs[:] = [r for r in live_runs if (r["model"], r["protocol"], r["length"])
@@ -339,56 +377,67 @@ shipped_tokens = (results.get("models", {}).get(model, {}).get("tokens", {})
                   .get(protocol, {}).get(str(length))) if results else None
 live_col, shipped_col = st.columns(2)
 with live_col:
+    live_label = _("Live: {model}, {protocol}, {length} tokens").format(
+        model=model_label(model), protocol=protocol_name(protocol), length=number(length))
     if current:
-        st.metric(f"Live: {model_label(model)}, {protocol}, {length:,} tokens",
-                  f"{current['ppl']:.3f}")
-        st.caption(f"{current['tokens']:,} tokens scored in {current['seconds']:.1f} s.")
+        st.metric(live_label, number(current["ppl"], 3))
+        st.caption(_("{tokens} tokens scored in {seconds} s.").format(
+            tokens=number(current["tokens"]), seconds=number(current["seconds"], 1)))
     else:
-        st.metric(f"Live: {model_label(model)}, {protocol}, {length:,} tokens", "not run yet")
+        st.metric(live_label, _("not run yet"))
 with shipped_col:
     if shipped_ppl is not None:
-        st.metric("Shipped", f"{float(shipped_ppl):.3f}")
+        st.metric(_("Shipped"), number(float(shipped_ppl), 3))
         if shipped_tokens:
-            st.caption(f"{int(shipped_tokens):,} tokens scored.")
+            st.caption(_("{n} tokens scored.").format(n=number(int(shipped_tokens))))
     else:
-        st.metric("Shipped", "n/a", help="No shipped number for this model, protocol and length.")
+        st.metric(_("Shipped"), _("n/a"),
+                  help=_("No shipped number for this model, protocol and length."))
 
 if results:
     try:
-        fig = results_figure(results)
+        fig = results_figure(results, i18n.get_language())
         if live_runs:
             fig = perplexity_figure(results, live=live_runs)
         with chart_slot:
             ui.show_figure(fig, "extrapolation_perplexity", key="xl_fig_results")
     except AlibiVizError as exc:
-        chart_slot.error(f"The shipped results could not be drawn: {exc}")
+        chart_slot.error(_("The shipped results could not be drawn: {error}").format(error=exc))
 
 # 3. attention maps ------------------------------------------------------------------------------
-st.subheader(f"3. One ALiBi head at {train_len} and at {LONG_FACTOR * train_len:,} tokens")
+st.subheader(_("3. One ALiBi head at {short} and at {long} tokens").format(
+    short=number(train_len), long=number(LONG_FACTOR * train_len)))
 if info is None:
     st.info(alibi_error)
 else:
     slope = info.slopes[head - 1] if info.slopes else None
     try:
         fig, beyond, beyond_bias, T = attention_view(str(alibi_path), ui.model_stamp(str(alibi_path)),
-                                                     train_len, layer, head, slope)
+                                                     train_len, layer, head, slope,
+                                                     i18n.get_language())
     except AlibiVizError as exc:
         st.error(str(exc))
     else:
         ui.show_figure(fig, f"extrapolation_attention_L{layer}_H{head}", key="xl_fig_attention")
-        text = (f"The same held-out Python file, read by the ALiBi model at {train_len} tokens "
-                f"(left, the training length) and at {T:,} tokens (right, {T // train_len}x). "
-                "Below the dashed red line every query sees more tokens than any training "
-                f"window held; left of the dotted line keys are more than {train_len} tokens "
-                "back, farther than any distance seen in training. For ALiBi those distances "
-                "are new too, but they only carry a larger penalty on the same straight line, "
-                "so most attention stays on distances seen in training. A causal model cannot "
-                "look ahead, so the left map is the top-left corner of the right one.")
-        if beyond == beyond:  # not NaN
-            text += (f" Queries past position {train_len} give **{share(beyond)}** of their "
-                     f"attention to keys more than {train_len} tokens back")
-            text += (f"; the bias alone (m={slope:.3g}, all content scores equal) would give "
-                     f"{share(beyond_bias)}." if beyond_bias is not None else ".")
+        text = _("The same held-out Python file, read by the ALiBi model at {train_len} tokens "
+                 "(left, the training length) and at {T} tokens (right, {factor}x). Below the "
+                 "dashed red line every query sees more tokens than any training window held; "
+                 "left of the dotted line keys are more than {train_len} tokens back, farther "
+                 "than any distance seen in training. For ALiBi those distances are new too, but "
+                 "they only carry a larger penalty on the same straight line, so most attention "
+                 "stays on distances seen in training. A causal model cannot look ahead, so the "
+                 "left map is the top-left corner of the right one.").format(
+            train_len=number(train_len), T=number(T), factor=T // train_len)
+        if beyond == beyond and beyond_bias is not None:  # not NaN
+            text += " " + _("Queries past position {train_len} give **{share}** of their "
+                            "attention to keys more than {train_len} tokens back; the bias alone "
+                            "(m={m}, all content scores equal) would give {bias}.").format(
+                train_len=number(train_len), share=share(beyond), m=significant(slope),
+                bias=share(beyond_bias))
+        elif beyond == beyond:
+            text += " " + _("Queries past position {train_len} give **{share}** of their "
+                            "attention to keys more than {train_len} tokens back.").format(
+                train_len=number(train_len), share=share(beyond))
         st.markdown(text)
 
 
@@ -398,84 +447,93 @@ COPY_DISTANCES = (16, 32, 64, 128, 256, 512, 1024)
 
 
 @st.cache_data(max_entries=4, show_spinner=False)
-def reach_fig(reach: dict, train_len: int):
+def reach_fig(reach: dict, train_len: int, lang: str):
+    """The shipped reach chart, its texts in `lang` (the current language)."""
     return reach_figure(reach, train_len)
 
 
 @st.cache_data(max_entries=4, show_spinner=False)
-def win_half_fig(slopes: tuple, num_keys: int):
+def win_half_fig(slopes: tuple, num_keys: int, lang: str):
+    """The bias-alone retrieval limit per head, its texts in `lang` (the current language)."""
     return win_half_figure(list(slopes), num_keys)
 
 
-@st.cache_data(max_entries=16, show_spinner="Running the model on a planted span...")
+@st.cache_data(max_entries=16, show_spinner=_("Running the model on a planted span..."))
 def copy_heads(path: str, stamp: tuple, distance: int):
     """Copy attention per head and the losses on one planted span of held-out text."""
-    model, _, _ = ui.cached_model(path, stamp)
+    model, _tokenizer, _info = ui.cached_model(path, stamp)
     ids, first, repeat = copy_sequences(held_out_ids(LIVE_STREAM_TOKENS), distance, samples=1)
     values = copy_attention(model, ids[0].numpy(), first, repeat, COPY_SPAN)
     return values, span_losses(model, ids[0].numpy(), first, repeat, COPY_SPAN)
 
 
-st.subheader("4. How far back do the models really look?")
-st.markdown(
+st.subheader(_("4. How far back do the models really look?"))
+st.markdown(_(
     "Left: the loss on the same held-out tokens when each model is given only the last c "
     "tokens before every one of them. Where a curve flattens, more context stops helping; "
     "past the training length (dashes) it may get worse. Right: retrieval. A span of "
     "held-out code is planted and repeated d tokens later; the gain is how much better the "
     "repeat is predicted than the first copy. For ALiBi a key d tokens back has to beat the "
-    "bias −m·d, so the gain fades with distance.")
+    "bias −m·d, so the gain fades with distance."))
 reach = assets.load_reach_results()
 if not reach:
-    st.info("No shipped reach results yet: assets/results/reach.json is written by "
-            "`python -m alibi_viz.reach`.")
+    st.info(_("No shipped reach results yet: assets/results/reach.json is written by "
+              "`python -m alibi_viz.reach`."))
 else:
     try:
-        ui.show_figure(reach_fig(reach, train_len), "reach", key="xl_fig_reach")
+        ui.show_figure(reach_fig(reach, train_len, i18n.get_language()), "reach",
+                       key="xl_fig_reach")
         for line in reach_summary(reach, train_len):
             st.markdown(f"- {line}")
-        st.caption(f"{reach['reach']['tokens']} scored tokens, the same at every context; "
-                   f"{reach['copy']['samples']} planted spans of {reach['copy']['span']} tokens "
-                   f"per distance. Command: `{reach.get('command', 'python -m alibi_viz.reach')}`.")
+        st.caption(_("{tokens} scored tokens, the same at every context; {samples} planted spans "
+                     "of {span} tokens per distance. Command: `{command}`.").format(
+            tokens=number(reach["reach"]["tokens"]), samples=reach["copy"]["samples"],
+            span=reach["copy"]["span"],
+            command=reach.get("command", "python -m alibi_viz.reach")))
     except (AlibiVizError, KeyError, ValueError) as exc:
-        st.error(f"The shipped reach results could not be read: {exc}")
+        st.error(_("The shipped reach results could not be read: {error}").format(error=exc))
 if info is not None and info.slopes:
-    st.markdown(
+    st.markdown(_(
         "**The retrieval limit, from the bias alone.** For a far key to take half of a "
         "query's attention, its content score must beat every other key by the amount below: "
         "m·d plus a constant, so it grows by m logits for every token of distance. Gentle "
-        "heads can still retrieve from far back; steep heads cannot.")
+        "heads can still retrieve from far back; steep heads cannot."))
     ui.show_figure(win_half_fig(tuple(info.effective_slopes or info.slopes),
-                                LONG_FACTOR * train_len), "win_half", key="xl_fig_win_half")
+                                LONG_FACTOR * train_len, i18n.get_language()), "win_half",
+                   key="xl_fig_win_half")
 
 left, right = st.columns(2)
 with left:
-    st.markdown(f"**Re-run a reach curve live** ({model_label(model)}, contexts up to "
-                f"{max(REACH_LIVE_CONTEXTS):,} tokens).")
-    if st.button("Run reach live", key="xl_reach_run"):
+    st.markdown(_("**Re-run a reach curve live** ({model}, contexts up to {longest} "
+                  "tokens).").format(model=model_label(model),
+                                     longest=number(max(REACH_LIVE_CONTEXTS))))
+    if st.button(_("Run reach live"), key="xl_reach_run"):
         path = shipped.get(model)
         if path is None:
-            st.error(f"The model {model_label(model)} is not shipped. "
-                     + assets.TRAIN_HINT.format(name=model))
+            st.error(_("The model {model} is not shipped.").format(model=model_label(model))
+                     + " " + train_hint(model))
         else:
-            bar = st.progress(0.0, text="context 1 ...")
+            bar = st.progress(0.0, text=_("context {c} ...").format(c=1))
             try:
                 start = time.perf_counter()
                 live = context_reach(
                     eval_model(str(path), ui.model_stamp(str(path))),
                     held_out_ids(LIVE_STREAM_TOKENS), REACH_LIVE_CONTEXTS,
                     progress=lambda done, total: bar.progress(
-                        done / total, text=f"context {REACH_LIVE_CONTEXTS[done - 1]:,} done"))
+                        done / total, text=_("context {c} done").format(
+                            c=number(REACH_LIVE_CONTEXTS[done - 1]))))
                 seconds = time.perf_counter() - start
             except (AlibiVizError, RuntimeError, MemoryError) as exc:
                 bar.empty()
-                st.error(f"The live reach run failed: {exc}")
+                st.error(_("The live reach run failed: {error}").format(error=exc))
             else:
-                bar.progress(1.0, text=f"Done in {seconds:.1f} s")
-                st.dataframe([{"context": int(c), "loss (nats/token)": round(float(v), 4)}
+                bar.progress(1.0, text=_("Done in {seconds} s").format(
+                    seconds=number(seconds, 1)))
+                st.dataframe([{_("context"): int(c), _("loss (nats/token)"): round(float(v), 4)}
                               for c, v in zip(live.contexts, live.nll, strict=True)],
                              hide_index=True, key="xl_reach_table")
 with right:
-    distance = st.select_slider("Copy distance (tokens)", COPY_DISTANCES, value=64,
+    distance = st.select_slider(_("Copy distance (tokens)"), COPY_DISTANCES, value=64,
                                 key="xl_copy_distance")
     path = shipped.get(model)
     if path is not None:
@@ -487,29 +545,32 @@ with right:
         else:
             ui.show_figure(copy_heads_figure(values, int(distance)), "copy_heads",
                            key="xl_fig_copy_heads")
-            st.caption(f"{model_label(model)}, one planted span of {COPY_SPAN} held-out tokens: loss "
-                       f"{first_loss:.2f} nats/token on the first copy, {repeat_loss:.2f} on "
-                       "the repeat.")
+            st.caption(_("{model}, one planted span of {span} held-out tokens: loss {first} "
+                         "nats/token on the first copy, {repeat} on the repeat.").format(
+                model=model_label(model), span=COPY_SPAN, first=number(first_loss, 2),
+                repeat=number(repeat_loss, 2)))
 
-with st.expander("Plant your own span"):
-    span = st.text_input("Span to repeat", "return total / width", key="xl_span",
+with st.expander(_("Plant your own span")):
+    span = st.text_input(_("Span to repeat"), "return total / width", key="xl_span",
                          max_chars=200)
-    between = st.text_area("Text between the two copies", data.CODE_EXAMPLE, key="xl_between",
+    between = st.text_area(_("Text between the two copies"), data.CODE_EXAMPLE, key="xl_between",
                            max_chars=20_000, height=120)
     path = shipped.get(model)
-    if st.button("Measure", key="xl_span_run") and path is not None:
+    if st.button(_("Measure"), key="xl_span_run") and path is not None:
         try:
-            net, tokenizer, _ = ui.cached_model(str(path), ui.model_stamp(str(path)))
+            net, tokenizer, _info = ui.cached_model(str(path), ui.model_stamp(str(path)))
             ids, first, repeat, n = plant_span(tokenizer, between, span)
             first_loss, repeat_loss = span_losses(net, ids, first, repeat, n)
             values = copy_attention(net, ids, first, repeat, n) if n > 1 else None
         except (AlibiVizError, RuntimeError, MemoryError) as exc:
             st.error(str(exc))
         else:
-            st.markdown(f"{model_label(model)}: the span is {n} tokens and its copies are "
-                        f"{repeat - first:,} tokens apart. Loss {first_loss:.2f} nats/token on "
-                        f"the first copy, {repeat_loss:.2f} on the repeat (gain "
-                        f"{first_loss - repeat_loss:+.2f}).")
+            st.markdown(_("{model}: the span is {n} tokens and its copies are {distance} "
+                          "tokens apart. Loss {first} nats/token on the first copy, {repeat} "
+                          "on the repeat (gain {gain}).").format(
+                model=model_label(model), n=number(n), distance=number(repeat - first),
+                first=number(first_loss, 2), repeat=number(repeat_loss, 2),
+                gain=signed(first_loss - repeat_loss, 2)))
             if values is not None:
                 ui.show_figure(copy_heads_figure(values, repeat - first), "copy_heads_own",
                                key="xl_fig_copy_own")
