@@ -6,6 +6,7 @@ and the same figures enlarged for a projector.
 * `head_vs_bias_figure`: a real head's attention map beside what its slope alone would give
   (`alibi.implied_attention_map`), drawn by `extrapolation_figures.attention_pair_figure`.
 * `enlarge_figure`: any figure with its fonts and height scaled for a projector.
+* `significant`, `tokens`: numbers and token counts written for the current language.
 """
 
 from __future__ import annotations
@@ -16,10 +17,28 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from . import i18n
 from .alibi import check_int, implied_attention_map
 from .errors import AlibiVizError
 from .extrapolation_figures import MARKER_COLOR, attention_pair_figure
 from .heads import check_attention
+from .i18n import _, ngettext
+
+
+def significant(value: float, digits: int = 3) -> str:
+    """`value` to `digits` significant digits, as f"{value:.3g}" writes it, with the current
+    language's decimal mark (es and ru: "0,00391")."""
+    return f"{value:.{digits}g}".replace(".", i18n.plotly_separators()[0])
+
+
+def tokens(value: float, shown: str) -> str:
+    """'`shown` tokens', `shown` being `value` as written on the page, in the form the
+    language's grammar wants: Russian declines the noun one way after a fraction ("1,4 токена")
+    and three ways after a whole number ("1 токен", "2 токена", "5 токенов")."""
+    if i18n.plotly_separators()[0] in shown or "e" in shown:
+        # TRANSLATORS: {fraction} is a number with decimals, e.g. 1.39.
+        return _("{fraction} tokens").format(fraction=shown)
+    return ngettext("{n} token", "{n} tokens", round(value)).format(n=shown)
 
 
 def head_vs_bias_figure(attention, slope: float, layer: int, head: int, **kwargs) -> go.Figure:
@@ -27,11 +46,16 @@ def head_vs_bias_figure(attention, slope: float, layer: int, head: int, **kwargs
     q.k equal): the difference is what the content term does. layer/head are 1-based."""
     attention = check_attention(attention)
     implied = implied_attention_map([slope], attention.shape[0])[0]  # (T, T)
-    return attention_pair_figure(
-        attention, implied, f"Layer {layer}, head {head}: the model",
-        f"Bias alone: m={slope:.3g}",
-        title=f"Real attention vs the bias alone (m={slope:.3g}, half-life "
-              f"{math.log(2) / slope:.3g} tokens)", **kwargs)
+    life = math.log(2) / slope
+    # The part of each panel title before the colon names the map in its hover label.
+    fig = attention_pair_figure(
+        attention, implied, _("Layer {layer}, head {head}: the model").format(layer=layer,
+                                                                            head=head),
+        _("Bias alone: m={m}").format(m=significant(slope)),
+        title=_("Real attention vs the bias alone (m={m}, half-life {half_life})").format(
+            m=significant(slope), half_life=tokens(life, significant(life))), **kwargs)
+    fig.update_layout(separators=i18n.plotly_separators())
+    return fig
 
 
 # ----------------------------------------------------------------------------- lesson figures
@@ -59,34 +83,36 @@ def score_pipeline_figure(slope: float, num_keys: int = 32, seed: int = 0,
     num_keys = check_int(num_keys, "num_keys", 2, 4096)
     slope = float(slope)
     if not (math.isfinite(slope) and 0 <= slope <= 16):
-        raise AlibiVizError(f"slope must be in [0, 16], got {slope}.")
+        raise AlibiVizError(_("slope must be in [0, 16], got {value}.").format(value=slope))
     content = toy_content_scores(num_keys, seed, scale)
     j = np.arange(num_keys)
     i = num_keys - 1
     bias = -slope * (i - j)
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.12,
-                        subplot_titles=("scores before the softmax",
-                                        f"attention of query i={i} over keys"))
-    fig.add_trace(go.Bar(x=j, y=content, name="content q·k/√d", marker_color="#9ecae1",
-                         hovertemplate="key %{x}<br>content %{y:.3f}<extra></extra>"), row=1, col=1)
-    fig.add_trace(go.Scatter(x=j, y=bias, name=f"ALiBi bias −m(i−j), m={slope:.3g}",
+                        subplot_titles=(_("scores before the softmax"),
+                                        _("attention of query i={i} over keys").format(i=i)))
+    weight_hover = _("key %{x}<br>weight %{y:.3f}<extra></extra>")
+    fig.add_trace(go.Bar(x=j, y=content, name=_("content q·k/√d"), marker_color="#9ecae1",
+                         hovertemplate=_("key %{x}<br>content %{y:.3f}<extra></extra>")),
+                  row=1, col=1)
+    fig.add_trace(go.Scatter(x=j, y=bias,
+                             name=_("ALiBi bias −m(i−j), m={m}").format(m=significant(slope)),
                              mode="lines", line=dict(color=MARKER_COLOR, width=2),
-                             hovertemplate="key %{x}<br>bias %{y:.3f}<extra></extra>"),
+                             hovertemplate=_("key %{x}<br>bias %{y:.3f}<extra></extra>")),
                   row=1, col=1)
-    fig.add_trace(go.Scatter(x=j, y=content + bias, name="score = content + bias",
+    fig.add_trace(go.Scatter(x=j, y=content + bias, name=_("score = content + bias"),
                              mode="markers", marker=dict(color="black", size=7),
-                             hovertemplate="key %{x}<br>score %{y:.3f}<extra></extra>"),
+                             hovertemplate=_("key %{x}<br>score %{y:.3f}<extra></extra>")),
                   row=1, col=1)
-    fig.add_trace(go.Bar(x=j, y=_softmax(content), name="attention without position",
-                         marker_color="#bdbdbd",
-                         hovertemplate="key %{x}<br>weight %{y:.3f}<extra></extra>"), row=2, col=1)
-    fig.add_trace(go.Bar(x=j, y=_softmax(content + bias), name="attention with ALiBi",
-                         marker_color="#1f77b4",
-                         hovertemplate="key %{x}<br>weight %{y:.3f}<extra></extra>"), row=2, col=1)
-    fig.update_xaxes(title="key position j (the query is the last token)", row=2, col=1)
-    fig.update_yaxes(title="logit", row=1, col=1)
-    fig.update_yaxes(title="weight", row=2, col=1)
+    fig.add_trace(go.Bar(x=j, y=_softmax(content), name=_("attention without position"),
+                         marker_color="#bdbdbd", hovertemplate=weight_hover), row=2, col=1)
+    fig.add_trace(go.Bar(x=j, y=_softmax(content + bias), name=_("attention with ALiBi"),
+                         marker_color="#1f77b4", hovertemplate=weight_hover), row=2, col=1)
+    fig.update_xaxes(title=_("key position j (the query is the last token)"), row=2, col=1)
+    fig.update_yaxes(title=_("logit"), row=1, col=1)
+    fig.update_yaxes(title=_("weight"), row=2, col=1)
     fig.update_layout(height=height, barmode="group", margin=dict(l=60, r=20, t=60, b=50),
+                      separators=i18n.plotly_separators(),
                       legend=dict(orientation="h", y=-0.15, yanchor="top", x=0.5,
                                   xanchor="center"))
     return fig
@@ -98,7 +124,7 @@ def enlarge_figure(fig: go.Figure, scale: float = 1.5, min_height: int = 450,
     traces) multiplied by `scale`, and the height too unless `height` (px) is given, so that
     the figure can be sized to the screen."""
     if not (isinstance(scale, (int, float)) and 0.5 <= scale <= 4):
-        raise AlibiVizError(f"scale must be in [0.5, 4], got {scale!r}.")
+        raise AlibiVizError(_("scale must be in [0.5, 4], got {value}.").format(value=repr(scale)))
     fig = go.Figure(fig)
 
     def grow(size, default):

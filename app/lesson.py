@@ -13,7 +13,7 @@ import math
 import numpy as np
 import streamlit as st
 
-from alibi_viz import alibi_slopes, assets, data, paper
+from alibi_viz import alibi_slopes, assets, data, i18n, paper
 from alibi_viz.alibi import alibi_bias, half_life, implied_attention_map, mean_distance
 from alibi_viz.bias_figures import bias_grid_figure, decay_figure, slope_schedule_figure
 from alibi_viz.errors import AlibiVizError
@@ -26,10 +26,13 @@ from alibi_viz.evaluate import (
 )
 from alibi_viz.extrapolation_figures import perplexity_figure, reach_figure
 from alibi_viz.heads import attention_maps, head_statistics
+from alibi_viz.i18n import N_, _, number, percent
 from alibi_viz.lesson_figures import (
     enlarge_figure,
     head_vs_bias_figure,
     score_pipeline_figure,
+    significant,
+    tokens,
     toy_content_scores,
 )
 from alibi_viz.params import UrlParam
@@ -37,15 +40,15 @@ from alibi_viz.reach import REACH_CONTEXTS
 from app import ui
 
 PREFIX = "ls"
-STEPS = (
-    "Where position enters attention",
-    "The bias matrix",
-    "Slopes",
-    "Decay and half-life",
-    "A real head of the shipped model",
-    "Train short, test long",
-    "How far back does it look?",
-    "Common misconceptions",
+STEPS = (  # translated where shown: _(STEPS[k])
+    N_("Where position enters attention"),
+    N_("The bias matrix"),
+    N_("Slopes"),
+    N_("Decay and half-life"),
+    N_("A real head of the shipped model"),
+    N_("Train short, test long"),
+    N_("How far back does it look?"),
+    N_("Common misconceptions"),
 )
 PRESENT_SCALE = 1.35  # figure fonts grow by this much in presentation mode
 PRESENT_HEIGHT = 330  # figure height (px) in presentation mode: fits 1024x768 under the text
@@ -69,43 +72,53 @@ LESSON_TEXT = data.CODE_EXAMPLE  # in the shipped models' domain: Python source
 # each have companions that do the same thing under another key).
 NEXT_KEYS = ("PageDown", "Right", "Space")
 PREV_KEYS = ("PageUp", "Left")
+# The evaluation protocols as the radio of step 6 shows them (values stay the results' keys).
+PROTOCOL_LABELS = {"both": N_("both"), "nonoverlapping": N_("nonoverlapping"),
+                   "sliding": N_("sliding")}
+
+
+def labels(options, label):
+    """A widget's format_func whose texts are written now, in this run's language: Streamlit
+    (and AppTest) may call a format_func later, outside the run that set the language."""
+    return {option: label(option) for option in options}.__getitem__
 
 
 def slope_label(m: float) -> str:
-    return "0 (no position)" if m == 0 else f"1/{round(1 / m)}" if m < 1 else "1"
+    return _("0 (no position)") if m == 0 else f"1/{round(1 / m)}" if m < 1 else "1"
 
 
 # ----------------------------------------------------------------------------- cached figures
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def pipeline_fig(slope: float):
+def pipeline_fig(slope: float, lang: str):
     return score_pipeline_figure(slope, num_keys=24, seed=3)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def bias_fig(seq_len: int):
+def bias_fig(seq_len: int, lang: str):
     return bias_grid_figure(alibi_slopes(8), seq_len, "causal", head_ids=LESSON_HEADS)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def slopes_fig(num_heads: int):
+def slopes_fig(num_heads: int, lang: str):
     return slope_schedule_figure(num_heads)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def decay_fig(seq_len: int):
+def decay_fig(seq_len: int, lang: str):
     return decay_figure(alibi_slopes(8), seq_len, "causal")
 
 
-@st.cache_data(max_entries=4, show_spinner="Running the ALiBi model on the text...")
+@st.cache_data(max_entries=4, show_spinner=_("Running the ALiBi model on the text..."))
 def lesson_maps(path: str, stamp: tuple, n_tokens: int):
     """Tokens and every layer's maps for the lesson text (4 x 8 x 128^2 floats: 2 MiB)."""
-    model, tokenizer, _ = ui.cached_model(path, stamp)
+    model, tokenizer, _info = ui.cached_model(path, stamp)
     return attention_maps(model, tokenizer, LESSON_TEXT, max_tokens=n_tokens)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def head_fig(path: str, stamp: tuple, n_tokens: int, layer: int, head: int, slope: float):
+def head_fig(path: str, stamp: tuple, n_tokens: int, layer: int, head: int, slope: float,
+             lang: str):
     attention = lesson_maps(path, stamp, n_tokens).maps[layer - 1][head - 1]
     fig = head_vs_bias_figure(attention, slope, layer, head, height=480)
     prior = implied_attention_map([slope], attention.shape[0])  # (1, T, T)
@@ -114,12 +127,12 @@ def head_fig(path: str, stamp: tuple, n_tokens: int, layer: int, head: int, slop
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
-def results_fig(results: dict, protocols: tuple):
+def results_fig(results: dict, protocols: tuple, lang: str):
     return perplexity_figure(results, protocols=protocols)
 
 
 @st.cache_data(max_entries=4, show_spinner=False)
-def reach_fig(reach: dict, train_len: int):
+def reach_fig(reach: dict, train_len: int, lang: str):
     return reach_figure(reach, train_len)
 
 
@@ -139,14 +152,15 @@ def controls_ui():
     if first_run:  # the URL holds "0"/"1"; the toggle wants a bool
         st.session_state["ls_present"] = st.session_state["ls_present"] == "1"
     with st.sidebar:
-        st.header("Lesson")
-        present = st.toggle("Presentation mode", key="ls_present",
-                            help="For a projector: short text, one figure sized to the screen, "
-                                 "the question first and the answer on a click. A clicker "
-                                 "(PageDown/PageUp) or the arrow keys move between steps "
-                                 "(URL: present=1).")
-        step = st.radio("Steps", list(range(1, len(STEPS) + 1)), key="ls_step",
-                        format_func=lambda k: f"{k}. {STEPS[k - 1]}")
+        st.header(_("Lesson"))
+        present = st.toggle(_("Presentation mode"), key="ls_present",
+                            help=_("For a projector: short text, one figure sized to the screen, "
+                                   "the question first and the answer on a click. A clicker "
+                                   "(PageDown/PageUp) or the arrow keys move between steps "
+                                   "(URL: present=1)."))
+        step = st.radio(_("Steps"), list(range(1, len(STEPS) + 1)), key="ls_step",
+                        format_func=labels(range(1, len(STEPS) + 1),
+                                           lambda k: f"{k}. {_(STEPS[k - 1])}"))
     return int(step), bool(present)
 
 
@@ -156,26 +170,28 @@ def navigation_ui(step: int) -> None:
     short enough for a 1024-pixel screen."""
     first, prev, middle, nxt, last = st.columns([1, 2, 3, 2, 1], vertical_alignment="center")
     first.button("", icon=":material/first_page:", key="ls_first", on_click=go_to, args=(1,),
-                 disabled=step == 1, help="First step (Home)", width="stretch")
-    prev.button("← Back", key="ls_prev", on_click=go_to, args=(step - 1,), disabled=step == 1,
-                help="Previous step (PageUp, ←)", width="stretch")
-    middle.progress(step / len(STEPS), text=f"Step {step} of {len(STEPS)}")
-    nxt.button("Next →", key="ls_next", on_click=go_to, args=(step + 1,),
+                 disabled=step == 1, help=_("First step (Home)"), width="stretch")
+    prev.button(_("← Back"), key="ls_prev", on_click=go_to, args=(step - 1,),
+                disabled=step == 1, help=_("Previous step (PageUp, ←)"), width="stretch")
+    middle.progress(step / len(STEPS),
+                    text=_("Step {step} of {total}").format(step=step, total=len(STEPS)))
+    nxt.button(_("Next →"), key="ls_next", on_click=go_to, args=(step + 1,),
                disabled=step == len(STEPS), type="primary",
-               help="Next step (PageDown, →, Space)", width="stretch")
+               help=_("Next step (PageDown, →, Space)"), width="stretch")
     last.button("", icon=":material/last_page:", key="ls_last", on_click=go_to,
-                args=(len(STEPS),), disabled=step == len(STEPS), help="Last step (End)",
+                args=(len(STEPS),), disabled=step == len(STEPS), help=_("Last step (End)"),
                 width="stretch")
     with st.container(key="ls_keys"):  # hidden by the CSS below
         for key in NEXT_KEYS:
-            st.button(f"next ({key})", key=f"ls_key_{key.lower()}", on_click=go_to,
-                      args=(step + 1,), disabled=step == len(STEPS), shortcut=key)
+            st.button(_("next ({key})").format(key=key), key=f"ls_key_{key.lower()}",
+                      on_click=go_to, args=(step + 1,), disabled=step == len(STEPS),
+                      shortcut=key)
         for key in PREV_KEYS:
-            st.button(f"back ({key})", key=f"ls_key_{key.lower()}", on_click=go_to,
-                      args=(step - 1,), disabled=step == 1, shortcut=key)
-        st.button("first (Home)", key="ls_key_home", on_click=go_to, args=(1,),
+            st.button(_("back ({key})").format(key=key), key=f"ls_key_{key.lower()}",
+                      on_click=go_to, args=(step - 1,), disabled=step == 1, shortcut=key)
+        st.button(_("first (Home)"), key="ls_key_home", on_click=go_to, args=(1,),
                   disabled=step == 1, shortcut="Home")
-        st.button("last (End)", key="ls_key_end", on_click=go_to, args=(len(STEPS),),
+        st.button(_("last (End)"), key="ls_key_end", on_click=go_to, args=(len(STEPS),),
                   disabled=step == len(STEPS), shortcut="End")
     st.html("<style>.st-key-ls_keys { display: none; }</style>")
 
@@ -198,14 +214,16 @@ def ask(step: int, question: str, answer: str, present: bool) -> bool:
     The answer is computed by the step from the same numbers its figure draws."""
     key = f"ls_revealed_{step}"
     if not present:
-        st.markdown(f"**Question.** {question} **Answer.** {answer}")
+        st.markdown(_("**Question.** {question} **Answer.** {answer}").format(
+            question=question, answer=answer))
         return True
     if not st.session_state.get(key):
-        st.markdown(f"**Predict:** {question}")
-        st.button("Reveal the answer", key=f"ls_reveal_button_{step}", type="primary",
+        st.markdown(_("**Predict:** {question}").format(question=question))
+        st.button(_("Reveal the answer"), key=f"ls_reveal_button_{step}", type="primary",
                   on_click=lambda: st.session_state.__setitem__(key, True))
         return False
-    st.markdown(f"**Predict:** {question}  \n**Answer:** {answer}")
+    st.markdown(_("**Predict:** {question}  \n**Answer:** {answer}").format(
+        question=question, answer=answer))
     return True
 
 
@@ -213,165 +231,182 @@ def ask(step: int, question: str, answer: str, present: bool) -> bool:
 
 def step_position(step: int, present: bool) -> None:
     text(
-        "An attention head compares the current token (the **query** i) with every token it "
-        "may look at (the **keys** j): the score is the dot product q·k divided by √d, and a "
-        "softmax turns the scores into weights that sum to 1. Nothing in that score says how "
-        "far apart i and j are¹: move a key elsewhere and it keeps its score. Most "
-        "transformers therefore put position into the input, adding a position vector "
-        "(sinusoidal or learned) to each token embedding, or rotate q and k by their "
-        "positions (RoPE). **ALiBi adds no position embeddings at all.** Before the softmax, "
-        "each score gets a penalty proportional to the distance between query and key, fixed "
-        "before training, not learned, and not divided by √d.",
-        "The score q·k/√d ignores distance. **ALiBi** subtracts m·(i−j) before the softmax: "
-        "no position embeddings, nothing learned.", present)
+        _("An attention head compares the current token (the **query** i) with every token it "
+          "may look at (the **keys** j): the score is the dot product q·k divided by √d, and a "
+          "softmax turns the scores into weights that sum to 1. Nothing in that score says how "
+          "far apart i and j are¹: move a key elsewhere and it keeps its score. Most "
+          "transformers therefore put position into the input, adding a position vector "
+          "(sinusoidal or learned) to each token embedding, or rotate q and k by their "
+          "positions (RoPE). **ALiBi adds no position embeddings at all.** Before the softmax, "
+          "each score gets a penalty proportional to the distance between query and key, fixed "
+          "before training, not learned, and not divided by √d."),
+        _("The score q·k/√d ignores distance. **ALiBi** subtracts m·(i−j) before the softmax: "
+          "no position embeddings, nothing learned."), present)
     if not present:  # on a projector the short text carries the formula
         st.latex(r"\text{score}_{ij} = \frac{q_i \cdot k_j}{\sqrt{d}} \;-\; m\,(i-j),"
                  r"\qquad j \le i")
-    slope = st.select_slider("Slope m", SLOPE_CHOICES, value=0.25, key="ls_s1_slope",
-                             format_func=slope_label)
+    slope = st.select_slider(_("Slope m"), SLOPE_CHOICES, value=0.25, key="ls_s1_slope",
+                             format_func=labels(SLOPE_CHOICES, slope_label))
     keys = 24
     content = toy_content_scores(keys, seed=3)
     recent = slice(keys - 4, keys)
     with_bias = np.exp(content - slope * np.arange(keys - 1, -1, -1))
     share_with = with_bias[recent].sum() / with_bias.sum()
     share_without = np.exp(content)[recent].sum() / np.exp(content).sum()
-    verdict = ("The same" if math.isclose(share_with, share_without, rel_tol=1e-9)
-               else "More" if share_with > share_without else "Less")
-    if ask(step, f"With m = {slope_label(slope)}, do the last 4 keys get more or less of "
-                 "the attention than with no bias at all?",
-           f"{verdict}: {share_with:.0%} with the bias, {share_without:.0%} without (the "
-           "blue and grey bars of the last 4 keys).", present):
-        show(pipeline_fig(slope), "position", present)
+    verdict = (_("The same") if math.isclose(share_with, share_without, rel_tol=1e-9)
+               else _("More") if share_with > share_without else _("Less"))
+    if ask(step, _("With m = {m}, do the last 4 keys get more or less of the attention than "
+                   "with no bias at all?").format(m=slope_label(slope)),
+           _("{verdict}: {with_bias} with the bias, {without_bias} without (the blue and grey "
+             "bars of the last 4 keys).").format(verdict=verdict, with_bias=percent(share_with),
+                                                 without_bias=percent(share_without)), present):
+        show(pipeline_fig(slope, i18n.get_language()), "position", present)
     if not present:
-        st.caption("Made-up content scores for one query (the last token) against 24 keys. "
-                   "With m = 0 both attention rows are the same: a far key with a good score "
-                   "wins as easily as a near one. Raise m and the weight moves to recent keys. "
-                   "¹ Not quite: a causal model without any position information still learns "
-                   "where it is, because the mask lets each token count what comes before it "
-                   "(Haviv et al. 2022); the shipped NoPE model shows it (step 6).")
+        st.caption(_("Made-up content scores for one query (the last token) against 24 keys. "
+                     "With m = 0 both attention rows are the same: a far key with a good score "
+                     "wins as easily as a near one. Raise m and the weight moves to recent keys. "
+                     "¹ Not quite: a causal model without any position information still learns "
+                     "where it is, because the mask lets each token count what comes before it "
+                     "(Haviv et al. 2022); the shipped NoPE model shows it (step 6)."))
 
 
 def step_bias(step: int, present: bool) -> None:
     text(
-        "Write the penalty for every query (row i) and key (column j) and you get one matrix "
-        "per head: **B_ij = −m·(i−j)**. It is 0 on the diagonal (a token and itself) and "
-        "drops by m for each step back. Keys after the query are masked (grey), as in any "
-        "decoder. The matrix depends only on the distance i−j, so every row looks the same, "
-        "just longer; and the same matrices are added in every layer. Real code (the "
-        "authors' fairseq, BLOOM) adds **+m·j** instead: within a row it differs from "
-        "−m·(i−j) by m·i, the same number for every key, and under the causal mask a "
-        "softmax ignores that, so the attention is identical (in exact arithmetic).",
-        "One matrix per head: **B_ij = −m·(i−j)**, 0 on the diagonal, −m per step back, "
-        "masked above.", present)
-    seq_len = st.slider("Sequence length", 4, 128, 16, key="ls_s2_len")
+        _("Write the penalty for every query (row i) and key (column j) and you get one matrix "
+          "per head: **B_ij = −m·(i−j)**. It is 0 on the diagonal (a token and itself) and "
+          "drops by m for each step back. Keys after the query are masked (grey), as in any "
+          "decoder. The matrix depends only on the distance i−j, so every row looks the same, "
+          "just longer; and the same matrices are added in every layer. Real code (the "
+          "authors' fairseq, BLOOM) adds **+m·j** instead: within a row it differs from "
+          "−m·(i−j) by m·i, the same number for every key, and under the causal mask a "
+          "softmax ignores that, so the attention is identical (in exact arithmetic)."),
+        _("One matrix per head: **B_ij = −m·(i−j)**, 0 on the diagonal, −m per step back, "
+          "masked above."), present)
+    seq_len = st.slider(_("Sequence length"), 4, 128, 16, key="ls_s2_len")
     matrix = alibi_bias(alibi_slopes(8)[[0]], max(seq_len, 11))[0]  # head 1, m = 1/2
-    if ask(step, "For head 1 (m = 1/2), what is the bias on the diagonal, and on the key 10 "
-                 "tokens back?",
-           f"{matrix[10, 10] + 0.0:g} on the diagonal and {matrix[10, 0]:g} ten tokens back "
-           "(hover over the first panel).", present):
-        show(bias_fig(seq_len), "bias", present)
+    if ask(step, _("For head 1 (m = 1/2), what is the bias on the diagonal, and on the key 10 "
+                   "tokens back?"),
+           _("{diagonal} on the diagonal and {back} ten tokens back (hover over the first "
+             "panel).").format(diagonal=number(matrix[10, 10] + 0.0),
+                               back=number(matrix[10, 0])), present):
+        show(bias_fig(seq_len, i18n.get_language()), "bias", present)
     if not present:
-        st.caption("Heads 1, 3, 5 and 8 of 8, with the paper's slopes, each on its own colour "
-                   "scale (the darkest value is in each title). Hover for the values.")
+        st.caption(_("Heads 1, 3, 5 and 8 of 8, with the paper's slopes, each on its own colour "
+                     "scale (the darkest value is in each title). Hover for the values."))
 
 
 def step_slopes(step: int, present: bool) -> None:
     text(
-        "Each head gets its own slope. For n heads, n a power of two, the paper uses the "
-        "geometric sequence **m_h = 2^(−8h/n)**, h = 1..n: with 8 heads, 1/2, 1/4, ..., "
-        "1/256. The first head penalises distance steeply, the last barely at all, so "
-        "together the heads cover ranges from a couple of tokens to hundreds. The slopes are "
-        "set before training and never change: the model has no position parameters at all. "
-        "When n is not a power of two, the official code takes the slopes of the largest "
-        "power of two below n and fills in the rest with every other slope of the schedule "
-        "for twice that many heads, so the order zigzags: try 12 heads.",
-        "Head h gets **m_h = 2^(−8h/n)**: 8 heads → 1/2 … 1/256. Other head counts "
-        "interleave a second schedule.", present)
-    num_heads = int(st.number_input("Heads", 1, 64, 8, key="ls_s3_heads"))
+        _("Each head gets its own slope. For n heads, n a power of two, the paper uses the "
+          "geometric sequence **m_h = 2^(−8h/n)**, h = 1..n: with 8 heads, 1/2, 1/4, ..., "
+          "1/256. The first head penalises distance steeply, the last barely at all, so "
+          "together the heads cover ranges from a couple of tokens to hundreds. The slopes are "
+          "set before training and never change: the model has no position parameters at all. "
+          "When n is not a power of two, the official code takes the slopes of the largest "
+          "power of two below n and fills in the rest with every other slope of the schedule "
+          "for twice that many heads, so the order zigzags: try 12 heads."),
+        _("Head h gets **m_h = 2^(−8h/n)**: 8 heads → 1/2 … 1/256. Other head counts "
+          "interleave a second schedule."), present)
+    num_heads = int(st.number_input(_("Heads"), 1, 64, 8, key="ls_s3_heads"))
     slopes = alibi_slopes(num_heads)
     rises = [h for h in range(1, num_heads) if slopes[h] > slopes[h - 1]]
-    answer = ("Yes: each head's slope is below the one before." if not rises else
-              f"No: head {rises[0] + 1} (m = {slopes[rises[0]]:.3g}) is steeper than head "
-              f"{rises[0]} (m = {slopes[rises[0] - 1]:.3g}).")
-    if ask(step, f"With {num_heads} heads, do the slopes fall steadily from head 1 to head "
-                 f"{num_heads}?", answer, present):
-        show(slopes_fig(num_heads), "slopes", present)
+    answer = (_("Yes: each head's slope is below the one before.") if not rises else
+              _("No: head {later} (m = {later_m}) is steeper than head {earlier} "
+                "(m = {earlier_m}).").format(later=rises[0] + 1,
+                                             later_m=significant(slopes[rises[0]]),
+                                             earlier=rises[0],
+                                             earlier_m=significant(slopes[rises[0] - 1])))
+    if ask(step, _("With {n} heads, do the slopes fall steadily from head 1 to head "
+                   "{n}?").format(n=num_heads), answer, present):
+        show(slopes_fig(num_heads, i18n.get_language()), "slopes", present)
 
 
 def step_decay(step: int, present: bool) -> None:
     slopes = alibi_slopes(8)
     lives = half_life(slopes)
+    # The 8 paper slopes are fixed, so these half-lives are too: 1.4 and 177 tokens.
+    shortest, longest = significant(lives[0], 2), number(lives[-1], 0)
     text(
-        "Suppose every key had the same content score. Then only the bias differs, and the "
-        "softmax turns −m·d into weights proportional to **e^(−m·d)**: each step back "
-        "multiplies a key's weight by e^(−m). The distance at which the weight halves is the "
-        f"head's **half-life, ln 2 / m**: for the 8 paper slopes, {lives[0]:.2g} tokens for "
-        f"m = 1/2 up to {lives[-1]:.0f} tokens for m = 1/256. Real content scores move weight "
-        "around (a key whose score is s logits higher is worth s/m more tokens of distance), "
-        "but the bias sets each head's default reach: a built-in preference for recent "
-        "tokens.",
-        "Equal content → weights ∝ **e^(−m·d)**. Half-life **ln 2 / m**: "
-        f"{lives[0]:.2g} tokens (m = 1/2) to {lives[-1]:.0f} (m = 1/256).", present)
-    seq_len = st.select_slider("Sequence length", [16, 32, 64, 128, 256, 512, 1024, 2048],
+        _("Suppose every key had the same content score. Then only the bias differs, and the "
+          "softmax turns −m·d into weights proportional to **e^(−m·d)**: each step back "
+          "multiplies a key's weight by e^(−m). The distance at which the weight halves is the "
+          "head's **half-life, ln 2 / m**: for the 8 paper slopes, {shortest} tokens for "
+          "m = 1/2 up to {longest} tokens for m = 1/256. Real content scores move weight "
+          "around (a key whose score is s logits higher is worth s/m more tokens of distance), "
+          "but the bias sets each head's default reach: a built-in preference for recent "
+          "tokens.").format(shortest=shortest, longest=longest),
+        _("Equal content → weights ∝ **e^(−m·d)**. Half-life **ln 2 / m**: "
+          "{shortest} tokens (m = 1/2) to {longest} (m = 1/256).").format(shortest=shortest,
+                                                                         longest=longest),
+        present)
+    seq_len = st.select_slider(_("Sequence length"), [16, 32, 64, 128, 256, 512, 1024, 2048],
                                value=256, key="ls_s4_len")
     far = int(np.argmax(lives))
-    if ask(step, "Which of the 8 heads looks furthest back, and what is its half-life?",
-           f"Head {far + 1}, the gentlest slope (m = 1/{round(1 / slopes[far])}): a "
-           f"half-life of {lives[far]:.0f} tokens.", present):
-        show(decay_fig(int(seq_len)), "decay", present)
+    if ask(step, _("Which of the 8 heads looks furthest back, and what is its half-life?"),
+           _("Head {head}, the gentlest slope (m = 1/{denominator}): a half-life of "
+             "{half_life}.").format(head=far + 1, denominator=round(1 / slopes[far]),
+                                    half_life=tokens(lives[far], number(lives[far], 0))),
+           present):
+        show(decay_fig(int(seq_len), i18n.get_language()), "decay", present)
     if not present:
         spans = mean_distance(slopes, "causal", int(seq_len))
-        st.caption(f"For the last of {seq_len} tokens, the bias alone gives a mean attended "
-                   f"distance of {spans[0]:.2g} tokens (head 1) up to {spans[-1]:.0f} tokens "
-                   "(head 8).")
+        st.caption(_("For the last of {seq_len} tokens, the bias alone gives a mean attended "
+                     "distance of {near} tokens (head 1) up to {far} tokens (head 8).").format(
+                         seq_len=seq_len, near=significant(spans[0], 2),
+                         far=number(spans[-1], 0)))
 
 
 def step_real_head(step: int, present: bool) -> None:
     path = assets.shipped_models().get(assets.DEFAULT_MODEL)
     if path is None:
-        st.info("The shipped ALiBi model is missing (assets/models/alibi). "
-                + assets.TRAIN_HINT.format(name=assets.DEFAULT_MODEL))
+        st.info(_("The shipped ALiBi model is missing (assets/models/alibi).") + " "
+                + _(assets.TRAIN_HINT).format(name=assets.DEFAULT_MODEL))
         return
     stamp = ui.model_stamp(str(path))
     try:
-        _, _, info = ui.cached_model(str(path), stamp)
+        _model, _tokenizer, info = ui.cached_model(str(path), stamp)
     except AlibiVizError as exc:
-        st.error(f"The shipped ALiBi model could not be loaded: {exc}")
+        st.error(_("The shipped ALiBi model could not be loaded: {error}").format(error=exc))
         return
     train_len = int(assets.training_info(path).get("train_seq_len") or 128)
     text(
-        f"Now a trained model: the shipped ALiBi model ({info.num_layers} layers x "
-        f"{info.num_heads} heads, trained on {train_len}-token windows of Python source) "
-        "reading the start of a small Python function. **Left**: what the chosen head really "
-        "attends to, query rows against key columns. **Right**: what its slope alone would "
-        "give if every content score were equal. Where they differ, the content term q·k is "
-        "at work.",
-        "The shipped ALiBi model on a Python function. Left: a real head. Right: its slope "
-        "alone.", present)
+        _("Now a trained model: the shipped ALiBi model ({layers} layers x {heads} heads, "
+          "trained on {train_len}-token windows of Python source) reading the start of a small "
+          "Python function. **Left**: what the chosen head really attends to, query rows "
+          "against key columns. **Right**: what its slope alone would give if every content "
+          "score were equal. Where they differ, the content term q·k is at work.").format(
+              layers=info.num_layers, heads=info.num_heads, train_len=train_len),
+        _("The shipped ALiBi model on a Python function. Left: a real head. Right: its slope "
+          "alone."), present)
     left, right = st.columns(2)
-    layer = left.selectbox("Layer", list(range(1, info.num_layers + 1)), key="ls_layer")
-    head = right.selectbox("Head", list(range(1, info.num_heads + 1)),
+    layer = left.selectbox(_("Layer"), list(range(1, info.num_layers + 1)), key="ls_layer")
+    head = right.selectbox(_("Head"), list(range(1, info.num_heads + 1)),
                            index=info.num_heads - 1, key="ls_head",
-                           help="Head 1 has the steepest slope, the last head the gentlest.")
+                           help=_("Head 1 has the steepest slope, the last head the gentlest."))
     if not info.slopes:
-        st.warning("This model reports no ALiBi slopes.")
+        st.warning(_("This model reports no ALiBi slopes."))
         return
     slope = float(info.slopes[head - 1])
     try:
-        fig, measured, prior = head_fig(str(path), stamp, train_len, layer, head, slope)
+        fig, measured, prior = head_fig(str(path), stamp, train_len, layer, head, slope,
+                                        i18n.get_language())
     except AlibiVizError as exc:
         st.error(str(exc))
         return
-    answer = (f"{'Further' if measured > prior else 'Nearer'}: on average "
-              f"{measured:.1f} tokens back, against {prior:.1f} for the bias alone (m = "
-              f"{slope:.3g}, half-life {math.log(2) / slope:.3g} tokens).")
-    if ask(step, f"Does layer {layer}, head {head} look further back or nearer than its "
-                 "slope alone would make it?", answer, present):
+    life = math.log(2) / slope
+    answer = _("{direction}: on average {measured} back, against {prior} for the bias alone "
+               "(m = {m}, half-life {half_life}).").format(
+        direction=_("Further") if measured > prior else _("Nearer"),
+        measured=tokens(measured, number(measured, 1)), prior=number(prior, 1),
+        m=significant(slope), half_life=tokens(life, significant(life)))
+    if ask(step, _("Does layer {layer}, head {head} look further back or nearer than its "
+                   "slope alone would make it?").format(layer=layer, head=head),
+           answer, present):
         show(fig, "real_head", present)
     if not present:
-        st.caption("Distance from query to key, averaged over each row's attention and then "
-                   "over the queries. The text: "
-                   f"`{LESSON_TEXT[:60].splitlines()[0]} ...`")
+        st.caption(_("Distance from query to key, averaged over each row's attention and then "
+                     "over the queries. The text: `{start} ...`").format(
+                         start=LESSON_TEXT[:60].splitlines()[0]))
 
 
 def step_extrapolation(step: int, present: bool) -> None:
@@ -379,20 +414,22 @@ def step_extrapolation(step: int, present: bool) -> None:
     train_len = (train_seq_len_of(results) if results else None) or 128
     longest = max(results.get("lengths") or [4096]) if results else 4096
     text(
-        f"The point of it all. Five shipped models were trained alike on {train_len}-token "
-        "windows (same backbone, data and schedule; the remaining differences are listed in "
-        "the Extrapolation lab): ALiBi, sinusoidal, rotary (RoPE) and learned positions, and "
-        f"NoPE with no position information at all. Then each reads held-out text in windows "
-        f"of up to {longest:,} tokens ({longest // train_len}x). Past {train_len} the learned "
-        "model meets position vectors that were never trained, the sinusoidal one meets table "
-        "rows it never saw added to its embeddings, and RoPE meets rotation angles between "
-        "query and key that it never saw. ALiBi meets only larger distances on the same "
-        "straight line.",
-        f"Trained on {train_len} tokens, read at up to {longest:,}: which models survive?",
+        _("The point of it all. Five shipped models were trained alike on {train_len}-token "
+          "windows (same backbone, data and schedule; the remaining differences are listed in "
+          "the Extrapolation lab): ALiBi, sinusoidal, rotary (RoPE) and learned positions, and "
+          "NoPE with no position information at all. Then each reads held-out text in windows "
+          "of up to {longest} tokens ({factor}x). Past {train_len} the learned model meets "
+          "position vectors that were never trained, the sinusoidal one meets table rows it "
+          "never saw added to its embeddings, and RoPE meets rotation angles between query and "
+          "key that it never saw. ALiBi meets only larger distances on the same straight "
+          "line.").format(train_len=train_len, longest=number(longest),
+                          factor=longest // train_len),
+        _("Trained on {train_len} tokens, read at up to {longest}: which models "
+          "survive?").format(train_len=train_len, longest=number(longest)),
         present)
     if not results:
-        st.info("No shipped results yet: assets/results/extrapolation.json is written by "
-                "`python -m alibi_viz.evaluate`.")
+        st.info(_("No shipped results yet: assets/results/extrapolation.json is written by "
+                  "`python -m alibi_viz.evaluate`."))
         return
     factor = 8 if str(8 * train_len) in next(iter(results["models"].values()))["perplexity"].get(
         "nonoverlapping", {}) else longest // train_len
@@ -404,39 +441,47 @@ def step_extrapolation(step: int, present: bool) -> None:
             moves.append(f"{assets.model_label(name)} {describe_ratio(cmp)}")
     choice = "both" if not present else "nonoverlapping"
     if not present:
-        choice = st.radio("Protocol", ("both", "nonoverlapping", "sliding"), horizontal=True,
-                          key="ls_s6_protocol")
+        choice = st.radio(_("Protocol"), ("both", "nonoverlapping", "sliding"), horizontal=True,
+                          key="ls_s6_protocol",
+                          format_func=labels(PROTOCOL_LABELS, lambda p: _(PROTOCOL_LABELS[p])))
     protocols = ("nonoverlapping", "sliding") if choice == "both" else (choice,)
-    if ask(step, f"At {factor}x the training length, does ALiBi's perplexity go up or down? "
-                 "And the sinusoidal model's?",
-           ("Non-overlapping windows, against each model's value at the training length: "
-            + "; ".join(moves) + ".") if moves else "See the figure.", present):
+    if ask(step, _("At {factor}x the training length, does ALiBi's perplexity go up or down? "
+                   "And the sinusoidal model's?").format(factor=factor),
+           _("Non-overlapping windows, against each model's value at the training length: "
+             "{changes}.").format(changes="; ".join(moves)) if moves else _("See the figure."),
+           present):
         try:
-            show(results_fig(results, protocols), "extrapolation", present)
+            show(results_fig(results, protocols, i18n.get_language()), "extrapolation", present)
         except AlibiVizError as exc:
-            st.error(f"The shipped results could not be drawn: {exc}")
+            st.error(_("The shipped results could not be drawn: {error}").format(error=exc))
             return
     if present:
         return
     sentences = extrapolation_summary(results, protocols[0])
     if sentences:
-        st.markdown(f"**What these models show ({protocols[0]}).** " + " ".join(sentences))
+        st.markdown(_("**What these models show ({protocol}).**").format(
+            protocol=_(PROTOCOL_LABELS[protocols[0]])) + " " + " ".join(sentences))
     use = useful_context(results, "alibi")
-    reach = (f"ALiBi's sliding curve stops improving at about {use[0]:,} tokens "
-             f"({use[0] // train_len}x its training length) and stays flat after, so past "
-             "that length what it gains in non-overlapping windows comes from avoiding the "
-             "early token curse, not from the longer context (the paper's appendix B says the "
-             "same). " if use else "")
-    st.markdown(
-        f"A flat line past {train_len} means a model does not break on longer inputs; it "
-        "does not by itself mean it uses the extra context. Compare the sliding-window panel, "
-        f"where each scored token sees between L − {results.get('stride', 64) - 1} and L "
-        "tokens: " + reach + "**NoPE**'s curve shows what a model with no position "
-        f"information makes of it. In the paper, a 1.3-billion-parameter model trained with "
-        "ALiBi on 1,024-token inputs reached, on 2,048-token inputs, the perplexity of a "
-        "sinusoidal model trained on 2,048 tokens, while training 11% faster and using 11% "
-        f"less memory ({paper.CITATION}).")
-    st.page_link("extrapolation.py", label="Re-run it live in the Extrapolation lab", icon="📈")
+    parts = [_("A flat line past {train_len} means a model does not break on longer inputs; it "
+               "does not by itself mean it uses the extra context. Compare the sliding-window "
+               "panel, where each scored token sees between L − {fewest} and L tokens:").format(
+                   train_len=train_len, fewest=results.get("stride", 64) - 1)]
+    if use:
+        parts.append(_("ALiBi's sliding curve stops improving at about {length} tokens "
+                       "({factor}x its training length) and stays flat after, so past that "
+                       "length what it gains in non-overlapping windows comes from avoiding the "
+                       "early token curse, not from the longer context (the paper's appendix B "
+                       "says the same).").format(length=number(use[0]),
+                                                 factor=use[0] // train_len))
+    parts.append(_("**NoPE**'s curve shows what a model with no position information makes of "
+                   "it."))
+    parts.append(_("In the paper, a 1.3-billion-parameter model trained with ALiBi on "
+                   "1,024-token inputs reached, on 2,048-token inputs, the perplexity of a "
+                   "sinusoidal model trained on 2,048 tokens, while training 11% faster and "
+                   "using 11% less memory ({citation}).").format(citation=paper.CITATION))
+    st.markdown(" ".join(parts))
+    st.page_link("extrapolation.py", label=_("Re-run it live in the Extrapolation lab"),
+                 icon="📈")
 
 
 def step_reach(step: int, present: bool) -> None:
@@ -444,17 +489,17 @@ def step_reach(step: int, present: bool) -> None:
     results = assets.load_extrapolation_results(assets.RESULTS_PATH)
     train_len = (train_seq_len_of(results) if results else None) or 128
     text(
-        "Give a model only the last c tokens before each word it predicts, and let c grow: "
-        "where does its loss stop falling? Left, for the five shipped models on the same "
-        "held-out tokens. Right, retrieval: a span of text is planted and repeated d tokens "
-        "later; a model that can look back that far predicts the repeat better than the "
-        "first occurrence. For ALiBi a key d tokens back is pushed down by m·d logits, so its "
-        "content must be that much better to win: retrieval fades with distance.",
-        "Left: loss vs context given. Right: the gain on a repeated span vs how far back "
-        "its first copy is.", present)
+        _("Give a model only the last c tokens before each word it predicts, and let c grow: "
+          "where does its loss stop falling? Left, for the five shipped models on the same "
+          "held-out tokens. Right, retrieval: a span of text is planted and repeated d tokens "
+          "later; a model that can look back that far predicts the repeat better than the "
+          "first occurrence. For ALiBi a key d tokens back is pushed down by m·d logits, so its "
+          "content must be that much better to win: retrieval fades with distance."),
+        _("Left: loss vs context given. Right: the gain on a repeated span vs how far back "
+          "its first copy is."), present)
     if not reach:
-        st.info("No reach results yet: assets/results/reach.json is written by "
-                "`python -m alibi_viz.reach`.")
+        st.info(_("No reach results yet: assets/results/reach.json is written by "
+                  "`python -m alibi_viz.reach`."))
         return
     entry = reach["models"].get("alibi")
     if entry:
@@ -463,39 +508,42 @@ def step_reach(step: int, present: bool) -> None:
         stop = int(contexts[np.argmax(nll <= nll.min() + 0.01)])
         gains = dict(zip(entry["copy"]["distances"], entry["copy"]["gain"], strict=True))
         far = max(d for d in gains)
-        answer = (f"Around {stop:,} tokens: beyond that its loss stays within 0.01 nats of "
-                  f"its best. Its copy gain is {gains[min(gains)]:.2f} nats at "
-                  f"{min(gains)} tokens and {gains[far]:.2f} at {far:,}.")
+        answer = _("Around {stop} tokens: beyond that its loss stays within {tolerance} nats "
+                   "of its best. Its copy gain is {near_gain} nats at {near} tokens and "
+                   "{far_gain} at {far}.").format(
+            stop=number(stop), tolerance=number(0.01, 2), near_gain=number(gains[min(gains)], 2),
+            near=min(gains), far_gain=number(gains[far], 2), far=number(far))
     else:
-        answer = "See the figure."
-    if ask(step, "Beyond how many tokens of context does the ALiBi model stop improving?",
+        answer = _("See the figure.")
+    if ask(step, _("Beyond how many tokens of context does the ALiBi model stop improving?"),
            answer, present):
         try:
-            show(reach_fig(reach, train_len), "reach", present)
+            show(reach_fig(reach, train_len, i18n.get_language()), "reach", present)
         except AlibiVizError as exc:
             st.error(str(exc))
             return
     if not present:
-        st.page_link("extrapolation.py", label="Explore reach in the Extrapolation lab",
+        st.page_link("extrapolation.py", label=_("Explore reach in the Extrapolation lab"),
                      icon="🔭")
-        st.caption(f"Contexts {', '.join(str(c) for c in REACH_CONTEXTS)} tokens; "
-                   f"{reach['reach']['tokens']} scored tokens, the same at every context.")
+        st.caption(_("Contexts {contexts} tokens; {scored} scored tokens, the same at every "
+                     "context.").format(contexts=", ".join(str(c) for c in REACH_CONTEXTS),
+                                        scored=reach["reach"]["tokens"]))
 
 
 def _misconception(key: str, claim: str, truth: str, demo) -> None:
     """One myth, the fact, and a button that shows the computed demonstration."""
     with st.container(border=True):
-        st.markdown(f"**Myth:** {claim}  \n**Fact:** {truth}")
-        if st.button("Show me", key=f"ls_myth_{key}"):
+        st.markdown(_("**Myth:** {claim}  \n**Fact:** {truth}").format(claim=claim, truth=truth))
+        if st.button(_("Show me"), key=f"ls_myth_{key}"):
             demo()
 
 
 def step_misconceptions(step: int, present: bool) -> None:
-    text("Six claims that circulate in public explainers, each checked by a computation.",
-         "Six myths, each checked.", present)
+    text(_("Six claims that circulate in public explainers, each checked by a computation."),
+         _("Six myths, each checked."), present)
 
     def slopes_demo():
-        st.dataframe([{"head": h + 1, "slope m": f"1/{round(1 / m)}"}
+        st.dataframe([{_("head"): h + 1, _("slope m"): f"1/{round(1 / m)}"}
                       for h, m in enumerate(alibi_slopes(8))], hide_index=True)
 
     def context_demo():
@@ -503,12 +551,14 @@ def step_misconceptions(step: int, present: bool) -> None:
         train_len = train_seq_len_of(results) if results else None
         longest = max(results.get("lengths", [0])) if results else 0
         use = useful_context(results, "alibi") if train_len else None
-        st.markdown(f"Shipped ALiBi model (trained at {train_len}), sliding window: "
-                    f"{describe_ratio(use[1])} from {train_len} to {use[0]:,} tokens, then "
-                    f"{describe_ratio(use[2])} from {use[0]:,} to {longest:,}: it runs at "
-                    f"{longest // train_len}x without breaking, but the context beyond "
-                    f"{use[0]:,} tokens does not help." if use else
-                    "No shipped results: run `python -m alibi_viz.evaluate`.")
+        st.markdown(_("Shipped ALiBi model (trained at {train_len}), sliding window: {gain} "
+                      "from {train_len} to {useful} tokens, then {rest} from {useful} to "
+                      "{longest}: it runs at {factor}x without breaking, but the context beyond "
+                      "{useful} tokens does not help.").format(
+                          train_len=train_len, gain=describe_ratio(use[1]), useful=number(use[0]),
+                          rest=describe_ratio(use[2]), longest=number(longest),
+                          factor=longest // train_len) if use else
+                    _("No shipped results: run `python -m alibi_viz.evaluate`."))
 
     def parameters_demo():
         rows = []
@@ -516,49 +566,51 @@ def step_misconceptions(step: int, present: bool) -> None:
             path = assets.shipped_models().get(name)
             if path is None:
                 continue
-            model, _, _ = ui.cached_model(str(path), ui.model_stamp(str(path)))
+            model, _tokenizer, _info = ui.cached_model(str(path), ui.model_stamp(str(path)))
             position = sum(p.numel() for n, p in model.named_parameters()
                            if any(s in n for s in ("wpe", "position", "rotary", "alibi")))
-            rows.append({"model": assets.model_title(name), "position parameters": position,
-                         "all parameters": sum(p.numel() for p in model.parameters())})
+            rows.append({_("model"): assets.model_title(name), _("position parameters"): position,
+                         _("all parameters"): sum(p.numel() for p in model.parameters())})
         st.dataframe(rows, hide_index=True)
 
     def linear_demo():
         L = 1024
         row = implied_attention_map(alibi_slopes(8)[[-1]], L)[0, -1]  # last query, head 8
-        st.markdown(f"Head 8 at {L:,} tokens, bias alone: the last query still weighs every "
-                    f"one of its {L:,} keys (smallest weight {row.min():.2g}, not 0), and "
-                    f"a causal layer computes {L * (L + 1) // 2:,} scores per head: "
-                    "quadratic, as with any softmax attention.")
+        st.markdown(_("Head 8 at {length} tokens, bias alone: the last query still weighs "
+                      "every one of its {length} keys (smallest weight {smallest}, not 0), and a "
+                      "causal layer computes {scores} scores per head: quadratic, as with any "
+                      "softmax attention.").format(length=number(L),
+                                                   smallest=significant(row.min(), 2),
+                                                   scores=number(L * (L + 1) // 2)))
 
     def falcon_demo():
         from transformers import FalconConfig
 
-        st.markdown(f"transformers' `FalconConfig().alibi` is `{FalconConfig().alibi}`: "
-                    "Falcon-7B/40B/180B use rotary embeddings; only the Falcon-RW models "
-                    "set alibi=True.")
+        st.markdown(_("transformers' `FalconConfig().alibi` is `{value}`: Falcon-7B/40B/180B "
+                      "use rotary embeddings; only the Falcon-RW models set "
+                      "alibi=True.").format(value=FalconConfig().alibi))
 
     def paper_demo():
-        st.markdown(f"The paper's abstract ({paper.CITATION}): a 1.3B model trained on 1,024 "
-                    "tokens \"extrapolates to input sequences of length 2048, achieving the "
-                    "same perplexity as a sinusoidal position embedding model trained on "
-                    "inputs of length 2048\".")
+        st.markdown(_("The paper's abstract ({citation}): a 1.3B model trained on 1,024 tokens "
+                      "\"extrapolates to input sequences of length 2048, achieving the same "
+                      "perplexity as a sinusoidal position embedding model trained on inputs of "
+                      "length 2048\".").format(citation=paper.CITATION))
 
-    _misconception("slopes", "With 8 heads the slopes are 1/8, 1/16, ..., 1/1024.",
-                   "They are 1/2, 1/4, ..., 1/256: m_h = 2^(−8h/n).", slopes_demo)
-    _misconception("context", "Train at 1,024, run at 10K+ without loss.",
-                   "It keeps working, but context beyond a few times the training length does "
-                   "not help: sliding-window perplexity stops improving.", context_demo)
-    _misconception("parameters", "ALiBi is cheaper than RoPE in parameters.",
-                   "Both add no parameters at all.", parameters_demo)
-    _misconception("linear", "With ALiBi, attention becomes linear.",
-                   "It is ordinary softmax attention over every key, quadratic in length; "
-                   "only the scores get a linear bias.", linear_demo)
-    _misconception("falcon", "Falcon uses ALiBi.",
-                   "Only the Falcon-RW models do; Falcon-7B/40B/180B use rotary embeddings.",
+    _misconception("slopes", _("With 8 heads the slopes are 1/8, 1/16, ..., 1/1024."),
+                   _("They are 1/2, 1/4, ..., 1/256: m_h = 2^(−8h/n)."), slopes_demo)
+    _misconception("context", _("Train at 1,024, run at 10K+ without loss."),
+                   _("It keeps working, but context beyond a few times the training length does "
+                     "not help: sliding-window perplexity stops improving."), context_demo)
+    _misconception("parameters", _("ALiBi is cheaper than RoPE in parameters."),
+                   _("Both add no parameters at all."), parameters_demo)
+    _misconception("linear", _("With ALiBi, attention becomes linear."),
+                   _("It is ordinary softmax attention over every key, quadratic in length; "
+                     "only the scores get a linear bias."), linear_demo)
+    _misconception("falcon", _("Falcon uses ALiBi."),
+                   _("Only the Falcon-RW models do; Falcon-7B/40B/180B use rotary embeddings."),
                    falcon_demo)
-    _misconception("paper", "A 1.3B model trained at 1,024 matches one trained at 3,072.",
-                   "The paper says 2,048.", paper_demo)
+    _misconception("paper", _("A 1.3B model trained at 1,024 matches one trained at 3,072."),
+                   _("The paper says 2,048."), paper_demo)
 
 
 STEP_VIEWS = (step_position, step_bias, step_slopes, step_decay, step_real_head,
@@ -571,10 +623,10 @@ ui.write_url({"step": step, "present": 1 if present else None})
 if present:
     st.html(PRESENT_CSS)
 if not present:  # on a projector the step's own heading is the title
-    st.title("Lesson: ALiBi in eight steps")
+    st.title(_("Lesson: ALiBi in eight steps"))
 ui.show_url_warnings(PREFIX)
 navigation_ui(step)
-st.header(f"{step}. {STEPS[step - 1]}")
+st.header(f"{step}. {_(STEPS[step - 1])}")
 try:
     STEP_VIEWS[step - 1](step, present)
 except AlibiVizError as exc:  # the controls keep values valid; this guards the library's checks
