@@ -26,7 +26,7 @@ import numbers
 import numpy as np
 
 from .errors import AlibiVizError, BudgetError
-from .i18n import N_, _, ngettext, number
+from .i18n import N_, _, ngettext, number, significant
 
 MAX_HEADS = 1024
 MAX_SEQ_LEN = 1_048_576
@@ -128,7 +128,7 @@ def alibi_slopes(num_heads: int, schedule: str = "official", max_bias: float = 8
     max_bias = float(max_bias)
     if not (math.isfinite(max_bias) and 0 < max_bias <= 64):
         raise AlibiVizError(_("max_bias must be in (0, 64], got {value}.").format(
-            value=number(max_bias, significant=6)))
+            value=significant(max_bias, 6)))
 
     def geometric(n: int) -> np.ndarray:
         return 2.0 ** (-max_bias * np.arange(1, n + 1) / n)
@@ -159,14 +159,14 @@ def describe_schedule(num_heads: int, schedule: str = "official", max_bias: floa
     n = check_num_heads(num_heads)
     if n == 1:
         return _("A single head gets the slope 2^-{max_bias}.").format(
-            max_bias=number(max_bias, significant=6))
+            max_bias=significant(max_bias, 6))
     if schedule == "geometric" or is_power_of_two(n):
         return ngettext("With {n} head the slopes form one geometric sequence, from 2^-{first} "
                         "down to 2^-{last}, steepest head first: monotonic.",
                         "With {n} heads the slopes form one geometric sequence, from 2^-{first} "
                         "down to 2^-{last}, steepest head first: monotonic.", n).format(
-            n=n, first=number(max_bias / n, significant=6),
-            last=number(max_bias, significant=6))
+            n=n, first=significant(max_bias / n, 6),
+            last=significant(max_bias, 6))
     if schedule == "official":
         c = 2 ** math.floor(math.log2(n))
         return _("{n} is not a power of two, so the official rule (fairseq, BLOOM) gives heads "

@@ -24,7 +24,7 @@ from .alibi import (
     query_decay,
 )
 from .errors import AlibiVizError
-from .i18n import _, number
+from .i18n import _, number, significant
 from .render import (
     HOVER_CELL_BUDGET,
     IMAGE_PIXEL_BUDGET,
@@ -33,6 +33,7 @@ from .render import (
     figure,
     matrix_grid_figure,
     panel_resolution,
+    subplot_row,
 )
 
 MAX_DECAY_CURVES = 16  # more lines than this are unreadable
@@ -110,12 +111,12 @@ def bias_grid_figure(slopes, seq_len: int, mode: str = "causal", head_ids=None,
     if scale == "per_head":
         images = images / largest[:, None, None]  # (H, R, C) in [-1, 0]
         titles = [_("head {h}: m={m}, darkest −{largest}").format(
-            h=h + 1, m=number(slopes[h], significant=3), largest=number(lg, significant=3))
+            h=h + 1, m=significant(slopes[h], 3), largest=significant(lg, 3))
             for h, lg in zip(head_ids, largest, strict=True)]
         cmin, bar = -1.0, _("bias ÷ m(L−1)")
         scale_text = _("each head on its own scale")
     else:
-        titles = [_("head {h}: m={m}").format(h=h + 1, m=number(slopes[h], significant=3))
+        titles = [_("head {h}: m={m}").format(h=h + 1, m=significant(slopes[h], 3))
                   for h in head_ids]
         cmin, bar = (float(-largest.max()) if key_len > 1 else -1.0), _("bias")
         scale_text = _("one scale for all heads")
@@ -235,7 +236,7 @@ def decay_figure(slopes, seq_len: int, mode: str = "causal", head_ids=None,
     # Three side-by-side panels, placed as plotly's make_subplots(rows=1, cols=3) places them.
     titles = (_("bias -m·d vs distance d"), _("attention with no content signal"),
               _("half-life and 90% span"))
-    for k, (x0, x1) in enumerate(SUBPLOT_DOMAINS_3):
+    for k, (x0, x1) in enumerate(subplot_row(3, 0.2 / 3)):
         suffix = "" if k == 0 else str(k + 1)
         layout[f"xaxis{suffix}"] = {**layout.get(f"xaxis{suffix}", {}), "domain": [x0, x1],
                                     "anchor": f"y{suffix}"}
@@ -246,7 +247,3 @@ def decay_figure(slopes, seq_len: int, mode: str = "causal", head_ids=None,
             "xanchor": "center", "yanchor": "bottom", "showarrow": False, "font": {"size": 16}})
     return figure(data, layout)
 
-
-# x domains of make_subplots(rows=1, cols=3): spacing 0.2 / 3 between three equal panels.
-SUBPLOT_DOMAINS_3 = [(0.0, 0.2888888888888889), (0.35555555555555557, 0.6444444444444445),
-                     (0.7111111111111111, 1.0)]

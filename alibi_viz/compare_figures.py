@@ -25,7 +25,7 @@ import plotly.graph_objects as go
 from .alibi import MODE_NAMES, check_mode, check_seq_len
 from .bias_figures import decay_distances
 from .errors import AlibiVizError
-from .i18n import N_, _, ngettext, number, plotly_separators
+from .i18n import N_, _, ngettext, number, plotly_separators, significant
 from .positional import (
     METHODS,
     check_params,
@@ -81,7 +81,7 @@ def format_params(method: str, params: dict) -> str:
     parts = []
     for p in METHODS[method].params:
         value = params.get(p.name, p.default)
-        parts.append(f"{p.name}={number(value, significant=4, grouping=False)}" if p.kind == "float"
+        parts.append(f"{p.name}={significant(value, 4)}" if p.kind == "float"
                      else f"{p.name}={value}")
     return ", ".join(parts)
 
@@ -231,7 +231,7 @@ def score_matrices_figure(selection, seq_len: int, mode: str = "causal",
     images, rows, cols = score_display_values(selection, seq_len, mode, pixel_budget)
     scales = panel_scales(images)
     hover, hr, hc = score_display_values(selection, seq_len, mode, hover_budget, cap=64)
-    titles = [f"{k}. {_(METHODS[name].label)} (÷{number(scale, significant=3)})"
+    titles = [f"{k}. {_(METHODS[name].label)} (÷{significant(scale, 3)})"
               for k, (name, scale) in enumerate(zip(selection, scales, strict=True), start=1)]
     note = "" if rows.size == seq_len else " " + _(
         "(drawn at {rows}x{cols}, downsampled from {seq_len}x{seq_len})").format(

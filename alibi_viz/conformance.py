@@ -51,7 +51,7 @@ import torch
 
 from .alibi import SCHEDULES, alibi_slopes
 from .errors import AlibiVizError
-from .i18n import N_, _, get_language, ngettext
+from .i18n import N_, _, formatted, ngettext
 
 VERDICTS = ("conforms", "scaled", "sign_flipped", "permuted", "offset", "missing", "clipped")
 # Verdict names as the app shows them (translated where shown: `_(VERDICT_TITLES[v])`).
@@ -255,14 +255,6 @@ def _clip_point(y: np.ndarray, slope_tol: float) -> int | None:
 UNDERFLOW = -60.0  # logits: farther keys' probabilities leave float32's normal range
 
 
-def _g(value: float, spec: str) -> str:
-    """`value` in a `format` spec such as ".4g" (significant digits), with the current
-    language's decimal mark (es and ru write a decimal comma)."""
-    from babel.numbers import get_decimal_symbol
-
-    return format(value, spec).replace(".", get_decimal_symbol(get_language()))
-
-
 def judge_head(y: np.ndarray, expected: float, expected_layer: np.ndarray, head: int,
                rtol: float) -> tuple[str, float, float, int | None, str]:
     """(verdict, applied slope, offset, clip point, detail) for one head's curve y(d).
@@ -280,7 +272,7 @@ def judge_head(y: np.ndarray, expected: float, expected_layer: np.ndarray, head:
     if abs(offset) > OFFSET_TOL and abs(offset) > 10 * rtol * expected:
         return ("offset", slope, offset, None,
                 _("keys other than the query's own get {offset} logits: not a row constant")
-                .format(offset=_g(offset, "+.3g")))
+                .format(offset=formatted(offset, "+.3g")))
     if abs(slope) <= rtol * expected * 10 and abs(slope) < 1e-4:
         return "missing", slope, offset, None, _("no positional bias at all")
     if math.isclose(slope, expected, rel_tol=rtol):
@@ -291,9 +283,9 @@ def judge_head(y: np.ndarray, expected: float, expected_layer: np.ndarray, head:
         if other != head and math.isclose(slope, value, rel_tol=rtol):
             return ("permuted", slope, offset, None,
                     _("applies head {head}'s slope {slope}").format(head=other + 1,
-                                                                    slope=_g(value, ".4g")))
+                                                                    slope=formatted(value, ".4g")))
     return ("scaled", slope, offset, None,
-            _("ratio {ratio} to the expected slope").format(ratio=_g(slope / expected, ".4g")))
+            _("ratio {ratio} to the expected slope").format(ratio=formatted(slope / expected, ".4g")))
 
 
 def _schedule_of(applied: np.ndarray, scale: float, rtol: float) -> str | None:
@@ -382,7 +374,7 @@ def check_alibi(model, tokenizer=None, probe_length: int = PROBE_LENGTH, texts=D
             schedule = _schedule_of(applied[0], base * scale, rtol)
             if schedule:
                 notes.append(_("The slopes follow the {schedule} schedule scaled by {scale}.")
-                             .format(schedule=schedule, scale=_g(scale, ".4g")))
+                             .format(schedule=schedule, scale=formatted(scale, ".4g")))
     elif schedule != "official":
         notes.append(_("The slopes follow the {schedule} schedule, not the official one "
                        "({official}) the config implies.").format(schedule=schedule,

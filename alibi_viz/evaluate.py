@@ -79,14 +79,6 @@ def signed(value: float, decimals: int) -> str:
     return ("-" if math.copysign(1.0, value) < 0 else "+") + number(abs(value), decimals)
 
 
-def significant(value: float, digits: int = 3) -> str:
-    """`value` to `digits` significant digits, like f"{value:.3g}", in the current language."""
-    text = f"{value:.{digits}g}"
-    if "e" in text or not math.isfinite(value):
-        return text
-    return number(float(text), len(text.partition(".")[2]))
-
-
 def relative_change(ratio: float, factor_decimals: int = 2) -> str:
     """A ratio of perplexities as a change: "+1.2%" below 2, "x2.31" from 2 on."""
     if ratio < 2:

@@ -36,11 +36,10 @@ from .evaluate import (
     protocol_name,
     protocols_in,
     result_curve,
-    significant,
     train_seq_len_of,
 )
 from .heads import check_attention
-from .i18n import N_, _, ngettext, number, plotly_separators
+from .i18n import N_, _, ngettext, number, plotly_separators, significant
 from .render import ATTENTION_COLORSCALE, causal_map_panel
 
 # One fixed colour per shipped model (plotly's D3 palette), so a model keeps its colour.

@@ -28,14 +28,16 @@ from plotly.subplots import make_subplots
 from .alibi import SCHEDULES, alibi_slopes, bias_only_mean_distance
 from .errors import AlibiVizError
 from .heads import DECOMPOSITION_PARTS, DecompositionView, HeadStatistics
-from .i18n import N_, _, get_language, ngettext, number, plotly_separators
+from .i18n import N_, _, ngettext, number, plotly_separators, significant
 from .render import (
     ATTENTION_COLORSCALE,
     MASK_COLOR,
     StackView,
-    image_panel,
+    figure,
     masked_pixels,
     matrix_grid_figure,
+    panel_traces,
+    subplot_row,
 )
 
 LABEL_MAX_TOKENS = 48        # up to this many tokens, maps are heatmaps with token labels
@@ -45,14 +47,6 @@ SCORE_COLORSCALE = "Viridis"
 COLOR_SCALES = ("log", "linear")  # how attention probabilities are coloured
 # How render.stack_view reduced a long map (StackView.reduced), as the titles say it.
 REDUCTIONS = {"block max": N_("block max"), "sampled": N_("sampled")}
-
-
-def significant(value: float, spec: str = ".3g") -> str:
-    """`value` in a `format` spec such as ".3g" (significant digits), with the current
-    language's decimal mark (es and ru write a decimal comma)."""
-    from babel.numbers import get_decimal_symbol
-
-    return format(value, spec).replace(".", get_decimal_symbol(get_language()))
 
 
 # ----------------------------------------------------------------------------- colours
@@ -111,30 +105,36 @@ def _hovertemplate(label: str, head_text: str = "") -> str:
             + "=%{customdata[3]:.4g}<extra></extra>")
 
 
-def _add_panel(fig, row: int, col: int, view: StackView, image: np.ndarray, hover: np.ndarray,
-               tokens: list[str], *, coloraxis: str, cmin: float, cmax: float, colorscale: str,
-               label: str, labels: bool, head_text: str = "") -> None:
-    """Draw one (T, T) matrix into subplot (row, col), in position coordinates (-0.5..T-0.5).
+def _panel(view: StackView, image: np.ndarray, hover: np.ndarray, tokens: list[str], *,
+           coloraxis: str, cmin: float, cmax: float, colorscale: str, label: str, labels: bool,
+           head_text: str = "", axes: tuple[str, str] = ("x", "y")) -> list[dict]:
+    """One (T, T) matrix as trace dicts on `axes`, in position coordinates (-0.5..T-0.5).
 
     labels=True: a heatmap of `image` (full resolution, T x T) with tokens in its hover.
-    Otherwise `image` (R, C) as a kit panel (`render.image_panel`: PNG, NaN grey, hover at the
+    Otherwise `image` (R, C) as a kit panel (`render.panel_traces`: PNG, NaN grey, hover at the
     view's samples). `hover` holds the values the hover shows (probabilities even when the
     colours are log10).
     """
     T = view.seq_len
     if labels:
         positions = np.arange(T)
-        fig.add_trace(go.Heatmap(
-            z=np.where(np.isfinite(image), image, np.nan), x=positions, y=positions,
-            coloraxis=coloraxis, hoverongaps=False,
-            customdata=_token_hover(tokens, positions, positions, hover),
-            hovertemplate=_hovertemplate(label, head_text)), row=row, col=col)
-        return
-    image_panel(fig, row, col, image, T, hover=hover, hover_rows=view.hover_rows,
-                hover_cols=view.hover_cols,
-                customdata=_token_hover(tokens, view.hover_rows, view.hover_cols, hover),
-                hovertemplate=_hovertemplate(label, head_text), coloraxis=coloraxis,
-                cmin=cmin, cmax=cmax, colorscale=colorscale)
+        return [{"type": "heatmap", "z": np.where(np.isfinite(image), image, np.nan),
+                 "x": positions, "y": positions, "coloraxis": coloraxis, "hoverongaps": False,
+                 "customdata": _token_hover(tokens, positions, positions, hover),
+                 "hovertemplate": _hovertemplate(label, head_text),
+                 "xaxis": axes[0], "yaxis": axes[1]}]
+    return panel_traces(image, T, hover=hover, hover_rows=view.hover_rows,
+                        hover_cols=view.hover_cols,
+                        customdata=_token_hover(tokens, view.hover_rows, view.hover_cols, hover),
+                        hovertemplate=_hovertemplate(label, head_text), coloraxis=coloraxis,
+                        cmin=cmin, cmax=cmax, colorscale=colorscale, axes=axes)
+
+
+def _add_panel(fig, row: int, col: int, *args, **kwargs) -> None:
+    """`_panel` drawn into subplot (row, col) of a plotly subplots figure."""
+    for trace in _panel(*args, **kwargs):
+        trace.pop("xaxis"), trace.pop("yaxis")
+        fig.add_trace(trace, row=row, col=col)
 
 
 def _marker_lines(T: int, train_seq_len: int | None):
@@ -263,10 +263,11 @@ def decomposition_figure(view: DecompositionView, head: int, *, slope: float | N
     titles = [_(title) for title in title_ids]
     hover_labels = {"content": _("content"), "bias": _("bias"), "total": _("total"),
                     "probs": _("attention")}
-    fig = make_subplots(rows=1, cols=4, subplot_titles=titles,
-                        horizontal_spacing=0.035)
     lines = _marker_lines(T, train_seq_len)
-    for k, part in enumerate(DECOMPOSITION_PARTS, start=1):
+    ticks = _tick_labels(view.tokens, T, panel_px) if labels else {}
+    data, layout = [], {"annotations": []}
+    for k, (part, (x0, x1)) in enumerate(zip(DECOMPOSITION_PARTS, subplot_row(4, 0.035),
+                                             strict=True), start=1):
         sv = view.parts[part]
         image = sv.images[head]
         hover = image if labels else sv.hover[head]  # labelled heatmaps hover every cell
@@ -277,29 +278,33 @@ def decomposition_figure(view: DecompositionView, head: int, *, slope: float | N
             image, low, high, bar = attention_colors(_with_mask(image[None], T)[0], T, scale)
         if not high > low:  # a constant panel (no bias at all): any range draws it flat
             low, high = low - 1.0, high + 1.0
-        axis = "coloraxis" if k == 1 else f"coloraxis{k}"
-        domain = fig.layout[f"xaxis{'' if k == 1 else k}"].domain
-        fig.update_layout({axis: dict(
-            colorscale=colorscale, cmin=float(low), cmax=float(high),
-            colorbar=dict(title=dict(text=bar, side="top"), orientation="h", thickness=10,
-                          x=(domain[0] + domain[1]) / 2, xanchor="center", len=domain[1] - domain[0],
-                          y=-0.08, yanchor="top"))})
-        _add_panel(fig, 1, k, sv, image, hover, view.tokens, coloraxis=axis, cmin=float(low),
-                   cmax=float(high), colorscale=colorscale,
-                   label=hover_labels[part], labels=labels)
+        suffix = "" if k == 1 else str(k)
+        axis = f"coloraxis{suffix}"
+        layout[axis] = {"colorscale": colorscale, "cmin": float(low), "cmax": float(high),
+                        "colorbar": {"title": {"text": bar, "side": "top"}, "orientation": "h",
+                                     "thickness": 10, "x": (x0 + x1) / 2, "xanchor": "center",
+                                     "len": x1 - x0, "y": -0.08, "yanchor": "top"}}
+        data += _panel(sv, image, hover, view.tokens, coloraxis=axis, cmin=float(low),
+                       cmax=float(high), colorscale=colorscale, label=hover_labels[part],
+                       labels=labels, axes=(f"x{suffix}", f"y{suffix}"))
         if lines:
-            fig.add_trace(go.Scatter(x=lines[0], y=lines[1], mode="lines", hoverinfo="skip",
-                                     showlegend=False, line=dict(color="red", dash="dash")),
-                          row=1, col=k)
-    ticks = _tick_labels(view.tokens, T, panel_px) if labels else {}
-    fig.update_xaxes(range=[-0.5, T - 0.5], showgrid=False, zeroline=False, constrain="domain",
-                     **ticks)
-    fig.update_yaxes(range=[T - 0.5, -0.5], showgrid=False, zeroline=False, constrain="domain",
-                     **ticks)
-    for k in range(1, 5):
-        fig.update_yaxes(scaleanchor=f"x{'' if k == 1 else k}", row=1, col=k)
+            data.append({"type": "scatter", "x": lines[0], "y": lines[1], "mode": "lines",
+                         "hoverinfo": "skip", "showlegend": False,
+                         "line": {"color": "red", "dash": "dash"},
+                         "xaxis": f"x{suffix}", "yaxis": f"y{suffix}"})
+        layout[f"xaxis{suffix}"] = {"domain": [x0, x1], "anchor": f"y{suffix}",
+                                    "range": [-0.5, T - 0.5], "showgrid": False,
+                                    "zeroline": False, "constrain": "domain", **ticks}
+        layout[f"yaxis{suffix}"] = {"domain": [0.0, 1.0], "anchor": f"x{suffix}",
+                                    "range": [T - 0.5, -0.5], "showgrid": False,
+                                    "zeroline": False, "constrain": "domain",
+                                    "scaleanchor": f"x{suffix}", **ticks}
         if k > 1 and labels:
-            fig.update_yaxes(showticklabels=False, row=1, col=k)
+            layout[f"yaxis{suffix}"]["showticklabels"] = False
+        layout["annotations"].append({  # the panel's title, where make_subplots puts it
+            "text": titles[k - 1], "x": (x0 + x1) / 2, "y": 1.0, "xref": "paper",
+            "yref": "paper", "xanchor": "center", "yanchor": "bottom", "showarrow": False,
+            "font": {"size": 16}})
     what = (_("Layer {layer}, head {head}").format(layer=view.layer + 1, head=head + 1)
             + (f" (m={significant(slope)})" if slope is not None else ""))
     notes = []
@@ -308,11 +313,11 @@ def decomposition_figure(view: DecompositionView, head: int, *, slope: float | N
                        "hover shows exact values").format(px=sv.images.shape[-1], n=number(T)))
     if lines:
         notes.append(_("red dashes: training length {n}").format(n=train_seq_len))
-    fig.update_layout(
-        title=dict(text=what, subtitle=dict(text="; ".join(notes).capitalize())),
+    layout.update(
+        title={"text": what, "subtitle": {"text": "; ".join(notes).capitalize()}},
         height=panel_px + 180, plot_bgcolor=MASK_COLOR, showlegend=False,
-        margin=dict(l=60 if labels else 40, r=10, t=110, b=80), separators=plotly_separators())
-    return fig
+        margin={"l": 60 if labels else 40, "r": 10, "t": 110, "b": 80})
+    return figure(data, layout)
 
 
 # ----------------------------------------------------------------------------- (c) statistics
@@ -420,21 +425,8 @@ def head_statistics_figure(stats: HeadStatistics, seq_len: int,
     else:
         fig.update_xaxes(title=_("head"), dtick=max(1, heads // 16), row=1, col=1)
         fig.update_yaxes(title=_("effective slope (fitted)"), row=1, col=1)
-    if selected is not None:
-        layer, head = selected
-        ring = dict(symbol="circle-open", size=18, color="red", line=dict(width=2))
-        if not alibi or positive[layer, head]:
-            x = configured[layer, head] if alibi else head + 1
-            fig.add_trace(go.Scatter(x=[x], y=[effective[layer, head]], mode="markers",
-                                     marker=ring, name=_("selected head"), hoverinfo="skip"),
-                          row=1, col=1)
-        fig.add_trace(go.Scatter(x=[head + 1], y=[stats.mean_distance[layer, head]],
-                                 mode="markers", marker=ring, showlegend=False, hoverinfo="skip"),
-                      row=1, col=2)
-        if reliance:
-            fig.add_trace(go.Scatter(x=[head + 1], y=[kl[layer, head]], mode="markers",
-                                     marker=ring, showlegend=False, hoverinfo="skip"),
-                          row=1, col=3)
+    for trace in head_statistics_selection(stats, selected):
+        fig.add_trace(trace)
     fig.update_xaxes(title=_("head"), dtick=max(1, heads // 16), row=1, col=2)
     fig.update_yaxes(title=_("tokens"), row=1, col=2, rangemode="tozero")
     if reliance:
@@ -510,6 +502,33 @@ BEHAVIOUR_COLORS = {
 }
 
 
+def head_statistics_selection(stats: HeadStatistics, selected: tuple[int, int] | None) -> list:
+    """Red rings around head `selected` (layer, head), 0-based, in each panel of
+    `head_statistics_figure`, as trace dicts: a page draws the figure once per text and adds
+    these for the chosen head, so a head switch rebuilds nothing."""
+    if selected is None:
+        return []
+    layer, head = selected
+    configured = stats.configured_slope
+    alibi = configured is not None
+    ring = {"symbol": "circle-open", "size": 18, "color": "red", "line": {"width": 2}}
+    base = {"type": "scatter", "mode": "markers", "marker": ring, "hoverinfo": "skip",
+            "showlegend": False}
+    traces = []
+    effective = stats.effective_slope
+    if not alibi or (effective[layer, head] > 0 and np.isfinite(effective[layer, head])):
+        x = configured[layer, head] if alibi else head + 1
+        traces.append({**base, "x": [x], "y": [effective[layer, head]],
+                       "name": _("selected head"), "showlegend": True,
+                       "xaxis": "x", "yaxis": "y"})
+    traces.append({**base, "x": [head + 1], "y": [stats.mean_distance[layer, head]],
+                   "xaxis": "x2", "yaxis": "y2"})
+    if stats.content_kl is not None:
+        traces.append({**base, "x": [head + 1], "y": [stats.content_kl[layer, head]],
+                       "xaxis": "x3", "yaxis": "y3"})
+    return traces
+
+
 def behaviour_grid_figure(behaviour, selected: tuple[int, int] | None = None,
                           height: int | None = None) -> go.Figure:
     """A layer x head grid, each cell coloured by the head's strongest behaviour
@@ -546,11 +565,8 @@ def behaviour_grid_figure(behaviour, selected: tuple[int, int] | None = None,
                                     line=dict(color="white", width=1)),
             hovertemplate=_("layer %{y}, head %{x}") + "<br>%{text}<extra>" + titles[name]
                           + "</extra>"))
-    if selected is not None:
-        fig.add_trace(go.Scatter(x=[selected[1] + 1], y=[selected[0] + 1], mode="markers",
-                                 marker=dict(symbol="square-open", size=38, color="black",
-                                             line=dict(width=3)),
-                                 hoverinfo="skip", showlegend=False))
+    for trace in behaviour_selection(selected):
+        fig.add_trace(trace)
     fig.update_xaxes(title=_("head"), tickvals=list(range(1, heads + 1)),
                      range=[0.4, heads + 0.6])
     fig.update_yaxes(title=_("layer"), tickvals=list(range(1, layers + 1)),
@@ -562,6 +578,17 @@ def behaviour_grid_figure(behaviour, selected: tuple[int, int] | None = None,
                       legend=dict(orientation="h", y=-0.3, yanchor="top", x=0.5,
                                   xanchor="center"))
     return fig
+
+
+def behaviour_selection(selected: tuple[int, int] | None) -> list:
+    """The outline of cell `selected` (layer, head), 0-based, in `behaviour_grid_figure`, as
+    trace dicts (added to a cached figure for the chosen head)."""
+    if selected is None:
+        return []
+    return [{"type": "scatter", "x": [selected[1] + 1], "y": [selected[0] + 1],
+             "mode": "markers", "hoverinfo": "skip", "showlegend": False,
+             "marker": {"symbol": "square-open", "size": 38, "color": "black",
+                        "line": {"width": 3}}}]
 
 
 def single_map_figure(attention, title: str, height: int = 380) -> go.Figure:

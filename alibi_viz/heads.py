@@ -30,6 +30,7 @@ import math
 import sys
 import threading
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import torch
@@ -435,20 +436,37 @@ def score_decomposition(model, tokenizer, text, layer: int, max_tokens: int | No
                         budget_bytes: int = DEFAULT_BUDGET_BYTES) -> Decomposition:
     """Split layer `layer`'s pre-softmax scores into content and positional bias, per head.
 
-    A forward pre-hook (with_kwargs=True) on the layer's attention module captures its input
-    hidden states and keyword arguments (the ALiBi tensor, the mask, rotary cos/sin); q and k
-    are recomputed from the module's own projection weights; a forward hook takes the
-    module's probabilities and stops the pass (later layers are not needed). Hooks fire only
-    in the calling thread, so a model shared between sessions is safe. The result is checked:
-    softmax(total) must reproduce the model's probabilities (`max_abs_error` <= 1e-4 for
-    float32 models, 2e-2 for 16-bit ones, whose probabilities are rounded; checked on every
-    query row up to 256 tokens, on 256 evenly spaced rows beyond), else AlibiVizError.
-    Supported: BLOOM, MPT, Falcon (ALiBi or rotary), GPT-2, LLaMA, Mistral, Qwen2, GPT-NeoX
-    (tested: all but Mistral and Qwen2, which share LLaMA's attention). T is capped so that
-    about 8 x heads x T^2 float32 fit `budget_bytes`.
+    One layer of `score_decompositions` (which see): the pass stops after that layer.
     """
-    layers, heads, _dim = model_dims(model)
+    layers, _heads, _dim = model_dims(model)
     layer = check_int(layer, "layer", 0, layers - 1)
+    return score_decompositions(model, tokenizer, text, [layer], max_tokens, budget_bytes)[0]
+
+
+def score_decompositions(model, tokenizer, text, layers=None, max_tokens: int | None = None,
+                         budget_bytes: int = DEFAULT_BUDGET_BYTES, reduce=None) -> list:
+    """Split the pre-softmax scores of each layer in `layers` (default all) into content and
+    positional bias, per head, in ONE forward pass of the model.
+
+    A forward pre-hook (with_kwargs=True) on each chosen layer's attention module captures its
+    input hidden states and keyword arguments (the ALiBi tensor, the mask, rotary cos/sin); as
+    soon as the module has run, a forward hook recomputes q and k from the module's own
+    projection weights and checks the result: softmax(total) must reproduce the module's
+    probabilities (`max_abs_error` <= 1e-4 for float32 models, 2e-2 for 16-bit ones, whose
+    probabilities are rounded; checked on every query row up to 256 tokens, on 256 evenly
+    spaced rows beyond), else AlibiVizError. The pass stops after the last chosen layer. Hooks
+    fire only in the calling thread, so a model shared between sessions is safe.
+
+    Each layer's Decomposition goes through `reduce` (e.g. `decomposition_view`) as soon as it
+    is made, so only one layer's (heads, T, T) arrays are alive at a time: T is capped so that
+    about 8 x heads x T^2 float32 fit `budget_bytes`, whatever the number of layers.
+    Returns [reduce(decomposition) for each layer], in the order of `layers`.
+    Supported: BLOOM, MPT, Falcon (ALiBi or rotary), GPT-2, LLaMA, Mistral, Qwen2, GPT-NeoX
+    (tested: all but Mistral and Qwen2, which share LLaMA's attention).
+    """
+    num_layers, heads, _dim = model_dims(model)
+    layers = list(range(num_layers)) if layers is None else [
+        check_int(layer, "layer", 0, num_layers - 1) for layer in layers]
     recompute = RECOMPUTE.get(model.config.model_type)
     if recompute is None:
         raise AlibiVizError(
@@ -459,45 +477,56 @@ def score_decomposition(model, tokenizer, text, layer: int, max_tokens: int | No
     cap, reason = _token_cap(model, max_tokens, budget_bytes, DECOMPOSITION_ARRAYS * heads * 4,
                              _("the decomposition of {heads} heads").format(heads=heads))
     tokenized = tokenize_capped(tokenizer, text, cap, reason)
-    module = attention_modules(model)[layer]
+    modules = attention_modules(model)
+    owner, inputs, results = threading.get_ident(), {}, {}
+    last = max(layers)
 
-    owner, captured = threading.get_ident(), {}
-
-    def take_inputs(mod, args, kwargs):
+    def take_inputs(layer, mod, args, kwargs):
         if threading.get_ident() == owner:
-            captured["hidden"] = args[0] if args else kwargs["hidden_states"]
-            captured["kwargs"] = dict(kwargs)
+            inputs[layer] = (args[0] if args else kwargs["hidden_states"], dict(kwargs))
 
-    def take_probs(mod, args, kwargs, output):
-        if threading.get_ident() == owner:
-            captured["probs"] = output[1]
+    def split(layer, mod, args, kwargs, output):
+        if threading.get_ident() != owner:
+            return
+        hidden, captured = inputs.pop(layer)
+        dec = _decompose(model, mod, recompute, hidden, captured, output[1], tokenized, layer)
+        results[layer] = dec if reduce is None else reduce(dec)
+        if layer == last:
             raise _StopForward
 
-    handles = [module.register_forward_pre_hook(take_inputs, with_kwargs=True),
-               module.register_forward_hook(take_probs, with_kwargs=True)]
+    handles = []
+    for layer in layers:
+        handles += [modules[layer].register_forward_pre_hook(partial(take_inputs, layer),
+                                                             with_kwargs=True),
+                    modules[layer].register_forward_hook(partial(split, layer), with_kwargs=True)]
     try:
         with torch.inference_mode():
             try:
                 model.base_model(input_ids=_input_ids(model, tokenized.ids), use_cache=False)
             except _StopForward:
                 pass
-            if captured.get("probs") is None:
-                raise AlibiVizError(_("The attention module returned no probabilities: load "
-                                      "the model with attn_implementation='eager' (load_model "
-                                      "does)."))
-            try:
-                content, bias, total = recompute(module, captured["hidden"], captured["kwargs"])
-            except (KeyError, AttributeError, RuntimeError, ValueError) as exc:
-                raise AlibiVizError(_("Could not recompute this model's attention scores "
-                                      "({error}): this transformers version calls its attention "
-                                      "differently.").format(error=repr(exc))) from None
-            probs = captured["probs"][0].float()                  # (H, T, T)
-            rows = _check_rows(probs.shape[1])
-            error = torch.softmax(total[:, rows].float(), dim=-1).sub_(probs[:, rows]).abs_().max().item()
     finally:
         for handle in handles:
             handle.remove()
-    tolerance = REPRODUCE_TOL if captured["probs"].element_size() >= 4 else REPRODUCE_TOL_16BIT
+    return [results[layer] for layer in layers]
+
+
+def _decompose(model, module, recompute, hidden, kwargs, probs, tokenized, layer) -> Decomposition:
+    """One layer's Decomposition from its attention module's inputs and probabilities."""
+    if probs is None:
+        raise AlibiVizError(_("The attention module returned no probabilities: load "
+                              "the model with attn_implementation='eager' (load_model "
+                              "does)."))
+    try:
+        content, bias, total = recompute(module, hidden, kwargs)
+    except (KeyError, AttributeError, RuntimeError, ValueError) as exc:
+        raise AlibiVizError(_("Could not recompute this model's attention scores "
+                              "({error}): this transformers version calls its attention "
+                              "differently.").format(error=repr(exc))) from None
+    tolerance = REPRODUCE_TOL if probs.element_size() >= 4 else REPRODUCE_TOL_16BIT
+    probs = probs[0].float()                                      # (H, T, T)
+    rows = _check_rows(probs.shape[1])
+    error = torch.softmax(total[:, rows].float(), dim=-1).sub_(probs[:, rows]).abs_().max().item()
     if not error <= tolerance:
         raise AlibiVizError(_("Could not reproduce this model's attention from its weights (max "
                               "error {error} > {tolerance}): this transformers version computes "

@@ -97,28 +97,38 @@ def N_(message: str) -> str:  # noqa: N802 (gettext's conventional name)
     return message
 
 
-def number(value: float, decimals: int | None = None, *, significant: int | None = None,
-           grouping: bool = True) -> str:
+def number(value: float, decimals: int | None = None, *, grouping: bool = True) -> str:
     """`value` written for the current language: decimal comma in es and ru, CLDR grouping.
 
-    `decimals` fixes the digits after the separator; `significant` keeps that many significant
-    digits instead (like "%.3g", without exponents); neither writes integers as integers and
+    `decimals` fixes the digits after the separator; None writes integers as integers and
     other values with up to 3 decimals.
     """
     from babel.numbers import format_decimal
 
     group = "#,##" if grouping else ""
-    if significant is not None:
-        if abs(value) >= 10 ** significant:  # an integer part longer than the digits kept
-            value = float(f"{value:.{significant}g}")
-            pattern = f"{group}0"
-        else:
-            pattern = "@" + "#" * (significant - 1)  # up to `significant` digits, no padding
-    elif decimals is None:
+    if decimals is None:
         pattern = f"{group}0.###"
     else:
         pattern = f"{group}0" + ("." + "0" * decimals if decimals > 0 else "")
     return format_decimal(value, format=pattern, locale=_current.get(), decimal_quantization=True)
+
+
+def formatted(value: float, spec: str) -> str:
+    """format(value, spec) (".3g", ".1e", "+.4g", ",.0f") with the current language's decimal
+    and grouping marks: "0.00391" is "0,00391" in es and ru. Exponents stay as Python writes them."""
+    from babel.numbers import get_decimal_symbol, get_group_symbol
+
+    code = _current.get()
+    if code == DEFAULT_LANGUAGE:
+        return format(value, spec)
+    marks = str.maketrans({".": get_decimal_symbol(code), ",": get_group_symbol(code)})
+    return format(value, spec).translate(marks)
+
+
+def significant(value: float, digits: int = 3) -> str:
+    """`value` to `digits` significant digits, as f"{value:.3g}" writes it, in the current
+    language's marks."""
+    return formatted(value, f".{digits}g")
 
 
 def percent(fraction: float, decimals: int = 0) -> str:

@@ -6,7 +6,7 @@ and the same figures enlarged for a projector.
 * `head_vs_bias_figure`: a real head's attention map beside what its slope alone would give
   (`alibi.implied_attention_map`), drawn by `extrapolation_figures.attention_pair_figure`.
 * `enlarge_figure`: any figure with its fonts and height scaled for a projector.
-* `significant`, `tokens`: numbers and token counts written for the current language.
+* `tokens`: a token count written for the current language's grammar.
 """
 
 from __future__ import annotations
@@ -22,13 +22,7 @@ from .alibi import check_int, implied_attention_map
 from .errors import AlibiVizError
 from .extrapolation_figures import MARKER_COLOR, attention_pair_figure
 from .heads import check_attention
-from .i18n import _, ngettext
-
-
-def significant(value: float, digits: int = 3) -> str:
-    """`value` to `digits` significant digits, as f"{value:.3g}" writes it, with the current
-    language's decimal mark (es and ru: "0,00391")."""
-    return f"{value:.{digits}g}".replace(".", i18n.plotly_separators()[0])
+from .i18n import _, ngettext, significant
 
 
 def tokens(value: float, shown: str) -> str:

@@ -49,7 +49,7 @@ import torch
 from .alibi import SCHEDULES, alibi_slopes, check_int
 from .errors import ModelLoadError
 from .hub_cache import PICKLE_SUFFIXES, parse_repo_id, resolve_repo
-from .i18n import N_, _, ngettext, number
+from .i18n import N_, _, formatted, ngettext, number, significant
 
 MODEL_ROOT_ENV = "ALIBI_VIZ_MODEL_ROOT"  # only folders inside this root can be loaded
 ALLOW_CUSTOM_ENV = "ALIBI_VIZ_ALLOW_CUSTOM_PATHS"  # "0": only shipped models can be loaded
@@ -105,20 +105,12 @@ class Message(str):
         return _message, (self.msgid, self.fields)
 
     def localized(self) -> str:
-        return _(self.msgid).format(**{k: _decimal(v) if isinstance(v, float) else v
+        return _(self.msgid).format(**{k: formatted(v, "g") if isinstance(v, float) else v
                                        for k, v in self.fields.items()})
 
 
 def _message(msgid: str, fields: dict) -> Message:
     return Message(msgid, **fields)
-
-
-def _decimal(value: float) -> str:
-    """`value` as format(value, "g") writes it, with the current language's decimal mark."""
-    text = format(value, "g")
-    if "e" in text or not math.isfinite(value):
-        return text
-    return number(value, len(text.partition(".")[2]))
 
 
 def _significant(value: float, digits: int) -> float:
@@ -716,7 +708,7 @@ def train_seq_len(info: ModelInfo, training: dict | None = None) -> int | None:
 
 def _slope_list(slopes) -> str:
     """Slopes to 4 significant digits; "; " between them where the decimal mark is a comma."""
-    texts = [_decimal(_significant(m, 4)) for m in slopes]
+    texts = [significant(m, 4) for m in slopes]
     return ("; " if any("," in t for t in texts) else ", ").join(texts)
 
 

@@ -42,7 +42,7 @@ from .alibi import (
     check_seq_len,
 )
 from .errors import AlibiVizError
-from .i18n import N_, _, number
+from .i18n import N_, _, number, significant
 
 MAX_DISTANCE = MAX_SEQ_LEN - 1  # largest |i - j| in a sequence of MAX_SEQ_LEN tokens
 MAX_DIM = 8192  # cap on embedding / head dims: cost grows with dim per distance
@@ -92,9 +92,9 @@ def _check_real(value, name: str, low: float, high: float, low_open: bool = Fals
     if not (math.isfinite(value) and lower_ok and value <= high):
         bracket = "(" if low_open else "["
         raise AlibiVizError(_("{name} must be in {bracket}{low}, {high}], got {value}.").format(
-            name=name, bracket=bracket, low=number(low, significant=6, grouping=False),
-            high=number(high, significant=6, grouping=False),
-            value=number(value, significant=6, grouping=False)))
+            name=name, bracket=bracket, low=significant(low, 6),
+            high=significant(high, 6),
+            value=significant(value, 6)))
     return value
 
 

@@ -22,7 +22,7 @@ from alibi_viz.bias_figures import (
 )
 from alibi_viz.errors import AlibiVizError
 from alibi_viz.export import matrices_to_csv, to_npy_bytes
-from alibi_viz.i18n import N_, _, number, percent
+from alibi_viz.i18n import N_, _, number, percent, significant
 from alibi_viz.params import UrlParam, format_head_selection, parse_head_selection
 from alibi_viz.precision import row_constant_error_table
 from app import ui
@@ -45,13 +45,6 @@ SCALE_TITLES = {"per_head": N_("each head its own"), "shared": N_("one for all h
 @st.cache_data(max_entries=64, show_spinner=False)
 def cached_slopes(num_heads: int, schedule: str, max_bias: float) -> np.ndarray:
     return alibi_slopes(num_heads, schedule, max_bias)
-
-
-def translated(names: dict) -> dict:
-    """{option: its name in this run's language}. A widget's format_func must not call `_`
-    itself: AppTest (and Streamlit, to match a sent value) may call it outside the script
-    thread, where the run's language is not set; this dict already holds the right words."""
-    return {key: _(name) for key, name in names.items()}
 
 
 def translated_columns(rows: list[dict]) -> list[dict]:
@@ -97,13 +90,13 @@ def controls_ui():
                                          "resolution, so any length is fast.").format(
                                       max=number(65_536)))
         mode = st.radio(_("Mode"), ("causal", "symmetric"), key="be_mode", horizontal=True,
-                        format_func=translated(MODE_NAMES).get,
+                        format_func=ui.labels(MODE_NAMES),
                         help=_("causal: decoder (the paper's setting), keys after the query are "
                                "masked. symmetric: -m|i-j| both ways, for bidirectional models "
                                "(not in the paper; the authors' suggestion in their "
                                "repository)."))
         schedule = st.selectbox(_("Slope schedule"), SCHEDULES, key="be_schedule",
-                                format_func=translated(SCHEDULE_NAMES).get,
+                                format_func=ui.labels(SCHEDULE_NAMES),
                                 help=_("official: fairseq/BLOOM. geometric: 2^(-8h/n) for every "
                                        "n. mpt: MPT/llm-foundry."))
         max_bias = st.number_input(_("Max bias"), 0.5, 16.0, step=0.5, key="be_max_bias",
@@ -114,7 +107,7 @@ def controls_ui():
         show = st.text_input(_("Heads to show"), key="be_show",
                              help=_('"all", or a list like 1-4,8 (1-based).'))
         scale = st.radio(_("Colour scale"), COLOR_SCALES, key="be_scale", horizontal=True,
-                         format_func=translated(SCALE_TITLES).get,
+                         format_func=ui.labels(SCALE_TITLES),
                          help=_("each head its own: every panel spans its own largest penalty, "
                                 "so gentle heads show their gradient. one for all heads: the "
                                 "true sizes in logits, where gentle heads look flat."))
@@ -221,7 +214,7 @@ if mode == "causal" and seq_len >= 16:
         "its attention on keys more than {near} tokens back (as if the model had been trained "
         "on {near}-token windows and run at 8x). That weight is spread thin over keys the "
         "model never saw so far away, which dilutes the head's output gradually instead of "
-        "breaking it.").format(head=gentle + 1, slope=number(slopes[gentle], significant=3),
+        "breaking it.").format(head=gentle + 1, slope=significant(slopes[gentle], 3),
                                seq_len=number(seq_len), share=percent(beyond),
                                near=number(near)))
 
@@ -245,7 +238,7 @@ st.markdown("\n".join([
              "{error_many} with {heads_many}, and the steepest head's last 16 keys collapse "
              "onto {distinct} distinct bias values (table below, computed with transformers' "
              "own builder). MPT adds m·(j−(L−1)), another row constant.").format(
-        error=number(bf16[0]["largest error (logits)"], significant=6), heads=bf16[0]["heads"],
+        error=significant(bf16[0]["largest error (logits)"], 6), heads=bf16[0]["heads"],
         error_many=number(bf16[1]["largest error (logits)"], 0), heads_many=bf16[1]["heads"],
         distinct=bf16[0]["distinct values, last 16 keys of head 1"]),
     "- " + _("**Not scaled by 1/√d.** The content score q·k is divided by √d; the bias is added "

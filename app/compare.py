@@ -19,6 +19,7 @@ from alibi_viz.export import to_npy_bytes
 from alibi_viz.i18n import N_, _, number
 from alibi_viz.params import UrlParam, parse_methods
 from alibi_viz.positional import DEFAULT_METHODS, KIND_NAMES, METHODS
+from alibi_viz.render import figure_spec
 from app import ui
 
 PREFIX = "cmp"
@@ -26,13 +27,6 @@ MAX_LEN = 65_536
 MODES = ("causal", "symmetric")
 XSCALES = ("linear", "log")
 XSCALE_NAMES = {"linear": N_("linear"), "log": N_("log")}
-
-
-def translated(names: dict) -> dict:
-    """{option: its name in this run's language}. A widget's format_func must not call `_`
-    itself: AppTest (and Streamlit, to match a sent value) may call it outside the script
-    thread, where the run's language is not set; this dict already holds the right words."""
-    return {key: _(name) for key, name in names.items()}
 
 
 def param_key(method: str, name: str) -> str:
@@ -123,7 +117,7 @@ def controls_ui():
         st.header(_("Compare methods"))
         methods = st.multiselect(
             _("Methods"), list(METHODS), key="cmp_methods",
-            format_func=translated({n: m.label for n, m in METHODS.items()}).get,
+            format_func=ui.labels({n: m.label for n, m in METHODS.items()}),
             help=_("Positional schemes to draw side by side."))
         seq_len = st.number_input(
             _("Sequence length"), 1, MAX_LEN, step=1, key="cmp_len",
@@ -131,11 +125,11 @@ def controls_ui():
                    "any length is fast.").format(max=number(MAX_LEN)))
         mode = st.radio(
             _("Mode"), MODES, key="cmp_mode", horizontal=True,
-            format_func=translated(MODE_NAMES).get,
+            format_func=ui.labels(MODE_NAMES),
             help=_("causal: decoder, keys after the query are masked (T5 uses its decoder "
                    "buckets). symmetric: encoder, both sides (T5 splits its buckets per side)."))
         xscale = st.radio(_("Distance axis"), XSCALES, key="cmp_xscale", horizontal=True,
-                          format_func=translated(XSCALE_NAMES).get,
+                          format_func=ui.labels(XSCALE_NAMES),
                           help=_("log shows short and long range at once (distances >= 1)."))
         params = {name: method_params_ui(name) for name in methods}
     return methods, int(seq_len), mode, xscale, params
@@ -176,7 +170,7 @@ def selection_key(selection: dict) -> tuple:
 def cached_figures(key: tuple, seq_len: int, mode: str, log_distance: bool, lang: str):
     """Both figures; `lang` keys the cache, since their labels are in that language."""
     selection = {name: dict(items) for name, items in key}
-    return (score_vs_distance_figure(selection, seq_len, mode, log_distance),
+    return (figure_spec(score_vs_distance_figure(selection, seq_len, mode, log_distance)),
             score_matrices_figure(selection, seq_len, mode))
 
 

@@ -26,7 +26,6 @@ from alibi_viz.evaluate import (
     results_details,
     results_table,
     signed,
-    significant,
     train_seq_len_of,
     useful_context,
 )
@@ -38,7 +37,7 @@ from alibi_viz.extrapolation_figures import (
     win_half_figure,
 )
 from alibi_viz.heads import attention_maps, mass_beyond
-from alibi_viz.i18n import N_, _, number, percent
+from alibi_viz.i18n import N_, _, number, percent, significant
 from alibi_viz.params import UrlParam
 from alibi_viz.reach import (
     COPY_SPAN,
@@ -50,6 +49,7 @@ from alibi_viz.reach import (
     reach_summary,
     span_losses,
 )
+from alibi_viz.render import figure_spec
 from app import ui
 
 PREFIX = "xl"
@@ -98,13 +98,13 @@ def attention_view(path: str, stamp: tuple, train_len: int, layer: int, head: in
     beyond = mass_beyond(long_map, train_len)
     beyond_bias = (mass_beyond(implied_attention_map([slope], T)[0], train_len)
                    if slope else None)
-    return fig, beyond, beyond_bias, T
+    return figure_spec(fig), beyond, beyond_bias, T
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
 def results_figure(results: dict, lang: str):
     """The shipped results chart, its texts in `lang` (the current language)."""
-    return perplexity_figure(results)
+    return figure_spec(perplexity_figure(results))
 
 
 # ----------------------------------------------------------------------------- controls
@@ -449,13 +449,13 @@ COPY_DISTANCES = (16, 32, 64, 128, 256, 512, 1024)
 @st.cache_data(max_entries=4, show_spinner=False)
 def reach_fig(reach: dict, train_len: int, lang: str):
     """The shipped reach chart, its texts in `lang` (the current language)."""
-    return reach_figure(reach, train_len)
+    return figure_spec(reach_figure(reach, train_len))
 
 
 @st.cache_data(max_entries=4, show_spinner=False)
 def win_half_fig(slopes: tuple, num_keys: int, lang: str):
     """The bias-alone retrieval limit per head, its texts in `lang` (the current language)."""
-    return win_half_figure(list(slopes), num_keys)
+    return figure_spec(win_half_figure(list(slopes), num_keys))
 
 
 @st.cache_data(max_entries=16, show_spinner=_("Running the model on a planted span..."))

@@ -34,19 +34,21 @@ from alibi_viz.head_figures import (
     COLOR_SCALES,
     attention_grid_figure,
     behaviour_grid_figure,
+    behaviour_selection,
     decomposition_figure,
     head_statistics_figure,
+    head_statistics_selection,
     highlight_html,
     precision_figure,
-    significant,
     single_map_figure,
     verdict_grid_figure,
 )
-from alibi_viz.heads import BIAS_SHOWN, analyze_heads, decomposition_view, score_decomposition
-from alibi_viz.i18n import N_, _, ngettext, number
+from alibi_viz.heads import BIAS_SHOWN, analyze_heads, decomposition_view, score_decompositions
+from alibi_viz.i18n import N_, _, formatted, ngettext, number, significant
 from alibi_viz.loading import resolve_model_path, train_seq_len
 from alibi_viz.params import UrlParam
 from alibi_viz.precision import DTYPES, FORMS, precision_lens
+from alibi_viz.render import figure_spec
 from app import ui
 
 logger = logging.getLogger(__name__)
@@ -277,38 +279,72 @@ def analysis_key(loaded: Loaded, text: str, max_tokens: int) -> tuple:
             int(max_tokens))
 
 
-@st.cache_data(max_entries=4, show_spinner=False)
+# The analyses are shared read-only by every session (cache_resource: no copy per rerun; a
+# 1,024-token analysis is tens of MB, which cache_data would pickle on every head switch).
+@st.cache_resource(max_entries=8, show_spinner=False)
 def cached_analysis(_loaded: Loaded, _text: str, key: tuple, lang: str):
     return analyze_heads(_loaded.model, _loaded.tokenizer, _text, max_tokens=key[2],
                          slopes=_loaded.info.effective_slopes)
 
 
-@st.cache_data(max_entries=6, show_spinner=False)
-def cached_decomposition(_loaded: Loaded, _text: str, key: tuple, layer: int, bias_shown: str,
-                         lang: str):
-    dec = score_decomposition(_loaded.model, _loaded.tokenizer, _text, layer, max_tokens=key[2])
-    return decomposition_view(dec, bias_shown=bias_shown)
+ALL_LAYERS_AT_ONCE = 12  # models with at most this many layers are split in one pass
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def cached_decompositions(_loaded: Loaded, _text: str, key: tuple, layers: tuple, lang: str):
+    """{layer: {bias_shown: view}} for `layers`, from ONE forward pass: switching layer or bias
+    form afterwards runs no model. A small model has all its layers split at once; a deep one
+    (more than ALL_LAYERS_AT_ONCE layers) one layer per pass, to bound the first wait."""
+    views = score_decompositions(
+        _loaded.model, _loaded.tokenizer, _text, list(layers), max_tokens=key[2],
+        reduce=lambda dec: {shown: decomposition_view(dec, bias_shown=shown)
+                            for shown in BIAS_SHOWN})
+    return dict(zip(layers, views, strict=True))
+
+
+def decomposition(loaded: Loaded, text: str, key: tuple, layer: int, bias_shown: str):
+    """The view of one layer's split, cached as `cached_decompositions` groups it."""
+    num_layers = loaded.info.num_layers
+    layers = (tuple(range(num_layers)) if num_layers <= ALL_LAYERS_AT_ONCE else (layer,))
+    return cached_decompositions(loaded, text, key, layers, i18n.get_language())[layer][bias_shown]
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
 def cached_grid_figure(_analysis, _loaded: Loaded, key: tuple, layer: int, head: int, scale: str,
                        lang: str):
-    return attention_grid_figure(_analysis.layers[layer], _analysis.tokens, layer,
+    return figure_spec(attention_grid_figure(_analysis.layers[layer], _analysis.tokens, layer,
                                  slopes=_loaded.info.slopes, selected=head,
-                                 train_seq_len=_loaded.train_seq_len, scale=scale)
+                                 train_seq_len=_loaded.train_seq_len, scale=scale))
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
 def cached_row_figure(_view, _loaded: Loaded, key: tuple, layer: int, head: int, scale: str,
                       bias_shown: str, lang: str):
     slope = _loaded.info.slopes[head] if _loaded.info.slopes else None
-    return decomposition_figure(_view, head, slope=slope, train_seq_len=_loaded.train_seq_len,
-                                scale=scale)
+    return figure_spec(decomposition_figure(_view, head, slope=slope,
+                                       train_seq_len=_loaded.train_seq_len, scale=scale))
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def cached_stats_figure(_analysis, key: tuple, layer: int, head: int, lang: str):
-    return head_statistics_figure(_analysis.stats, _analysis.seq_len, selected=(layer, head))
+def cached_stats_figure(_analysis, key: tuple, lang: str):
+    """The statistics of every head (drawn once per text; the chosen head's rings are added
+    by `with_traces`, so a head switch rebuilds nothing)."""
+    return figure_spec(head_statistics_figure(_analysis.stats, _analysis.seq_len))
+
+
+def with_traces(spec: dict, traces: list) -> dict:
+    """A cached figure dict with `traces` drawn on top (the cached dict is not changed)."""
+    return {**spec, "data": [*spec["data"], *traces]}
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
+def cached_gallery_grid(_behaviour, model_key: tuple, lang: str):
+    return figure_spec(behaviour_grid_figure(_behaviour))
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def cached_gallery_map(_attention, model_key: tuple, cell: tuple, title: str):
+    return figure_spec(single_map_figure(_attention, title))
 
 
 @st.cache_data(max_entries=4, show_spinner=False)
@@ -374,7 +410,7 @@ def _show(prefix: str, loaded: Loaded, text: str, choice: Choice) -> None:
         head=choice.head + 1))
     try:
         with st.spinner(_("Splitting the scores into content and bias...")):
-            view = cached_decomposition(loaded, text, key, choice.layer, choice.bias_shown, lang)
+            view = decomposition(loaded, text, key, choice.layer, choice.bias_shown)
     except (AlibiVizError, RuntimeError, MemoryError) as exc:
         st.info(_failed(exc), icon="ℹ️")
     else:
@@ -394,10 +430,11 @@ def _show(prefix: str, loaded: Loaded, text: str, choice: Choice) -> None:
             + " " + shown + " "
             + _("The masked total is what the softmax sees (grey: keys after the query); softmax "
                 "of it reproduces the model's own attention to {error}.").format(
-                    error=significant(view.max_abs_error, ".1e")))
+                    error=formatted(view.max_abs_error, ".1e")))
 
     st.subheader(_("3. Head statistics"))
-    stats = cached_stats_figure(analysis, key, choice.layer, choice.head, lang)
+    stats = with_traces(cached_stats_figure(analysis, key, lang),
+                        head_statistics_selection(analysis.stats, (choice.layer, choice.head)))
     ui.show_figure(stats, f"head_statistics_{name}_T{T}", key=f"{prefix}_fig_stats")
     show_gallery(prefix, loaded)
     st.subheader(_("5. Conformance: is this model applying ALiBi correctly?"))
@@ -463,7 +500,9 @@ def show_gallery(prefix: str, loaded: Loaded) -> None:
         st.session_state[f"{prefix}_gallery_click"] = clicked  # a new click wins once
         st.session_state[state] = clicked
     cell = st.session_state.get(state) or (0, 0)
-    st.plotly_chart(behaviour_grid_figure(behaviour, selected=cell), key=chart_key,
+    grid = with_traces(cached_gallery_grid(behaviour, loaded.key, i18n.get_language()),
+                       behaviour_selection(cell))
+    st.plotly_chart(ui.ready(grid), key=chart_key,
                     on_select="rerun", selection_mode="points", theme=None,
                     config=ui.PLOT_CONFIG, width="stretch")
     layer, head = cell
@@ -473,10 +512,10 @@ def show_gallery(prefix: str, loaded: Loaded) -> None:
     attention = maps[layer][head]
     left, right = st.columns([2, 3])
     with left:
-        ui.show_figure(single_map_figure(
-            attention, _("Layer {layer}, head {head}: {behaviour}").format(
-                layer=layer + 1, head=head + 1, behaviour=titles[kind])),
-            f"gallery_L{layer + 1}_h{head + 1}", key=f"{prefix}_fig_gallery_map")
+        title = _("Layer {layer}, head {head}: {behaviour}").format(
+            layer=layer + 1, head=head + 1, behaviour=titles[kind])
+        ui.show_figure(cached_gallery_map(attention, loaded.key, (layer, head), title),
+                       f"gallery_L{layer + 1}_h{head + 1}", key=f"{prefix}_fig_gallery_map")
     with right:
         where = (_("**Layer {layer}, head {head}** looks most like a **{behaviour}** head. "
                    "Below, the repeated random sequence: the outlined token is the query "
@@ -578,7 +617,7 @@ def show_conformance(prefix: str, model, tokenizer, info, model_key: tuple,
         st.dataframe(rows, hide_index=True, key=f"{prefix}_decode_table")
         st.caption(_("Tolerance {tolerance} for this dtype: float32 paths differ by about 1e-6 "
                      "relative; 16-bit paths round differently at every layer.").format(
-                         tolerance=significant(d.tolerance, "g")))
+                         tolerance=formatted(d.tolerance, "g")))
     st.markdown(_("**Precision lens.** The bias a dtype really adds, against the exact one."))
     left, mid, right = st.columns(3)
     dtype = left.selectbox("dtype", list(DTYPES), index=list(DTYPES).index(info.dtype)

@@ -12,6 +12,7 @@ from alibi_viz.hub_cache import hub_cache_dir, list_cached_models
 from alibi_viz.i18n import _, number
 from alibi_viz.loading import ALLOW_CUSTOM_ENV, MODEL_ROOT_ENV, localized, model_info_rows
 from alibi_viz.params import UrlParam
+from alibi_viz.render import figure_spec
 from alibi_viz.zoo import BUGS, HARMLESS, broken_model
 from app import heads_view, ui
 
@@ -74,7 +75,7 @@ def cache_ui(allowed: bool) -> str:
 @st.cache_data(max_entries=16, show_spinner=False)
 def cached_slopes_figure(slopes: tuple, effective: tuple | None, name: str, lang: str):
     """The slopes figure (its labels in `lang`)."""
-    return model_slopes_figure(slopes, effective, name=name)
+    return figure_spec(model_slopes_figure(slopes, effective, name=name))
 
 
 def markdown_text(text: str) -> str:

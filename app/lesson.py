@@ -26,17 +26,17 @@ from alibi_viz.evaluate import (
 )
 from alibi_viz.extrapolation_figures import perplexity_figure, reach_figure
 from alibi_viz.heads import attention_maps, head_statistics
-from alibi_viz.i18n import N_, _, number, percent
+from alibi_viz.i18n import N_, _, number, percent, significant
 from alibi_viz.lesson_figures import (
     enlarge_figure,
     head_vs_bias_figure,
     score_pipeline_figure,
-    significant,
     tokens,
     toy_content_scores,
 )
 from alibi_viz.params import UrlParam
 from alibi_viz.reach import REACH_CONTEXTS
+from alibi_viz.render import figure_spec
 from app import ui
 
 PREFIX = "ls"
@@ -77,12 +77,6 @@ PROTOCOL_LABELS = {"both": N_("both"), "nonoverlapping": N_("nonoverlapping"),
                    "sliding": N_("sliding")}
 
 
-def labels(options, label):
-    """A widget's format_func whose texts are written now, in this run's language: Streamlit
-    (and AppTest) may call a format_func later, outside the run that set the language."""
-    return {option: label(option) for option in options}.__getitem__
-
-
 def slope_label(m: float) -> str:
     return _("0 (no position)") if m == 0 else f"1/{round(1 / m)}" if m < 1 else "1"
 
@@ -91,7 +85,7 @@ def slope_label(m: float) -> str:
 
 @st.cache_data(max_entries=16, show_spinner=False)
 def pipeline_fig(slope: float, lang: str):
-    return score_pipeline_figure(slope, num_keys=24, seed=3)
+    return figure_spec(score_pipeline_figure(slope, num_keys=24, seed=3))
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
@@ -123,17 +117,17 @@ def head_fig(path: str, stamp: tuple, n_tokens: int, layer: int, head: int, slop
     fig = head_vs_bias_figure(attention, slope, layer, head, height=480)
     prior = implied_attention_map([slope], attention.shape[0])  # (1, T, T)
     distances = head_statistics([attention[None], prior]).mean_distance[:, 0]  # model, bias
-    return fig, float(distances[0]), float(distances[1])
+    return figure_spec(fig), float(distances[0]), float(distances[1])
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
 def results_fig(results: dict, protocols: tuple, lang: str):
-    return perplexity_figure(results, protocols=protocols)
+    return figure_spec(perplexity_figure(results, protocols=protocols))
 
 
 @st.cache_data(max_entries=4, show_spinner=False)
 def reach_fig(reach: dict, train_len: int, lang: str):
-    return reach_figure(reach, train_len)
+    return figure_spec(reach_figure(reach, train_len))
 
 
 # ----------------------------------------------------------------------------- controls
@@ -159,7 +153,7 @@ def controls_ui():
                                    "(PageDown/PageUp) or the arrow keys move between steps "
                                    "(URL: present=1)."))
         step = st.radio(_("Steps"), list(range(1, len(STEPS) + 1)), key="ls_step",
-                        format_func=labels(range(1, len(STEPS) + 1),
+                        format_func=ui.labels(range(1, len(STEPS) + 1),
                                            lambda k: f"{k}. {_(STEPS[k - 1])}"))
     return int(step), bool(present)
 
@@ -246,7 +240,7 @@ def step_position(step: int, present: bool) -> None:
         st.latex(r"\text{score}_{ij} = \frac{q_i \cdot k_j}{\sqrt{d}} \;-\; m\,(i-j),"
                  r"\qquad j \le i")
     slope = st.select_slider(_("Slope m"), SLOPE_CHOICES, value=0.25, key="ls_s1_slope",
-                             format_func=labels(SLOPE_CHOICES, slope_label))
+                             format_func=ui.labels(SLOPE_CHOICES, slope_label))
     keys = 24
     content = toy_content_scores(keys, seed=3)
     recent = slice(keys - 4, keys)
@@ -443,7 +437,7 @@ def step_extrapolation(step: int, present: bool) -> None:
     if not present:
         choice = st.radio(_("Protocol"), ("both", "nonoverlapping", "sliding"), horizontal=True,
                           key="ls_s6_protocol",
-                          format_func=labels(PROTOCOL_LABELS, lambda p: _(PROTOCOL_LABELS[p])))
+                          format_func=ui.labels(PROTOCOL_LABELS))
     protocols = ("nonoverlapping", "sliding") if choice == "both" else (choice,)
     if ask(step, _("At {factor}x the training length, does ALiBi's perplexity go up or down? "
                    "And the sinusoidal model's?").format(factor=factor),

@@ -10,11 +10,13 @@ import json
 import os
 import time
 
+import plotly.graph_objects as go
 import streamlit as st
 
 from alibi_viz import i18n
 from alibi_viz.i18n import _
 from alibi_viz.params import UrlParam, parse_param
+from alibi_viz.render import sendable
 
 STATE_KEYS = "_url_state_keys"  # widget keys registered by seed_from_url
 PLOT_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
@@ -75,6 +77,18 @@ def show_url_warnings(prefix: str) -> None:
         st.warning(_("URL parameter ignored: {warning}").format(warning=warning), icon="⚠️")
 
 
+def labels(options, label=None):
+    """A widget's format_func whose texts are written now, in this run's language: `options`
+    a {value: English name} table (the names are translated) or any values with `label(value)`
+    writing each. Streamlit and AppTest may call a format_func later, outside the script
+    thread where the run's language is set, so it must not translate by itself."""
+    if label is None:
+        texts = {value: _(name) for value, name in options.items()}
+    else:
+        texts = {value: label(value) for value in options}
+    return texts.__getitem__
+
+
 LANG_PARAM = UrlParam("lang", "choice", i18n.DEFAULT_LANGUAGE, choices=tuple(i18n.LANGUAGES))
 LANG_KEY = "app_lang"  # the sidebar switch's key
 
@@ -118,11 +132,31 @@ def write_url(values: dict) -> None:
         st.query_params.from_dict(wanted)
 
 
+class Ready(go.Figure):
+    """A figure dict (`render.figure_spec`) handed to st.plotly_chart as it is: Streamlit runs
+    a plain dict through plotly's full validation on every rerun, and asks a Figure only for
+    to_dict(). Display only: it holds no traces of its own."""
+
+    def __init__(self, spec: dict):
+        super().__init__()
+        self._spec = spec
+
+    def to_dict(self) -> dict:
+        return sendable(self._spec)
+
+
+def ready(fig):
+    """What st.plotly_chart should get for `fig`, a figure or a figure dict (see `Ready`)."""
+    return Ready(fig) if isinstance(fig, dict) else fig
+
+
 def show_figure(fig, filename: str, key: str | None = None) -> None:
-    """st.plotly_chart with a modebar that saves a 2x PNG named `filename`."""
+    """st.plotly_chart of a figure or figure dict, with a modebar that saves a 2x PNG named
+    `filename`."""
     config = {**PLOT_CONFIG,
               "toImageButtonOptions": {**PLOT_CONFIG["toImageButtonOptions"], "filename": filename}}
-    st.plotly_chart(fig, width="stretch", config=config, key=key, theme=None)
+    st.plotly_chart(ready(fig), width="stretch",
+                    config=config, key=key, theme=None)
 
 
 LOOPBACK = {"localhost", "127.0.0.1", "::1"}

@@ -281,3 +281,15 @@ def test_textbook_bias_panel_is_minus_m_distance_under_the_mask(bloom):
         expected = np.where(j <= i, -m * (i - j), -np.inf)
         np.testing.assert_allclose(view.parts["bias"].hover[h], expected, atol=1e-5)
     np.testing.assert_array_equal(view.parts["probs"].hover, dec.probs)
+
+
+@pytest.mark.parametrize("text", [TEXT[:40], TEXT * 3])  # labelled heatmaps; kit images
+def test_decomposition_figure_passes_full_validation(bloom, text):
+    """The row of four panels is written as plain dicts (no make_subplots); plotly's full
+    validation accepts it, with four panels on four axis pairs and four colour bars."""
+    model, tokenizer = bloom
+    view = decomposition_view(score_decomposition(model, tokenizer, text, layer=1))
+    fig = decomposition_figure(view, 0, slope=0.5, train_seq_len=64)
+    checked = go.Figure(fig.to_dict())  # raises on anything plotly.js would not read
+    assert {t.xaxis for t in checked.data} == {"x", "x2", "x3", "x4"}
+    assert all(checked.layout[f"coloraxis{k}"].colorbar.len for k in ("", "2", "3", "4"))

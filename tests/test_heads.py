@@ -491,3 +491,24 @@ def test_content_kl_of_attending_to_itself_is_log_of_the_normaliser():
 def test_content_kl_needs_slopes():
     """Without configured slopes there is no bias-only reference, so no KL."""
     assert head_statistics([np.eye(5, dtype=np.float32)[None]]).content_kl is None
+
+
+@pytest.mark.parametrize("kind", ["bloom", "gpt2"])
+def test_all_layers_decompose_in_one_forward_pass(models, tokenizer, kind):
+    """score_decompositions runs the model once for every layer (a layer switch on the page
+    reruns nothing) and gives each layer what score_decomposition gives it alone."""
+    from alibi_viz.heads import attention_modules, score_decompositions
+
+    model = models[kind]
+    calls = []
+    handle = attention_modules(model)[0].register_forward_pre_hook(lambda *a: calls.append(1))
+    try:
+        together = score_decompositions(model, tokenizer, TEXT)
+    finally:
+        handle.remove()
+    assert len(calls) == 1 and len(together) == len(attention_modules(model))
+    for layer, dec in enumerate(together):
+        alone = score_decomposition(model, tokenizer, TEXT, layer)
+        assert dec.layer == layer
+        np.testing.assert_array_equal(dec.total, alone.total)
+        np.testing.assert_array_equal(dec.content, alone.content)
