@@ -1,12 +1,15 @@
 # alibi-viz: two commands do everything on a fresh machine.
 #   make run   create .venv, install, start the app on http://localhost:8501
-#   make test  install (with dev tools and chromium), lint, run the whole test suite
+#   make test  install (with dev tools, chromium and nginx), lint, run the whole test suite
+#   make serve-class / make stop-class   the app for a class: replicas behind nginx (deploy/)
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 PORT   ?= 8501
+CLASS_REPLICAS ?= 2
+CLASS_PORT     ?= 8080
 
-.PHONY: run test install install-dev chromium lint bench clean models
+.PHONY: run test install install-dev chromium nginx lint bench clean models serve-class stop-class
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +38,14 @@ chromium:
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	else echo "chromium missing and not root: browser tests will be skipped (apt-get install chromium)"; fi
 
+# Debian's nginx fronts the class deployment (deploy/); its tests are skipped without it.
+nginx:
+	@if [ -x /usr/sbin/nginx ]; then :; \
+	elif [ "$$(id -u)" = 0 ]; then \
+		echo "installing Debian's nginx for the class deployment and its tests"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx >/dev/null; \
+	else echo "nginx missing and not root: the deployment tests will be skipped (apt-get install nginx)"; fi
+
 run: install
 	$(BIN)/streamlit run app/main.py --server.address localhost --server.port $(PORT) \
 		--browser.gatherUsageStats false
@@ -42,8 +53,16 @@ run: install
 lint: install-dev
 	$(BIN)/ruff check .
 
-test: install-dev chromium lint
+test: install-dev chromium nginx lint
 	$(BIN)/python -m pytest
+
+# A class on one machine: CLASS_REPLICAS Streamlit replicas behind nginx on port CLASS_PORT,
+# for every address of this machine (deploy/README.md). Runs until `make stop-class`.
+serve-class: install nginx
+	deploy/run.sh start --replicas $(CLASS_REPLICAS) --port $(CLASS_PORT)
+
+stop-class:
+	deploy/run.sh stop
 
 # The quick benchmarks; bench/README.md lists the long ones (model page vs bertviz, load test).
 bench: install-dev chromium

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -113,3 +114,57 @@ def wait_for_app(page) -> None:
         " || !document.querySelector('[data-testid=\"stStatusWidget\"]').innerText.includes('Running')"
     )
     page.wait_for_timeout(300)
+
+
+# ----------------------------------------------------------------------------- class deployment
+
+DEPLOY = ROOT / "deploy" / "run.sh"
+NGINX = "/usr/sbin/nginx"
+
+
+@dataclass
+class ClassStack:
+    """A running `deploy/run.sh` stack: nginx at `url` in front of `replica_ports`; `timing`
+    is the replicas' ALIBI_VIZ_TIMING_LOG when one was given."""
+
+    url: str
+    run_dir: Path
+    replica_ports: list[int]
+    env: dict = field(repr=False, default_factory=dict)
+    timing: Path | None = None
+
+    def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+        """Run `deploy/run.sh ARGS` against this stack (status, kill-replica K, stop...)."""
+        return subprocess.run([str(DEPLOY), *args], cwd=ROOT, env=self.env, check=check,
+                              capture_output=True, text=True, timeout=300)
+
+    def pids(self) -> dict[str, int]:
+        """The pid of each replica (r1, r2, ...) and of nginx's master, from the pid files."""
+        return {f.stem: int(f.read_text()) for f in sorted(self.run_dir.glob("*.pid"))
+                if f.read_text().strip()}
+
+
+def start_class_stack(run_dir: Path, replicas: int = 2, env: dict | None = None) -> ClassStack:
+    """Start `deploy/run.sh start` on free loopback ports, its files in `run_dir`."""
+    ports: list[int] = []
+    while len(ports) < replicas + 1:
+        port = free_port()
+        if port not in ports:
+            ports.append(port)
+    listen, replica_ports = ports[0], ports[1:]
+    env = {**os.environ, **(env or {}), "ALIBI_VIZ_RUN_DIR": str(run_dir),
+           "ALIBI_VIZ_REPLICA_PORTS": " ".join(map(str, replica_ports)),
+           "ALIBI_VIZ_PYTHON": sys.executable}
+    timing = env.get("ALIBI_VIZ_TIMING_LOG")
+    stack = ClassStack(f"http://127.0.0.1:{listen}", run_dir, replica_ports, env,
+                       Path(timing) if timing else None)
+    done = stack.run("start", "--replicas", str(replicas), "--port", str(listen),
+                     "--listen", "127.0.0.1", check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"deploy/run.sh start failed:\n{done.stdout}{done.stderr}")
+    return stack
+
+
+def stop_class_stack(stack: ClassStack) -> None:
+    """`deploy/run.sh stop`: nginx and every replica, no process left behind."""
+    stack.run("stop", check=False)

@@ -1,0 +1,301 @@
+#!/usr/bin/env bash
+# alibi-viz for a class: N Streamlit replicas on loopback behind one nginx (deploy/README.md).
+#
+#   deploy/run.sh start [--replicas N] [--port P] [--listen ADDR]   # default 2 replicas, 0.0.0.0:8080
+#   deploy/run.sh status                                             # exit 0 when all is up
+#   deploy/run.sh stop
+#   deploy/run.sh kill-replica K      # SIGKILL replica K (a drill, and the failover test)
+#   deploy/run.sh start-replica K     # start replica K again on its port
+#
+# Environment (all optional; the tests use them to run on free ports in a temporary folder):
+#   ALIBI_VIZ_RUN_DIR        pid files, logs, rendered nginx.conf, temp folders (deploy/run)
+#   ALIBI_VIZ_REPLICA_PORTS  the replicas' loopback ports, e.g. "8601 8602" (else 8601, 8602, ...)
+#   ALIBI_VIZ_PORT           nginx's port when --port is not given (8080)
+#   ALIBI_VIZ_LISTEN         nginx's address when --listen is not given (0.0.0.0: the class network)
+#   ALIBI_VIZ_STATIC_CACHE   where the precompressed copy of Streamlit's static files is kept
+#                            (deploy/.static-cache; made once per Streamlit version)
+#   ALIBI_VIZ_PYTHON         the interpreter with streamlit installed (.venv/bin/python)
+#   ALIBI_VIZ_NGINX          the nginx binary (/usr/sbin/nginx)
+#   ALIBI_VIZ_TIMING_LOG     passed to every replica: one JSON line per script run (app/ui.py)
+#   ALIBI_VIZ_ALLOW_CUSTOM_PATHS  passed through; 0 unless set (see start_replica)
+#   ALIBI_VIZ_WARM_UP        0: skip the first run of each page in each replica (deploy/warm_up.py)
+# Runs as any user: nothing is written outside the run folder and the static cache.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+RUN_DIR="${ALIBI_VIZ_RUN_DIR:-$ROOT/deploy/run}"
+STATIC_CACHE="${ALIBI_VIZ_STATIC_CACHE:-$ROOT/deploy/.static-cache}"
+PYTHON="${ALIBI_VIZ_PYTHON:-$ROOT/.venv/bin/python}"
+NGINX="${ALIBI_VIZ_NGINX:-/usr/sbin/nginx}"
+TEMPLATE="$ROOT/deploy/nginx.conf"
+HEALTH_TIMEOUT=180  # seconds for one replica to answer /_stcore/health (torch import, 2 busy cores)
+
+die() { echo "run.sh: $*" >&2; exit 1; }
+say() { echo "run.sh: $*"; }
+
+# ------------------------------------------------------------------------------ processes
+
+alive() {  # alive PIDFILE NAME: the pid file names a running process whose command line has NAME
+    local pid cmdline
+    [[ -s "$1" ]] || return 1
+    pid="$(<"$1")"
+    # A zombie's command line is empty: it counts as gone. A reused pid fails the NAME check.
+    cmdline="$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)" || return 1
+    [[ "$cmdline" == *"$2"* ]]
+}
+
+stop_pid() {  # stop_pid PIDFILE NAME SIGNAL: signal, wait up to 10 s, then SIGKILL
+    local pidfile="$1" name="$2" signal="$3" pid i
+    if alive "$pidfile" "$name"; then
+        pid="$(<"$pidfile")"
+        kill "-$signal" "$pid" 2>/dev/null || true
+        for i in $(seq 100); do alive "$pidfile" "$name" || break; sleep 0.1; done
+        if alive "$pidfile" "$name"; then kill -KILL "$pid" 2>/dev/null || true; sleep 0.2; fi
+    fi
+    rm -f "$pidfile"
+}
+
+healthy() {  # healthy URL: answers 200 "ok" within 2 s
+    if command -v curl >/dev/null; then
+        [[ "$(curl -fsS --max-time 2 "$1" 2>/dev/null)" == ok ]]
+    else
+        "$PYTHON" -c 'import sys, urllib.request
+sys.exit(urllib.request.urlopen(sys.argv[1], timeout=2).read() != b"ok")' "$1" 2>/dev/null
+    fi
+}
+
+replica_ports() {  # the port of each replica, one a line, from the file written by start
+    cat "$RUN_DIR/replicas" 2>/dev/null || true
+}
+
+# ------------------------------------------------------------------------------ replicas
+
+start_replica() {  # start_replica K PORT: one `streamlit run`, detached, its pid in rK.pid
+    local k="$1" port="$2"
+    # Replicas listen on loopback only: students reach them through nginx. The app would take
+    # loopback for "a local single user" and let visitors load any model folder, so custom
+    # paths are off unless the teacher says otherwise (app/ui.py: custom_paths_allowed).
+    # One cookie secret for all replicas, so a cookie signed by one is valid on another
+    # after a failover (environment, not argv: `ps` shows argv to every user).
+    (
+        cd "$ROOT"
+        export ALIBI_VIZ_REPLICA="r$k"
+        export ALIBI_VIZ_ALLOW_CUSTOM_PATHS="${ALIBI_VIZ_ALLOW_CUSTOM_PATHS:-0}"
+        STREAMLIT_SERVER_COOKIE_SECRET="$(<"$RUN_DIR/cookie_secret")"
+        export STREAMLIT_SERVER_COOKIE_SECRET
+        # setsid: its own session, so closing the teacher's terminal does not stop it. The
+        # shell writes its own pid, then becomes streamlit (exec), so the pid file is exact.
+        setsid sh -c 'echo $$ > "$0"; exec "$@"' "$RUN_DIR/r$k.pid" \
+            "$PYTHON" -m streamlit run app/main.py --server.port "$port" \
+            --server.address 127.0.0.1 --server.headless true \
+            --server.fileWatcherType none --browser.gatherUsageStats false \
+            </dev/null >"$RUN_DIR/logs/r$k.log" 2>&1 &
+    )
+    local i
+    for i in $(seq 50); do [[ -s "$RUN_DIR/r$k.pid" ]] && break; sleep 0.1; done
+}
+
+wait_replica() {  # wait_replica K PORT: until /_stcore/health answers, or fail
+    local k="$1" port="$2" deadline=$((SECONDS + HEALTH_TIMEOUT))
+    until healthy "http://127.0.0.1:$port/_stcore/health"; do
+        alive "$RUN_DIR/r$k.pid" streamlit || die "replica r$k exited; see $RUN_DIR/logs/r$k.log"
+        ((SECONDS < deadline)) || die "replica r$k not healthy after ${HEALTH_TIMEOUT} s; see $RUN_DIR/logs/r$k.log"
+        sleep 0.5
+    done
+}
+
+warm_up() {  # warm_up PORT...: each replica runs the landing page and Model heads once
+    local port pids=()
+    for port in "$@"; do
+        { "$PYTHON" "$ROOT/deploy/warm_up.py" "$port" "" \
+            && "$PYTHON" "$ROOT/deploy/warm_up.py" "$port" model; } &
+        pids+=($!)
+    done
+    local pid
+    for pid in "${pids[@]}"; do wait "$pid" || say "warning: a warm-up run failed (see above)"; done
+}
+
+# ------------------------------------------------------------------------------ nginx
+
+static_cache() {  # prints the precompressed copy of Streamlit's static folder, made if missing
+    local src version target tmp
+    src="$("$PYTHON" -c 'import os, streamlit; print(os.path.join(os.path.dirname(streamlit.__file__), "static"))')"
+    version="$("$PYTHON" -c 'import streamlit; print(streamlit.__version__)')"
+    [[ -f "$src/index.html" ]] || die "no Streamlit static folder at $src"
+    target="$STATIC_CACHE/streamlit-$version"
+    if [[ ! -f "$target/.complete" ]]; then
+        mkdir -p "$STATIC_CACHE"
+        tmp="$(mktemp -d "$STATIC_CACHE/.building.XXXXXX")"
+        cp -R --preserve=timestamps "$src/." "$tmp/"
+        # gzip -9 once here, so nginx never compresses the bundle per request (gzip_static).
+        find "$tmp" -type f \( -name '*.js' -o -name '*.css' -o -name '*.json' -o -name '*.svg' \
+            -o -name '*.html' -o -name '*.txt' -o -name '*.map' -o -name '*.ttf' \) -size +1k \
+            -print0 | xargs -0 -r -n 16 -P 2 gzip -9 -k -n
+        touch "$tmp/.complete"
+        chmod -R a+rX "$tmp"
+        # Another start may have built it meanwhile: keep whichever landed first.
+        mv -T "$tmp" "$target" 2>/dev/null || rm -rf "$tmp"
+    fi
+    echo "$target"
+}
+
+render_conf() {  # render_conf LISTEN STATIC_ROOT: deploy/nginx.conf -> $RUN_DIR/nginx.conf
+    local listen="$1" static_root="$2" conf servers="" names="" user_line="" port k=0
+    while read -r port; do
+        k=$((k + 1))
+        servers+="server 127.0.0.1:$port max_fails=1 fail_timeout=10s;"$'\n        '
+        names+="\"~127\\.0\\.0\\.1:$port\$\" r$k;"$'\n        '
+    done < <(replica_ports)
+    if [[ "$(id -u)" == 0 ]]; then
+        # As root the master drops its workers to nobody, who must write the temp folders.
+        user_line="user nobody $(getent group nogroup >/dev/null && echo nogroup || echo nobody);"
+        chown -R nobody "$RUN_DIR/tmp"
+    fi
+    conf="$(<"$TEMPLATE")"
+    conf="${conf//@USER_LINE@/$user_line}"
+    conf="${conf//@RUN_DIR@/$RUN_DIR}"
+    conf="${conf//@MIME_TYPES@/${ALIBI_VIZ_MIME_TYPES:-/etc/nginx/mime.types}}"
+    conf="${conf//@LISTEN@/$listen}"
+    conf="${conf//@STATIC_ROOT@/$static_root}"
+    conf="${conf//@UPSTREAM_SERVERS@/$servers}"
+    conf="${conf//@REPLICA_NAMES@/$names}"
+    printf '%s\n' "$conf" >"$RUN_DIR/nginx.conf"
+}
+
+nginx_cmd() { "$NGINX" -p "$RUN_DIR/" -e "$RUN_DIR/logs/error.log" -c "$RUN_DIR/nginx.conf" "$@"; }
+
+# ------------------------------------------------------------------------------ commands
+
+cmd_start() {
+    local replicas=2 port="${ALIBI_VIZ_PORT:-8080}" listen="${ALIBI_VIZ_LISTEN:-0.0.0.0}"
+    while (($#)); do
+        case "$1" in
+            --replicas) replicas="${2:?--replicas N}"; shift 2 ;;
+            --port) port="${2:?--port P}"; shift 2 ;;
+            --listen) listen="${2:?--listen ADDRESS}"; shift 2 ;;
+            *) die "unknown option $1 (start [--replicas N] [--port P] [--listen ADDR])" ;;
+        esac
+    done
+    [[ "$replicas" =~ ^[1-9][0-9]*$ ]] || die "--replicas wants a positive number"
+    [[ -x "$NGINX" ]] || die "nginx not found at $NGINX (make nginx, or apt-get install nginx)"
+    [[ -x "$PYTHON" ]] || die "no python at $PYTHON (make install)"
+    local pidfile
+    for pidfile in "$RUN_DIR/nginx.pid" "$RUN_DIR"/r*.pid; do
+        if alive "$pidfile" nginx || alive "$pidfile" streamlit; then
+            die "already running from $RUN_DIR (deploy/run.sh status; deploy/run.sh stop)"
+        fi
+        rm -f "$pidfile"  # left by a replica that was killed, or by a reboot
+    done
+
+    local ports=()
+    if [[ -n "${ALIBI_VIZ_REPLICA_PORTS:-}" ]]; then
+        read -r -a ports <<<"$ALIBI_VIZ_REPLICA_PORTS"
+        ((${#ports[@]} >= replicas)) || die "ALIBI_VIZ_REPLICA_PORTS has fewer than $replicas ports"
+        ports=("${ports[@]:0:replicas}")
+    else
+        local k
+        for ((k = 0; k < replicas; k++)); do ports+=($((8601 + k))); done
+    fi
+
+    mkdir -p "$RUN_DIR/logs" "$RUN_DIR/tmp"
+    printf '%s\n' "${ports[@]}" >"$RUN_DIR/replicas"
+    (umask 077; head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$RUN_DIR/cookie_secret")
+    # Whatever fails from here on (die, or set -e), stop what was started: no orphans.
+    trap 'echo "run.sh: start failed, stopping what was started" >&2; cmd_stop >/dev/null' EXIT
+
+    local k
+    for k in "${!ports[@]}"; do start_replica $((k + 1)) "${ports[k]}"; done
+    local static_root
+    static_root="$(static_cache)"  # meanwhile the replicas import torch
+    for k in "${!ports[@]}"; do wait_replica $((k + 1)) "${ports[k]}"; done
+    [[ "${ALIBI_VIZ_WARM_UP:-1}" == 0 ]] || warm_up "${ports[@]}"
+
+    render_conf "$listen:$port" "$static_root"
+    nginx_cmd -t -q || die "nginx rejected $RUN_DIR/nginx.conf; see $RUN_DIR/logs/error.log"
+    nginx_cmd || die "nginx did not start; see $RUN_DIR/logs/error.log"
+    local host="$listen"
+    [[ "$host" == 0.0.0.0 ]] && host=127.0.0.1
+    local deadline=$((SECONDS + 30))
+    until healthy "http://$host:$port/healthz"; do
+        ((SECONDS < deadline)) || die "nginx does not answer /healthz; see $RUN_DIR/logs/error.log"
+        sleep 0.2
+    done
+    trap - EXIT
+
+    say "${#ports[@]} replica(s) on 127.0.0.1:${ports[*]}, nginx on $listen:$port"
+    if [[ "$listen" == 0.0.0.0 ]]; then
+        local ip
+        for ip in $(hostname -I 2>/dev/null); do  # IPv4 only: nginx listens on 0.0.0.0
+            [[ "$ip" == *:* ]] || say "students open http://$ip:$port/"
+        done
+    else
+        say "open http://$host:$port/"
+    fi
+    say "logs: $RUN_DIR/logs; stop with deploy/run.sh stop"
+}
+
+cmd_stop() {
+    # nginx first (no new requests reach a stopping replica); TERM is nginx's fast shutdown,
+    # which does not wait for the students' open websockets as QUIT would.
+    stop_pid "$RUN_DIR/nginx.pid" nginx TERM
+    local pidfile
+    for pidfile in "$RUN_DIR"/r*.pid; do
+        [[ -e "$pidfile" ]] && stop_pid "$pidfile" streamlit TERM
+    done
+    say "stopped"
+}
+
+cmd_status() {
+    local ok=0 k=0 port state
+    while read -r port; do
+        k=$((k + 1))
+        if ! alive "$RUN_DIR/r$k.pid" streamlit; then state="not running"; ok=1
+        elif healthy "http://127.0.0.1:$port/_stcore/health"; then state="healthy"
+        else state="running, not answering"; ok=1; fi
+        echo "replica r$k  127.0.0.1:$port  $state"
+    done < <(replica_ports)
+    ((k > 0)) || { echo "not started (no $RUN_DIR/replicas)"; return 1; }
+    if alive "$RUN_DIR/nginx.pid" nginx; then
+        local listen
+        listen="$(awk '/^ *listen /{sub(";", "", $2); print $2; exit}' "$RUN_DIR/nginx.conf")"
+        if healthy "http://${listen/0.0.0.0/127.0.0.1}/healthz"; then state="ok"
+        else state="failing: no replica answers"; ok=1; fi
+        echo "nginx        $listen  /healthz $state"
+    else
+        echo "nginx        not running"; ok=1
+    fi
+    return "$ok"
+}
+
+replica_arg() {  # replica_arg K: check K names a started replica; prints its port
+    local port
+    [[ "${1:-}" =~ ^[1-9][0-9]*$ ]] || die "which replica? (1, 2, ...)"
+    port="$(replica_ports | sed -n "${1}p")"
+    [[ -n "$port" ]] || die "no replica r$1"
+    echo "$port"
+}
+
+cmd_kill_replica() {
+    replica_arg "${1:-}" >/dev/null
+    alive "$RUN_DIR/r$1.pid" streamlit || die "replica r$1 is not running"
+    kill -KILL "$(<"$RUN_DIR/r$1.pid")"
+    say "killed replica r$1 (SIGKILL)"
+}
+
+cmd_start_replica() {
+    local port
+    port="$(replica_arg "${1:-}")"
+    alive "$RUN_DIR/r$1.pid" streamlit && die "replica r$1 is running"
+    start_replica "$1" "$port"
+    wait_replica "$1" "$port"
+    say "replica r$1 is back on 127.0.0.1:$port (nginx tries it again within 10 s)"
+}
+
+case "${1:-}" in
+    start) shift; cmd_start "$@" ;;
+    stop) cmd_stop ;;
+    status) cmd_status ;;
+    kill-replica) cmd_kill_replica "${2:-}" ;;
+    start-replica) cmd_start_replica "${2:-}" ;;
+    *) sed -n '2,8p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 2 ;;
+esac
