@@ -9,7 +9,7 @@ PORT   ?= 8501
 CLASS_REPLICAS ?= 2
 CLASS_PORT     ?= 8080
 
-.PHONY: run test install install-dev chromium nginx lint bench clean models serve-class stop-class
+.PHONY: run test install install-dev chromium nginx lint bench clean models serve-class stop-class messages
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -63,6 +63,14 @@ serve-class: install nginx
 
 stop-class:
 	deploy/run.sh stop
+
+# Translations (alibi_viz/i18n.py, README "Languages"): extract every string marked _() or N_()
+# into the template, then carry it into each language's catalog (new strings come in empty).
+messages: install
+	$(BIN)/pybabel extract -F babel.cfg -c TRANSLATORS: --add-location=file --sort-by-file \
+		--project=alibi-viz --version=0.1.0 -w 100 -o alibi_viz/locale/messages.pot app alibi_viz
+	$(BIN)/pybabel update -i alibi_viz/locale/messages.pot -d alibi_viz/locale \
+		--no-fuzzy-matching --ignore-obsolete -w 100
 
 # The quick benchmarks; bench/README.md lists the long ones (model page vs bertviz, load test).
 bench: install-dev chromium

@@ -76,6 +76,13 @@ def bias_display_values(slopes, seq_len: int, mode: str = "causal", head_ids=Non
     return values, rows, cols, head_ids
 
 
+def bias_display_size(seq_len: int, num_heads: int, key_len: int | None = None) -> int:
+    """How many values `bias_display_values` returns for `num_heads` heads (without making them)."""
+    key_len = seq_len if key_len is None else key_len
+    side = panel_resolution(key_len, num_heads, IMAGE_PIXEL_BUDGET, MAX_PANEL_PIXELS)
+    return num_heads * min(seq_len, side) * min(key_len, side)
+
+
 COLOR_SCALES = ("per_head", "shared")  # how the bias grid colours its panels
 
 

@@ -12,6 +12,7 @@ and the same figures enlarged for a projector.
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import plotly.graph_objects as go
@@ -112,11 +113,22 @@ def score_pipeline_figure(slope: float, num_keys: int = 32, seed: int = 0,
     return fig
 
 
+PRESENT_WIDTH = 940  # px a figure spans on a 1024-pixel-wide projector (page padding aside)
+CHAR_EM = 0.55       # average width of a character, in ems (what the fitting assumes)
+
+
 def enlarge_figure(fig: go.Figure, scale: float = 1.5, min_height: int = 450,
-                   height: int | None = None) -> go.Figure:
+                   height: int | None = None, width: int = PRESENT_WIDTH) -> go.Figure:
     """A copy of `fig` for a projector: every font (base, titles, subplot titles, text
     traces) multiplied by `scale`, and the height too unless `height` (px) is given, so that
-    the figure can be sized to the screen."""
+    the figure can be sized to the screen.
+
+    plotly neither wraps nor moves text, and Spanish and Russian run longer than English, so
+    the texts are then fitted to a figure `width` px wide: the title, subplot titles and axis
+    titles are broken over lines where they would not fit (the margins grow to hold them), a
+    legend under the plot is pinned to the figure's bottom edge below the axis title, and a
+    legend beside the plot that would not fit its height moves under it.
+    """
     if not (isinstance(scale, (int, float)) and 0.5 <= scale <= 4):
         raise AlibiVizError(_("scale must be in [0.5, 4], got {value}.").format(value=repr(scale)))
     fig = go.Figure(fig)
@@ -125,19 +137,72 @@ def enlarge_figure(fig: go.Figure, scale: float = 1.5, min_height: int = 450,
         return round((size or default) * scale)
 
     layout = fig.layout
-    fig.update_layout(font=dict(size=grow(layout.font.size, 12)),
-                      title_font_size=grow(layout.title.font.size, 17),
-                      height=height if height is not None else grow(layout.height, min_height))
-    legend = layout.legend
-    if legend.orientation == "h" and legend.y is not None and legend.y < 0:
-        # a legend below the plot moves down with the larger axis titles, and the margin
-        # under the plot grows to hold it
-        fig.update_layout(legend_y=legend.y * scale,
-                          margin_b=grow(layout.margin.b, 80) + 20 * (scale - 1))
+    font, title_font = grow(layout.font.size, 12), grow(layout.title.font.size, 17)
+    total = height if height is not None else grow(layout.height, min_height)
+    fig.update_layout(font=dict(size=font), title_font_size=title_font, height=total)
     for annotation in layout.annotations:  # subplot titles
         annotation.font.size = grow(annotation.font.size, 16)
     for trace in fig.data:
         textfont = getattr(trace, "textfont", None)
         if textfont is not None and textfont.size:
             textfont.size = grow(textfont.size, 12)
+    _fit_texts(fig, font, title_font, width, total)
     return fig
+
+
+def wrap_text(text: str, font_px: float, width_px: float, max_lines: int = 3) -> tuple[str, int]:
+    """(text, lines): `text` broken with <br> at spaces into lines at most `width_px` wide at
+    `font_px` (CHAR_EM ems a character), at most `max_lines` of them; unchanged when it fits
+    or already holds line breaks."""
+    if "<br>" in text or len(re.sub(r"<[^>]+>", "", text)) * CHAR_EM * font_px <= width_px:
+        return text, text.count("<br>") + 1
+    per_line = max(8, int(width_px / (CHAR_EM * font_px)))
+    lines, line = [], ""
+    for word in text.split(" "):
+        if line and len(line) + 1 + len(word) > per_line and len(lines) < max_lines - 1:
+            lines.append(line)
+            line = word
+        else:
+            line = f"{line} {word}" if line else word
+    lines.append(line)
+    return "<br>".join(lines), len(lines)
+
+
+def _fit_texts(fig: go.Figure, font: int, title_font: int, width: int, height: int) -> None:
+    """Break the title, subplot titles and axis titles of `fig` where they would overflow a
+    `width` x `height` px figure, and place its legend where it fits (see enlarge_figure)."""
+    layout = fig.layout
+    margin = {side: getattr(layout.margin, side) for side in ("l", "r", "t", "b")}
+    margin = {k: v if v is not None else 80 for k, v in margin.items()}
+    text, lines = wrap_text(layout.title.text or "", title_font, width - 20)
+    extra_top = (lines - 1) * round(1.2 * title_font)
+    if lines > 1:
+        layout.title.text = text
+    titles = [a for a in layout.annotations if a.yref == "paper" and a.y == 1.0]
+    for annotation in titles:  # each subplot title has its panel's width
+        size = annotation.font.size or 16
+        text, lines = wrap_text(annotation.text or "", size, width / max(1, len(titles)) - 16)
+        annotation.text = text
+        extra_top = max(extra_top, (lines - 1) * round(1.2 * size))
+    if extra_top:
+        fig.update_layout(margin_t=margin["t"] + extra_top)
+    plot_height = height - margin["t"] - extra_top - margin["b"]
+    for name in [key for key in layout.to_plotly_json() if key.startswith(("xaxis", "yaxis"))]:
+        axis = layout[name]
+        if not axis.title or not axis.title.text:
+            continue
+        span = (axis.domain[1] - axis.domain[0]) if axis.domain else 1.0
+        room = span * (width - margin["l"] - margin["r"]) if name.startswith("x") else plot_height
+        axis.title.text = wrap_text(axis.title.text, font, room - 10, max_lines=2)[0]
+    legend = layout.legend
+    names = [t.name for t in fig.data if t.name and t.showlegend is not False]
+    beside = legend.orientation in (None, "v") and len(names) * 1.6 * font > plot_height
+    if beside or (legend.orientation == "h" and legend.y is not None and legend.y < 0):
+        # Under the plot: tick labels, the axis title and the legend's rows (in the
+        # container's coordinates, so a short plot cannot pull it onto the axis title).
+        row_px = width - 40
+        used = sum(len(n) * CHAR_EM * font + 45 for n in names)
+        rows = max(1, math.ceil(used / row_px))
+        fig.update_layout(legend=dict(orientation="h", yref="container", y=0.0,
+                                      yanchor="bottom", x=0.5, xanchor="center"),
+                          margin_b=round((4 + 1.5 * rows) * font))

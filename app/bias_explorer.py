@@ -15,16 +15,18 @@ from alibi_viz.alibi import (
 )
 from alibi_viz.bias_figures import (
     COLOR_SCALES,
+    bias_display_size,
     bias_display_values,
     bias_grid_figure,
     decay_figure,
     slope_schedule_figure,
 )
 from alibi_viz.errors import AlibiVizError
-from alibi_viz.export import matrices_to_csv, to_npy_bytes
+from alibi_viz.export import MAX_CSV_CELLS, matrices_to_csv, to_npy_bytes
 from alibi_viz.i18n import N_, _, number, percent, significant
 from alibi_viz.params import UrlParam, format_head_selection, parse_head_selection
 from alibi_viz.precision import row_constant_error_table
+from alibi_viz.render import figure_spec
 from app import ui
 
 PREFIX = "be"
@@ -60,19 +62,23 @@ def query_rows(seq_len: int, decode: bool) -> int:
 @st.cache_data(max_entries=32, show_spinner=False)
 def cached_figures(num_heads, schedule, max_bias, seq_len, mode, head_ids: tuple, scale, decode,
                    lang: str):
-    """The three figures; `lang` keys the cache, since their labels are in that language."""
+    """The three figures, as the dicts a page caches and shows (`render.figure_spec`); `lang`
+    keys the cache, since their labels are in that language."""
     slopes = cached_slopes(num_heads, schedule, max_bias)
-    return (slope_schedule_figure(num_heads, max_bias, selected=schedule),
-            bias_grid_figure(slopes, query_rows(seq_len, decode), mode, list(head_ids),
-                             key_len=seq_len, scale=scale),
-            decay_figure(slopes, seq_len, mode, list(head_ids)))
+    figures = (slope_schedule_figure(num_heads, max_bias, selected=schedule),
+               bias_grid_figure(slopes, query_rows(seq_len, decode), mode, list(head_ids),
+                                key_len=seq_len, scale=scale),
+               decay_figure(slopes, seq_len, mode, list(head_ids)))
+    return tuple(figure_spec(fig) for fig in figures)
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
 def cached_exports(num_heads, schedule, max_bias, seq_len, mode, head_ids: tuple, decode):
+    """(.npy bytes, CSV text or None) of the matrices as drawn: made only when a download
+    button is clicked (deferred data), so a rerun never serialises them."""
     slopes = cached_slopes(num_heads, schedule, max_bias)
-    values, rows, cols, _title = bias_display_values(slopes, query_rows(seq_len, decode), mode,
-                                                list(head_ids), key_len=seq_len)
+    values, rows, cols, _heads = bias_display_values(slopes, query_rows(seq_len, decode), mode,
+                                                     list(head_ids), key_len=seq_len)
     head_numbers = [h + 1 for h in head_ids]
     return to_npy_bytes(values.astype(np.float32)), matrices_to_csv(values, rows, cols, head_numbers)
 
@@ -175,13 +181,14 @@ with st.expander(_("How were the slopes chosen?")):
 
 st.subheader(_("2. Bias matrices, one per head"))
 ui.show_figure(grid_fig, f"alibi_bias_{tag}", key="be_fig_grid")
-npy, csv = cached_exports(num_heads, schedule, max_bias, seq_len, mode, tuple(head_ids), decode)
+export = (num_heads, schedule, max_bias, seq_len, mode, tuple(head_ids), decode)
 c1, c2, _spacer = st.columns([1.5, 1.5, 2])
-c1.download_button(_("Download .npy"), npy, f"alibi_bias_{tag}.npy", "application/octet-stream",
-                   key="be_dl_npy", help=_("The matrices as drawn: (heads, rows, cols) float32."))
-if csv is not None:
-    c2.download_button(_("Download CSV"), csv, f"alibi_bias_{tag}.csv", "text/csv",
-                       key="be_dl_csv")
+c1.download_button(_("Download .npy"), lambda: cached_exports(*export)[0], f"alibi_bias_{tag}.npy",
+                   "application/octet-stream", key="be_dl_npy",
+                   help=_("The matrices as drawn: (heads, rows, cols) float32."))
+if bias_display_size(query_rows(seq_len, decode), len(head_ids), seq_len) <= MAX_CSV_CELLS:
+    c2.download_button(_("Download CSV"), lambda: cached_exports(*export)[1],
+                       f"alibi_bias_{tag}.csv", "text/csv", key="be_dl_csv")
 else:
     c2.caption(_("CSV is offered up to 200,000 values; use .npy."))
 st.markdown(_(

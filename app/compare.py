@@ -212,8 +212,8 @@ st.caption(_("At long lengths ALiBi's line dwarfs the others, and that is the po
 
 st.subheader(_("2. As matrices"))
 ui.show_figure(matrix_fig, f"positional_matrices_{tag}", key="cmp_fig_matrices")
-st.download_button(
-    _("Download .npy"), cached_npy(selection_key(selection), seq_len, mode),
+st.download_button(  # deferred: the bytes are made when the button is clicked
+    _("Download .npy"), lambda: cached_npy(selection_key(selection), seq_len, mode),
     f"positional_matrices_{tag}.npy", "application/octet-stream", key="cmp_dl_npy",
     help=_("The matrices as drawn, unscaled: (methods, rows, cols) float32, -inf where "
            "masked."))

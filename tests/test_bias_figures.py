@@ -122,3 +122,13 @@ def test_decay_figure_refuses_negative_heads():
     """A negative head index is refused rather than wrapping around to the last head."""
     with pytest.raises(AlibiVizError):
         decay_figure(alibi_slopes(4), 10, head_ids=[-1])
+
+
+@pytest.mark.parametrize("heads,rows,keys", [(1, 1, 1), (8, 64, 64), (8, 16, 4096), (128, 65_536, 65_536)])
+def test_display_size_is_the_size_of_the_display_values(heads, rows, keys):
+    """bias_display_size predicts, without computing them, how many values are drawn (the page
+    offers a CSV only below a size)."""
+    from alibi_viz.bias_figures import bias_display_size
+
+    values = bias_display_values(alibi_slopes(heads), rows, "causal", key_len=keys)[0]
+    assert bias_display_size(rows, heads, keys) == values.size
