@@ -481,13 +481,19 @@ def score_decompositions(model, tokenizer, text, layers=None, max_tokens: int | 
     owner, inputs, results = threading.get_ident(), {}, {}
     last = max(layers)
 
-    def take_inputs(layer, mod, args, kwargs):
+    # The model is shared by every session, and torch reads its hook tables without a lock:
+    # while this pass runs, another thread registering or removing its own hooks can make
+    # torch call a hook registered with kwargs without them. So the hooks take any arguments
+    # and act only in the thread that registered them (where they are always called whole).
+    def take_inputs(layer, mod, args, *rest):
         if threading.get_ident() == owner:
+            kwargs = rest[0]
             inputs[layer] = (args[0] if args else kwargs["hidden_states"], dict(kwargs))
 
-    def split(layer, mod, args, kwargs, output):
+    def split(layer, mod, args, *rest):
         if threading.get_ident() != owner:
             return
+        output = rest[-1]
         hidden, captured = inputs.pop(layer)
         dec = _decompose(model, mod, recompute, hidden, captured, output[1], tokenized, layer)
         results[layer] = dec if reduce is None else reduce(dec)

@@ -36,7 +36,7 @@ from .errors import AlibiVizError
 from .i18n import _, plotly_separators
 
 IMAGE_PIXEL_BUDGET = 600_000  # pixels over all panels of one figure (PNG, a few hundred kB at most)
-HOVER_CELL_BUDGET = 24_000  # hover cells over all panels (20 bytes each in the JSON, base64)
+HOVER_CELL_BUDGET = 12_000  # hover cells over all panels (12-20 bytes each in the JSON, base64)
 MAX_PANEL_PIXELS = 512  # per side: more than a panel is ever drawn wide
 MASK_RGB = (215, 215, 215)  # light grey: masked cells (a key after its query in causal mode)
 MASK_COLOR = "rgb({},{},{})".format(*MASK_RGB)  # the same grey as a plotly colour
@@ -415,7 +415,9 @@ def matrix_grid_figure(
         hy = np.concatenate([np.append(y0 + gap + (hr + 0.5) * sy - 0.5, y0 + gap + side_r + gap / 2)
                              for y0 in range(0, grid_rows * cell_h, cell_h)])
         z = np.full((hy.size, hx.size), np.nan, dtype=np.float32)
-        custom = np.zeros((hy.size, hx.size, 4), dtype=np.int32)  # head, i, j, i - j
+        # head, i, j, i - j: 16-bit when they fit (8 bytes a cell instead of 16 in the page)
+        wide = max(key_len, seq_len, max(panel_ids, default=0)) > np.iinfo(np.int16).max
+        custom = np.zeros((hy.size, hx.size, 4), dtype=np.int32 if wide else np.int16)
         ah, ac = hr.size + 1, hc.size + 1
         offset = key_len - seq_len
         for p in range(n):

@@ -512,3 +512,29 @@ def test_all_layers_decompose_in_one_forward_pass(models, tokenizer, kind):
         assert dec.layer == layer
         np.testing.assert_array_equal(dec.total, alone.total)
         np.testing.assert_array_equal(dec.content, alone.content)
+
+
+def test_decompositions_survive_sessions_adding_and_removing_hooks(models, tokenizer):
+    """Many sessions splitting scores at once on one shared model: while one pass runs, others
+    register and remove their hooks (torch may then call a hook registered with kwargs
+    without them); every pass still completes with its own, correct result."""
+    from alibi_viz.heads import score_decompositions
+
+    model, errors, done = models["bloom"], [], []
+    expected = reference_attentions(model, TEXT, tokenizer)
+
+    def run():
+        try:
+            for _i in range(15):
+                decs = score_decompositions(model, tokenizer, TEXT)
+                done.append(all(np.allclose(d.probs, expected[d.layer], atol=1e-6) for d in decs))
+        except Exception as exc:  # noqa: BLE001 (any failure in a thread is the test's failure)
+            errors.append(repr(exc))
+
+    threads = [threading.Thread(target=run) for _t in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[:3]
+    assert len(done) == 60 and all(done)
