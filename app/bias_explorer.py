@@ -1,6 +1,7 @@
 """Bias explorer: slopes, per-head bias matrices and the decay they cause, at any size."""
 
 import numpy as np
+import pandas as pd
 import streamlit as st
 
 from alibi_viz import SCHEDULES, alibi_slopes, i18n
@@ -159,8 +160,10 @@ with right:
         st.info(note)
     else:
         st.warning(note, icon="↕️")
-    st.dataframe(translated_columns(head_summary(slopes, seq_len, mode)), hide_index=True,
-                 height=260, key="be_table")
+    # Plain tables (this one scrolls): st.dataframe's grid would add 0.2 MB of JavaScript to a
+    # first visit (bench/README.md, first visit through nginx).
+    st.table(pd.DataFrame(translated_columns(head_summary(slopes, seq_len, mode))),
+             border="horizontal", hide_index=True, height=260)
     if mode == "causal":
         st.caption(_("Span and mean distance of the bias-only attention of query i = {query}: "
                      "the last one, with every key behind it.").format(query=number(query)))
@@ -263,4 +266,4 @@ st.markdown("\n".join([
              "model keeps working; it does not thereby use the extra context (see the "
              "*Extrapolation lab*)."),
 ]))
-st.dataframe(translated_columns(bf16), hide_index=True, key="be_bf16")
+st.table(pd.DataFrame(translated_columns(bf16)), border="horizontal", hide_index=True)

@@ -107,7 +107,7 @@ def test_controls_survive_a_visit_to_another_page():
 
 
 def span_of_gentlest(at) -> int:
-    rows = at.dataframe[0].value.to_dict("records")
+    rows = at.table[0].value.to_dict("records")
     return int(rows[-1]["90% span (tokens)"])
 
 
@@ -154,7 +154,7 @@ def test_bf16_table_matches_the_library():
     from alibi_viz.precision import row_constant_error_table
 
     at = run_app()
-    table = at.dataframe[1].value.to_dict("records")
+    table = at.table[1].value.to_dict("records")
     expected = row_constant_error_table((8, 112), 2048, "bfloat16")
     assert [r["largest error (logits)"] for r in table] == pytest.approx(
         [r["largest error (logits)"] for r in expected])

@@ -140,7 +140,7 @@ def page_texts(at) -> list[str]:
             texts += [str(o) for o in getattr(el, "options", []) or []]
     for fig in figures(at):
         texts += list(_figure_texts(fig))
-    for frame in at.dataframe:
+    for frame in [*at.dataframe, *at.table]:
         df = frame.value
         texts += [str(c) for c in df.columns] + [str(i) for i in df.index]
         texts += [v for col in df.columns for v in df[col].tolist() if isinstance(v, str)]
