@@ -12,7 +12,6 @@ and the same figures enlarged for a projector.
 from __future__ import annotations
 
 import math
-import re
 
 import numpy as np
 import plotly.graph_objects as go
@@ -24,6 +23,7 @@ from .errors import AlibiVizError
 from .extrapolation_figures import MARKER_COLOR, attention_pair_figure
 from .heads import check_attention
 from .i18n import _, ngettext, significant
+from .render import fit_texts
 
 
 def tokens(value: float, shown: str) -> str:
@@ -114,7 +114,6 @@ def score_pipeline_figure(slope: float, num_keys: int = 32, seed: int = 0,
 
 
 PRESENT_WIDTH = 940  # px a figure spans on a 1024-pixel-wide projector (page padding aside)
-CHAR_EM = 0.55       # average width of a character, in ems (what the fitting assumes)
 
 
 def enlarge_figure(fig: go.Figure, scale: float = 1.5, min_height: int = 450,
@@ -146,63 +145,7 @@ def enlarge_figure(fig: go.Figure, scale: float = 1.5, min_height: int = 450,
         textfont = getattr(trace, "textfont", None)
         if textfont is not None and textfont.size:
             textfont.size = grow(textfont.size, 12)
-    _fit_texts(fig, font, title_font, width, total)
+    fit_texts(fig, width, total, font=font, title_font=title_font, place_legend=True)
     return fig
 
 
-def wrap_text(text: str, font_px: float, width_px: float, max_lines: int = 3) -> tuple[str, int]:
-    """(text, lines): `text` broken with <br> at spaces into lines at most `width_px` wide at
-    `font_px` (CHAR_EM ems a character), at most `max_lines` of them; unchanged when it fits
-    or already holds line breaks."""
-    if "<br>" in text or len(re.sub(r"<[^>]+>", "", text)) * CHAR_EM * font_px <= width_px:
-        return text, text.count("<br>") + 1
-    per_line = max(8, int(width_px / (CHAR_EM * font_px)))
-    lines, line = [], ""
-    for word in text.split(" "):
-        if line and len(line) + 1 + len(word) > per_line and len(lines) < max_lines - 1:
-            lines.append(line)
-            line = word
-        else:
-            line = f"{line} {word}" if line else word
-    lines.append(line)
-    return "<br>".join(lines), len(lines)
-
-
-def _fit_texts(fig: go.Figure, font: int, title_font: int, width: int, height: int) -> None:
-    """Break the title, subplot titles and axis titles of `fig` where they would overflow a
-    `width` x `height` px figure, and place its legend where it fits (see enlarge_figure)."""
-    layout = fig.layout
-    margin = {side: getattr(layout.margin, side) for side in ("l", "r", "t", "b")}
-    margin = {k: v if v is not None else 80 for k, v in margin.items()}
-    text, lines = wrap_text(layout.title.text or "", title_font, width - 20)
-    extra_top = (lines - 1) * round(1.2 * title_font)
-    if lines > 1:
-        layout.title.text = text
-    titles = [a for a in layout.annotations if a.yref == "paper" and a.y == 1.0]
-    for annotation in titles:  # each subplot title has its panel's width
-        size = annotation.font.size or 16
-        text, lines = wrap_text(annotation.text or "", size, width / max(1, len(titles)) - 16)
-        annotation.text = text
-        extra_top = max(extra_top, (lines - 1) * round(1.2 * size))
-    if extra_top:
-        fig.update_layout(margin_t=margin["t"] + extra_top)
-    plot_height = height - margin["t"] - extra_top - margin["b"]
-    for name in [key for key in layout.to_plotly_json() if key.startswith(("xaxis", "yaxis"))]:
-        axis = layout[name]
-        if not axis.title or not axis.title.text:
-            continue
-        span = (axis.domain[1] - axis.domain[0]) if axis.domain else 1.0
-        room = span * (width - margin["l"] - margin["r"]) if name.startswith("x") else plot_height
-        axis.title.text = wrap_text(axis.title.text, font, room - 10, max_lines=2)[0]
-    legend = layout.legend
-    names = [t.name for t in fig.data if t.name and t.showlegend is not False]
-    beside = legend.orientation in (None, "v") and len(names) * 1.6 * font > plot_height
-    if beside or (legend.orientation == "h" and legend.y is not None and legend.y < 0):
-        # Under the plot: tick labels, the axis title and the legend's rows (in the
-        # container's coordinates, so a short plot cannot pull it onto the axis title).
-        row_px = width - 40
-        used = sum(len(n) * CHAR_EM * font + 45 for n in names)
-        rows = max(1, math.ceil(used / row_px))
-        fig.update_layout(legend=dict(orientation="h", yref="container", y=0.0,
-                                      yanchor="bottom", x=0.5, xanchor="center"),
-                          margin_b=round((4 + 1.5 * rows) * font))

@@ -23,6 +23,7 @@ import functools
 import hashlib
 import io
 import math
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -227,15 +228,106 @@ def _copy_tree(node):
     return node
 
 
-def figure_spec(fig: go.Figure) -> dict:
+CHAR_EM = 0.55      # average width of a character, in ems (what fitting text to a width assumes)
+PAGE_WIDTH_PX = 620  # a page's full-width figure on a 1024 px screen with the sidebar open
+
+
+def wrap_text(text: str, font_px: float, width_px: float, max_lines: int = 3) -> tuple[str, int]:
+    """(text, lines): each line of `text` (lines end at <br>) broken at spaces into lines at
+    most `width_px` wide at `font_px` (CHAR_EM ems a character), at most `max_lines` pieces a
+    line; unchanged when it fits or holds a tag with spaces in it (which a break could split)."""
+    if re.search(r"<[^>]* [^>]*>", text):
+        return text, text.count("<br>") + 1
+    per_line = max(8, int(width_px / (CHAR_EM * font_px)))
+    out = []
+    for part in text.split("<br>"):
+        if len(re.sub(r"<[^>]+>", "", part)) <= per_line:
+            out.append(part)
+            continue
+        lines, line = [], ""
+        for word in part.split(" "):
+            if line and len(line) + 1 + len(word) > per_line and len(lines) < max_lines - 1:
+                lines.append(line)
+                line = word
+            else:
+                line = f"{line} {word}" if line else word
+        out += [*lines, line]
+    return "<br>".join(out), len(out)
+
+
+def fit_texts(fig: go.Figure, width: int, height: int | None = None, *, font: int | None = None,
+              title_font: int | None = None, place_legend: bool = False) -> None:
+    """Break the title, subplot titles and axis titles of `fig` where they would overflow a
+    `width` x `height` px figure (plotly neither wraps nor moves text, and Spanish and Russian
+    run a fifth longer than English), growing the top margin to hold them. A legend under the
+    plot is pinned to the figure's bottom edge, below the axis title (in paper coordinates a
+    short plot pulls it onto the title). With `place_legend`, a side legend too tall for the
+    plot moves under it too (the lesson's projector figures, lesson_figures.enlarge_figure)."""
+    layout = fig.layout
+    font = font or layout.font.size or 12
+    title_font = title_font or layout.title.font.size or 17
+    height = height or layout.height or 450
+    margin = {side: getattr(layout.margin, side) for side in ("l", "r", "t", "b")}
+    margin = {k: v if v is not None else 80 for k, v in margin.items()}
+    text, lines = wrap_text(layout.title.text or "", title_font, width - 20)
+    extra_top = (lines - 1) * round(1.2 * title_font)
+    if lines > 1:
+        layout.title.text = text
+    if layout.title.subtitle and layout.title.subtitle.text:
+        size = layout.title.subtitle.font.size or font
+        text, lines = wrap_text(layout.title.subtitle.text, size, width - 20)
+        layout.title.subtitle.text = text
+        extra_top += (lines - 1) * round(1.2 * size)
+    # Subplot titles (paper-placed text above a panel): each has its panel's width, the
+    # figure's width shared by the titles of its row.
+    titles = [a for a in layout.annotations
+              if a.yref == "paper" and a.yanchor == "bottom" and a.showarrow is False]
+    for annotation in titles:
+        row = sum(1 for other in titles if other.y == annotation.y)
+        size = annotation.font.size or 16
+        text, lines = wrap_text(annotation.text or "", size, width / row - 16)
+        annotation.text = text
+        if annotation.y == 1.0:
+            extra_top = max(extra_top, (lines - 1) * round(1.2 * size))
+    if extra_top:
+        fig.update_layout(margin_t=margin["t"] + extra_top)
+    plot_height = height - margin["t"] - extra_top - margin["b"]
+    for name in [key for key in layout.to_plotly_json() if key.startswith(("xaxis", "yaxis"))]:
+        axis = layout[name]
+        if not axis.title or not axis.title.text:
+            continue
+        span = (axis.domain[1] - axis.domain[0]) if axis.domain else 1.0
+        room = span * (width - margin["l"] - margin["r"] if name.startswith("x") else plot_height)
+        axis.title.text = wrap_text(axis.title.text, font, room - 10, max_lines=2)[0]
+    legend = layout.legend
+    names = [t.name for t in fig.data if t.name and t.showlegend is not False]
+    beside = (place_legend and legend.orientation in (None, "v")
+              and len(names) * 1.6 * font > plot_height)
+    if beside or (legend.orientation == "h" and legend.y is not None and legend.y < 0):
+        # Under the plot: tick labels, the axis title and the legend's rows (in the
+        # container's coordinates, so a short plot cannot pull it onto the axis title).
+        row_px = width - 40
+        used = sum(len(n) * CHAR_EM * font + 45 for n in names)
+        rows = max(1, math.ceil(used / row_px))
+        fig.update_layout(legend=dict(orientation="h", yref="container", y=0.0,
+                                      yanchor="bottom", x=0.5, xanchor="center"),
+                          margin_b=round((4 + 1.5 * rows) * font))
+
+
+def figure_spec(fig: go.Figure, width: int = PAGE_WIDTH_PX) -> dict:
     """A figure as the plain dict plotly.js reads (arrays still numpy): what a page caches and
     shows. Pickling it (st.cache_data copies every cached value on every read) costs
     microseconds per array; pickling a go.Figure validates every property again on the way
     back, and constructing one deep-copies every hover label (0.05-0.2 s for a figure with
-    T x T token hovers). Reads plotly's own per-trace and layout dicts (`_data`, `_layout`)."""
+    T x T token hovers). Reads plotly's own per-trace and layout dicts (`_data`, `_layout`),
+    after fitting the figure's texts to a page, or to `width` px for a figure in a column
+    (`fit_texts`: this changes `fig`)."""
     if isinstance(fig, dict):
         return fig
+    fit_texts(fig, width)
     return {"data": [_copy_tree(trace) for trace in fig._data], "layout": _copy_tree(fig._layout)}
+
+
 
 
 def sendable(spec: dict) -> dict:

@@ -1,7 +1,6 @@
 """Bias explorer: slopes, per-head bias matrices and the decay they cause, at any size."""
 
 import numpy as np
-import pandas as pd
 import streamlit as st
 
 from alibi_viz import SCHEDULES, alibi_slopes, i18n
@@ -48,11 +47,6 @@ SCALE_TITLES = {"per_head": N_("each head its own"), "shared": N_("one for all h
 @st.cache_data(max_entries=64, show_spinner=False)
 def cached_slopes(num_heads: int, schedule: str, max_bias: float) -> np.ndarray:
     return alibi_slopes(num_heads, schedule, max_bias)
-
-
-def translated_columns(rows: list[dict]) -> list[dict]:
-    """A table's rows with its (English, marked) column names in the current language."""
-    return [{_(key): value for key, value in row.items()} for row in rows]
 
 
 def query_rows(seq_len: int, decode: bool) -> int:
@@ -162,8 +156,7 @@ with right:
         st.warning(note, icon="↕️")
     # Plain tables (this one scrolls): st.dataframe's grid would add 0.2 MB of JavaScript to a
     # first visit (bench/README.md, first visit through nginx).
-    st.table(pd.DataFrame(translated_columns(head_summary(slopes, seq_len, mode))),
-             border="horizontal", hide_index=True, height=260)
+    ui.table(head_summary(slopes, seq_len, mode), height=260)
     if mode == "causal":
         st.caption(_("Span and mean distance of the bias-only attention of query i = {query}: "
                      "the last one, with every key behind it.").format(query=number(query)))
@@ -266,4 +259,4 @@ st.markdown("\n".join([
              "model keeps working; it does not thereby use the extra context (see the "
              "*Extrapolation lab*)."),
 ]))
-st.table(pd.DataFrame(translated_columns(bf16)), border="horizontal", hide_index=True)
+ui.table(bf16)

@@ -375,6 +375,7 @@ shipped_ppl = (results.get("models", {}).get(model, {}).get("perplexity", {})
                .get(protocol, {}).get(str(length))) if results else None
 shipped_tokens = (results.get("models", {}).get(model, {}).get("tokens", {})
                   .get(protocol, {}).get(str(length))) if results else None
+HALF_PX = 300  # a figure in one of two columns on a 1024 px screen with the sidebar open
 live_col, shipped_col = st.columns(2)
 with live_col:
     live_label = _("Live: {model}, {protocol}, {length} tokens").format(
@@ -543,7 +544,7 @@ with right:
         except (AlibiVizError, RuntimeError) as exc:
             st.error(str(exc))
         else:
-            ui.show_figure(copy_heads_figure(values, int(distance)), "copy_heads",
+            ui.show_figure(figure_spec(copy_heads_figure(values, int(distance)), width=HALF_PX), "copy_heads",
                            key="xl_fig_copy_heads")
             st.caption(_("{model}, one planted span of {span} held-out tokens: loss {first} "
                          "nats/token on the first copy, {repeat} on the repeat.").format(
@@ -572,6 +573,6 @@ with st.expander(_("Plant your own span")):
                 first=number(first_loss, 2), repeat=number(repeat_loss, 2),
                 gain=signed(first_loss - repeat_loss, 2)))
             if values is not None:
-                ui.show_figure(copy_heads_figure(values, repeat - first), "copy_heads_own",
+                ui.show_figure(figure_spec(copy_heads_figure(values, repeat - first)), "copy_heads_own",
                                key="xl_fig_copy_own")
 

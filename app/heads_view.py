@@ -342,9 +342,12 @@ def cached_gallery_grid(_behaviour, model_key: tuple, lang: str):
     return figure_spec(behaviour_grid_figure(_behaviour))
 
 
+NARROW_COLUMN_PX = 240  # a figure in a 2-of-5 column on a 1024 px screen with the sidebar open
+
+
 @st.cache_data(max_entries=64, show_spinner=False)
 def cached_gallery_map(_attention, model_key: tuple, cell: tuple, title: str):
-    return figure_spec(single_map_figure(_attention, title))
+    return figure_spec(single_map_figure(_attention, title), width=NARROW_COLUMN_PX)
 
 
 @st.cache_data(max_entries=4, show_spinner=False)

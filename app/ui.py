@@ -159,6 +159,26 @@ def show_figure(fig, filename: str, key: str | None = None) -> None:
                     config=config, key=key, theme=None)
 
 
+def table(rows: list[dict], **kwargs) -> None:
+    """A plain table (st.table: no data-grid bundle to download) of `rows`, whose keys are
+    English column names marked for translation: the headers in the current language, whole
+    numbers with the language's grouping, other numbers with 4 significant digits and its
+    decimal mark."""
+    import pandas as pd
+
+    from alibi_viz.i18n import number, significant
+
+    def cell(value):
+        if isinstance(value, (bool, str)) or value is None:
+            return value
+        if float(value).is_integer() and not isinstance(value, float):
+            return number(value)
+        return significant(float(value), 4)
+
+    frame = pd.DataFrame([{_(key): value for key, value in row.items()} for row in rows])
+    st.table(frame.style.format(cell), border="horizontal", hide_index=True, **kwargs)
+
+
 LOOPBACK = {"localhost", "127.0.0.1", "::1"}
 
 

@@ -37,7 +37,9 @@ def figures(at: AppTest) -> list[dict]:
 
 
 def figure_titles(at: AppTest) -> list[str]:
-    return [(fig.get("layout", {}).get("title") or {}).get("text", "") for fig in figures(at)]
+    """Each figure's title as one line (pages break long titles with <br> to fit the screen)."""
+    return [(fig.get("layout", {}).get("title") or {}).get("text", "").replace("<br>", " ")
+            for fig in figures(at)]
 
 
 def warnings(at: AppTest) -> list[str]:

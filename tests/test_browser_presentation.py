@@ -183,3 +183,22 @@ def test_bare_app_fits_1024_wide(browser, server_url, path):
 def test_chromium_is_debians(browser):
     """The browser tests drive /usr/bin/chromium with the project's flags."""
     assert CHROMIUM == "/usr/bin/chromium" and "--no-sandbox" in CHROMIUM_ARGS
+
+
+@pytest.mark.parametrize("lang", ["es", "ru"])
+@pytest.mark.parametrize("path", ["/", "/compare", "/model", "/extrapolation"])
+def test_figure_texts_fit_on_a_1024_screen_in_spanish_and_russian(browser, server_url, path, lang):
+    """Every figure of the page, at 1024 px wide in Spanish and Russian: no title, axis title,
+    legend or subplot title drawn outside its figure or over the legend."""
+    context = browser.new_context(viewport={"width": 1024, "height": 768})
+    page = context.new_page()
+    page.set_default_timeout(60_000)
+    try:
+        page.goto(f"{server_url}{path}?lang={lang}")
+        page.wait_for_selector(".js-plotly-plot", timeout=FIRST_LOAD_MS)
+        wait_for_app(page)
+        page.wait_for_timeout(1_500)  # the last charts finish drawing
+        assert page.locator("[data-testid='stException']").count() == 0
+        assert page.evaluate(FIGURE_TEXT_JS) == []
+    finally:
+        context.close()

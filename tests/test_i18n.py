@@ -151,7 +151,7 @@ def _figure_texts(node):
     if isinstance(node, dict):
         for key, value in node.items():
             if key in ("text", "name", "hovertemplate", "ticktext", "title") and isinstance(value, str):
-                yield value
+                yield value.replace("<br>", " ")  # long titles are broken to fit the screen
             elif key == "ticktext" and isinstance(value, list):
                 yield from (str(v) for v in value)
             else:

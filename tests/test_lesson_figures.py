@@ -34,15 +34,3 @@ def test_enlarge_figure_scales_fonts_and_height_of_a_copy():
     assert big.layout.annotations[0].font.size == 24
     assert fig.layout.font.size is None
 
-
-def test_wrap_text_breaks_only_what_would_not_fit():
-    """A title too wide for the projector is broken at spaces into lines that fit (at the
-    assumed 0.55 em a character); one that fits is left alone."""
-    from alibi_viz.lesson_figures import CHAR_EM, wrap_text
-
-    short = "Slopes"
-    assert wrap_text(short, 20, 400) == (short, 1)
-    long = "Обучаем на коротком, проверяем на длинном: перплексия от длины оценки"
-    text, lines = wrap_text(long, 20, 400)
-    assert lines == 2 and text.replace("<br>", " ") == long
-    assert all(len(line) * CHAR_EM * 20 <= 400 for line in text.split("<br>"))

@@ -150,3 +150,33 @@ def test_per_head_colours_do_not_depend_on_the_slopes():
         return next(t.source for t in fig.data if t.type == "image")
 
     assert image(8.0) == image(4.0)
+
+
+def test_wrap_text_breaks_only_what_would_not_fit():
+    """A title too wide for the projector is broken at spaces into lines that fit (at the
+    assumed 0.55 em a character); one that fits is left alone."""
+    from alibi_viz.render import CHAR_EM, wrap_text
+
+    short = "Slopes"
+    assert wrap_text(short, 20, 400) == (short, 1)
+    long = "Обучаем на коротком, проверяем на длинном: перплексия от длины оценки"
+    text, lines = wrap_text(long, 20, 400)
+    assert lines == 2 and text.replace("<br>", " ") == long
+    assert all(len(line) * CHAR_EM * 20 <= 400 for line in text.split("<br>"))
+
+
+def test_a_page_figure_title_too_wide_is_broken_and_given_room():
+    """figure_spec (what every page caches and shows) breaks a title wider than a 1024-pixel
+    screen's figure over lines and grows the top margin by a line; a short one is untouched."""
+    from alibi_viz.render import figure_spec
+
+    long = "Capa 1: log10 de la atención, 335 tokens, máximo por bloques a 273 px; trazos rojos: longitud de entrenamiento 128. Gris: enmascarado"
+    from alibi_viz.render import CHAR_EM, PAGE_WIDTH_PX
+
+    spec = figure_spec(go.Figure(layout={"title": {"text": long}, "margin": {"t": 60}}))
+    lines = spec["layout"]["title"]["text"].split("<br>")
+    assert " ".join(lines) == long and len(lines) > 1
+    assert all(len(line) * CHAR_EM * 17 <= PAGE_WIDTH_PX - 20 for line in lines)
+    assert spec["layout"]["margin"]["t"] == 60 + round(1.2 * 17) * (len(lines) - 1)
+    short = figure_spec(go.Figure(layout={"title": {"text": "Slopes"}, "margin": {"t": 60}}))
+    assert short["layout"]["title"]["text"] == "Slopes" and short["layout"]["margin"]["t"] == 60
