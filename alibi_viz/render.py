@@ -269,23 +269,28 @@ def fit_texts(fig: go.Figure, width: int, height: int | None = None, *, font: in
     height = height or layout.height or 450
     margin = {side: getattr(layout.margin, side) for side in ("l", "r", "t", "b")}
     margin = {k: v if v is not None else 80 for k, v in margin.items()}
-    text, lines = wrap_text(layout.title.text or "", title_font, width - 20)
+    text, lines = wrap_text(layout.title.text or "", title_font, width - 20, max_lines=5)
     extra_top = (lines - 1) * round(1.2 * title_font)
     if lines > 1:
         layout.title.text = text
     if layout.title.subtitle and layout.title.subtitle.text:
         size = layout.title.subtitle.font.size or font
-        text, lines = wrap_text(layout.title.subtitle.text, size, width - 20)
+        text, lines = wrap_text(layout.title.subtitle.text, size, width - 20, max_lines=5)
         layout.title.subtitle.text = text
         extra_top += (lines - 1) * round(1.2 * size)
     # Subplot titles (paper-placed text above a panel): each has its panel's width, the
     # figure's width shared by the titles of its row.
     titles = [a for a in layout.annotations
               if a.yref == "paper" and a.yanchor == "bottom" and a.showarrow is False]
+    plot_width = width - margin["l"] - margin["r"]
     for annotation in titles:
         row = sum(1 for other in titles if other.y == annotation.y)
         size = annotation.font.size or 16
-        text, lines = wrap_text(annotation.text or "", size, width / row - 16)
+        # centred on its panel: as wide as the panel's share, and no wider than twice the
+        # distance from its centre to the figure's nearer edge
+        centre = margin["l"] + (annotation.x if annotation.x is not None else 0.5) * plot_width
+        room = min(width / row - 16, 2 * min(centre, width - centre) - 10)
+        text, lines = wrap_text(annotation.text or "", size, room)
         annotation.text = text
         if annotation.y == 1.0:
             extra_top = max(extra_top, (lines - 1) * round(1.2 * size))
