@@ -150,11 +150,12 @@ def test_dilution_number_is_the_closed_form():
 
 
 def test_bf16_table_matches_the_library():
-    """The bfloat16 table on the page is precision.row_constant_error_table's."""
+    """The bfloat16 table on the page is precision.row_constant_error_table's (shown to 4
+    significant digits)."""
     from alibi_viz.precision import row_constant_error_table
 
     at = run_app()
     table = at.table[1].value.to_dict("records")
     expected = row_constant_error_table((8, 112), 2048, "bfloat16")
-    assert [r["largest error (logits)"] for r in table] == pytest.approx(
-        [r["largest error (logits)"] for r in expected])
+    assert [float(r["largest error (logits)"]) for r in table] == pytest.approx(
+        [r["largest error (logits)"] for r in expected], rel=5e-4)
