@@ -42,7 +42,7 @@ from .heads import (
     head_statistics,
     token_labels,
 )
-from .i18n import N_, _
+from .i18n import N_, _, number
 
 LOCAL_K = 8
 MIN_SHARE = 0.1  # a share of attention below this is not a head's behaviour
@@ -193,6 +193,16 @@ class HeadBehaviour:
         if behaviour in ("delimiter", "newline") and self.pairs.get(behaviour):
             return "code", max(self.pairs[behaviour], key=lambda p: a[p[0], p[1]])[0]
         return "code", a.shape[-1] - 1
+
+    def score_texts(self, layer: int, head: int) -> list[str]:
+        """Head (layer, head)'s scores as the app shows them, one "name: value" each
+        (behaviour titles and the content KL in the current language)."""
+        texts = [f"{_(BEHAVIOUR_TITLES[b])}: {number(self.scores[b][layer, head], 2)}"
+                 for b in BEHAVIOURS if b != "content"]
+        if self.content_kl is not None:
+            texts.append(_("content KL: {kl} nats").format(
+                kl=number(self.content_kl[layer, head], 2)))
+        return texts
 
     def strongest(self) -> np.ndarray:
         """Per head, its most salient behaviour, object array (layers, heads) of names: the

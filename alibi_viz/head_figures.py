@@ -545,11 +545,7 @@ def behaviour_grid_figure(behaviour, selected: tuple[int, int] | None = None,
         cells = [(lay, h) for lay in range(layers) for h in range(heads) if strongest[lay, h] == name]
         lines = []
         for lay, h in cells:
-            parts = [f"{titles[b]}: {number(behaviour.scores[b][lay, h], 2)}"
-                     for b in BEHAVIOURS if b != "content"]
-            if behaviour.content_kl is not None:
-                parts.append(_("content KL: {kl} nats").format(
-                    kl=number(behaviour.content_kl[lay, h], 2)))
+            parts = behaviour.score_texts(lay, h)
             parts.append(_("sink on a repeated token: {score}").format(
                 score=number(behaviour.sink_control[lay, h], 2)))
             reach = number(behaviour.reach[lay, h], 1)

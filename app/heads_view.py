@@ -530,13 +530,8 @@ def show_gallery(prefix: str, loaded: Loaded) -> None:
         st.markdown(where.format(layer=layer + 1, head=head + 1, behaviour=titles[kind],
                                  query=query))
         st.html(highlight_html(tokens, attention[query], query))
-        scores = [f"{titles[b]} {number(behaviour.scores[b][layer, head], 2)}"
-                  for b in BEHAVIOURS if b != "content"]
-        if behaviour.content_kl is not None:
-            scores.append(_("content KL {kl} nats").format(
-                kl=number(behaviour.content_kl[layer, head], 2)))
         st.caption(_("Scores: {scores}. Definitions: `alibi_viz/behaviour.py`.").format(
-            scores="; ".join(scores)))
+            scores="; ".join(behaviour.score_texts(layer, head))))
 
 
 # ----------------------------------------------------------------------------- conformance
