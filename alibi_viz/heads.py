@@ -438,8 +438,6 @@ def score_decomposition(model, tokenizer, text, layer: int, max_tokens: int | No
 
     One layer of `score_decompositions` (which see): the pass stops after that layer.
     """
-    layers, _heads, _dim = model_dims(model)
-    layer = check_int(layer, "layer", 0, layers - 1)
     return score_decompositions(model, tokenizer, text, [layer], max_tokens, budget_bytes)[0]
 
 

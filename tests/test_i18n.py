@@ -258,3 +258,21 @@ def test_accept_language_picks_a_default(header, expected):
 def test_unknown_language_is_a_typed_error():
     with pytest.raises(i18n.UnknownLanguage):
         i18n.set_language("xx")
+
+
+@pytest.mark.parametrize("code", list(i18n.LANGUAGES))
+def test_numbers_are_what_cldr_writes(code):
+    """i18n.number writes what Babel's format_decimal writes for CLDR's "#,##0.###" and
+    "#,##0.00" patterns (it formats them itself, much faster), on values with no rounding tie."""
+    from babel.numbers import format_decimal
+
+    values = [0, 1, -3, 0.5, 2.0, 0.0039, 12.3456, 999.9996, 1234.5, 65_536, -12_345.678, 3.2e7]
+    i18n.set_language(code)
+    try:
+        for value in values:
+            assert i18n.number(value) == format_decimal(value, "#,##0.###", locale=code), value
+            assert i18n.number(value, 2) == format_decimal(value, "#,##0.00", locale=code), value
+            assert i18n.number(value, 0, grouping=False) == format_decimal(
+                value, "0", locale=code), value
+    finally:
+        i18n.set_language("en")
