@@ -216,7 +216,7 @@ class Figure(go.Figure):
         converting arrays to base64 leaves this figure as it was), arrays and strings are
         shared. A figure whose hover holds T x T token labels copies in milliseconds instead
         of a quarter of a second."""
-        return sendable(figure_spec(self))
+        return sendable(_spec_of(self))
 
 
 def _copy_tree(node):
@@ -269,15 +269,21 @@ def fit_texts(fig: go.Figure, width: int, height: int | None = None, *, font: in
     height = height or layout.height or 450
     margin = {side: getattr(layout.margin, side) for side in ("l", "r", "t", "b")}
     margin = {k: v if v is not None else 80 for k, v in margin.items()}
-    text, lines = wrap_text(layout.title.text or "", title_font, width - 20, max_lines=5)
-    extra_top = (lines - 1) * round(1.2 * title_font)
-    if lines > 1:
+
+    def added_lines(old: str, lines: int) -> int:  # breaks already there have their room
+        return lines - (old.count("<br>") + 1)
+
+    old = layout.title.text or ""
+    text, lines = wrap_text(old, title_font, width - 20, max_lines=5)
+    extra_top = added_lines(old, lines) * round(1.2 * title_font)
+    if text != old:
         layout.title.text = text
     if layout.title.subtitle and layout.title.subtitle.text:
         size = layout.title.subtitle.font.size or font
-        text, lines = wrap_text(layout.title.subtitle.text, size, width - 20, max_lines=5)
+        old = layout.title.subtitle.text
+        text, lines = wrap_text(old, size, width - 20, max_lines=5)
         layout.title.subtitle.text = text
-        extra_top += (lines - 1) * round(1.2 * size)
+        extra_top += added_lines(old, lines) * round(1.2 * size)
     # Subplot titles (paper-placed text above a panel): each has its panel's width, the
     # figure's width shared by the titles of its row.
     titles = [a for a in layout.annotations
@@ -290,10 +296,11 @@ def fit_texts(fig: go.Figure, width: int, height: int | None = None, *, font: in
         # distance from its centre to the figure's nearer edge
         centre = margin["l"] + (annotation.x if annotation.x is not None else 0.5) * plot_width
         room = min(width / row - 16, 2 * min(centre, width - centre) - 10)
-        text, lines = wrap_text(annotation.text or "", size, room)
+        old = annotation.text or ""
+        text, lines = wrap_text(old, size, room)
         annotation.text = text
         if annotation.y == 1.0:
-            extra_top = max(extra_top, (lines - 1) * round(1.2 * size))
+            extra_top = max(extra_top, added_lines(old, lines) * round(1.2 * size))
     if extra_top:
         fig.update_layout(margin_t=margin["t"] + extra_top)
     plot_height = height - margin["t"] - extra_top - margin["b"]
@@ -330,6 +337,11 @@ def figure_spec(fig: go.Figure, width: int = PAGE_WIDTH_PX) -> dict:
     if isinstance(fig, dict):
         return fig
     fit_texts(fig, width)
+    return _spec_of(fig)
+
+
+def _spec_of(fig: go.Figure) -> dict:
+    """`fig` as plain dicts: plotly's own per-trace and layout dicts, containers copied."""
     return {"data": [_copy_tree(trace) for trace in fig._data], "layout": _copy_tree(fig._layout)}
 
 

@@ -180,3 +180,17 @@ def test_a_page_figure_title_too_wide_is_broken_and_given_room():
     assert spec["layout"]["margin"]["t"] == 60 + round(1.2 * 17) * (len(lines) - 1)
     short = figure_spec(go.Figure(layout={"title": {"text": "Slopes"}, "margin": {"t": 60}}))
     assert short["layout"]["title"]["text"] == "Slopes" and short["layout"]["margin"]["t"] == 60
+
+
+def test_fitting_a_fitted_figure_again_changes_nothing():
+    """A figure fitted to a page and fitted again (a cached figure enlarged for a projector,
+    or copied) keeps its title and its top margin: room is made once per added line."""
+    from alibi_viz.render import figure_spec, fit_texts
+
+    long = "Capa 1: log10 de la atención, 335 tokens, máximo por bloques a 273 px; trazos rojos: longitud de entrenamiento 128. Gris: enmascarado"
+    fig = go.Figure(layout={"title": {"text": long}, "margin": {"t": 60}})
+    spec = figure_spec(fig)
+    again = go.Figure(spec)
+    fit_texts(again, 620)
+    assert again.layout.title.text == spec["layout"]["title"]["text"]
+    assert again.layout.margin.t == spec["layout"]["margin"]["t"]
