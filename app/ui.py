@@ -110,7 +110,6 @@ def choose_language() -> str:
         st.session_state["_lang_warning"] = warning
     else:  # a widget's value survives a run that does not draw it only if handed back
         st.session_state[LANG_KEY] = st.session_state[LANG_KEY]
-    i18n.set_language(st.session_state[LANG_KEY])
     with st.sidebar:
         # The label names the switch in all three languages: a reader who cannot read the
         # current one can still find it.
