@@ -171,7 +171,7 @@ def cached_figures(key: tuple, seq_len: int, mode: str, log_distance: bool, lang
     """Both figures; `lang` keys the cache, since their labels are in that language."""
     selection = {name: dict(items) for name, items in key}
     return (figure_spec(score_vs_distance_figure(selection, seq_len, mode, log_distance)),
-            score_matrices_figure(selection, seq_len, mode))
+            figure_spec(score_matrices_figure(selection, seq_len, mode)))
 
 
 @st.cache_data(max_entries=8, show_spinner=False)

@@ -594,7 +594,7 @@ def show_conformance(prefix: str, model, tokenizer, info, model_key: tuple,
         st.error(_("Does not conform: {problems}.").format(problems=problems), icon="🚨")
     for note in check.notes:
         st.warning(note, icon="⚠️")
-    ui.show_figure(verdict_grid_figure(check), "conformance", key=f"{prefix}_fig_conformance")
+    ui.show_figure(figure_spec(verdict_grid_figure(check)), "conformance", key=f"{prefix}_fig_conformance")
     st.caption(_("Verdicts: conforms; scaled (a constant ratio to the expected slope); sign "
                  "flipped; permuted (another head's slope); offset (a jump between a key at "
                  "distance 0 and 1: not a row constant); missing; clipped (stops growing). A "
@@ -632,5 +632,5 @@ def show_conformance(prefix: str, model, tokenizer, info, model_key: tuple,
     except AlibiVizError as exc:
         st.error(str(exc))
         return
-    ui.show_figure(precision_figure(lens), "precision", key=f"{prefix}_fig_precision")
+    ui.show_figure(figure_spec(precision_figure(lens)), "precision", key=f"{prefix}_fig_precision")
 

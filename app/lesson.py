@@ -90,17 +90,17 @@ def pipeline_fig(slope: float, lang: str):
 
 @st.cache_data(max_entries=16, show_spinner=False)
 def bias_fig(seq_len: int, lang: str):
-    return bias_grid_figure(alibi_slopes(8), seq_len, "causal", head_ids=LESSON_HEADS)
+    return figure_spec(bias_grid_figure(alibi_slopes(8), seq_len, "causal", head_ids=LESSON_HEADS))
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
 def slopes_fig(num_heads: int, lang: str):
-    return slope_schedule_figure(num_heads)
+    return figure_spec(slope_schedule_figure(num_heads))
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
 def decay_fig(seq_len: int, lang: str):
-    return decay_figure(alibi_slopes(8), seq_len, "causal")
+    return figure_spec(decay_figure(alibi_slopes(8), seq_len, "causal"))
 
 
 @st.cache_data(max_entries=4, show_spinner=_("Running the ALiBi model on the text..."))
