@@ -1,15 +1,15 @@
 """alibi-viz: see and teach ALiBi (Attention with Linear Biases, Press, Smith & Lewis, 2021).
 
 The library behind the app: slopes and bias matrices (`alibi`), other positional schemes for
-comparison (`positional`), figures (`*_figures`, built with the drawing kit `render`), and, for
-real models, loading, head inspection, behaviour scores, context reach and the ALiBi
-conformance check. It never imports streamlit, so every number the app shows can be tested
+comparison (`positional`), figures (`figures/`: each page's figures, built with the drawing kit `figures.render`), and,
+for real models (`models/`), loading, head inspection, behaviour scores and the ALiBi
+conformance check; context reach, training and evaluation stay at the top. It never imports streamlit, so every number the app shows can be tested
 plainly. The README's "How the code is laid out" names each module's one job.
 """
 
 import importlib
 
-from .alibi import (
+from alibi_viz.alibi import (
     DEFAULT_BUDGET_BYTES,
     MODES,
     SCHEDULES,
@@ -22,18 +22,18 @@ from .alibi import (
     implied_attention,
     mean_distance,
 )
-from .errors import AlibiVizError, BudgetError, ModelLoadError
-from .positional import METHODS, score_matrix, score_matrix_sampled, score_vs_distance
+from alibi_viz.errors import AlibiVizError, BudgetError, ModelLoadError
+from alibi_viz.positional import METHODS, score_matrix, score_matrix_sampled, score_vs_distance
 
 # Model inspection needs torch and transformers (seconds to import): loaded on first use, so
 # `from alibi_viz import alibi_slopes` stays instant.
 _LAZY = {
-    "AttentionResult": "heads", "Decomposition": "heads", "HeadStatistics": "heads",
-    "attention_maps": "heads", "head_statistics": "heads", "score_decomposition": "heads",
-    "ModelInfo": "loading", "load_model": "loading", "resolve_model_path": "loading",
-    "AlibiCheck": "conformance", "check_alibi": "conformance",
-    "behaviour_scores": "behaviour", "context_reach": "reach", "copy_at_distance": "reach",
-    "list_cached_models": "hub_cache",
+    "AttentionResult": "models.heads", "Decomposition": "models.heads", "HeadStatistics": "models.heads",
+    "attention_maps": "models.heads", "head_statistics": "models.heads", "score_decomposition": "models.heads",
+    "ModelInfo": "models.loading", "load_model": "models.loading", "resolve_model_path": "models.loading",
+    "AlibiCheck": "models.conformance", "check_alibi": "models.conformance",
+    "behaviour_scores": "models.behaviour", "context_reach": "reach", "copy_at_distance": "reach",
+    "list_cached_models": "models.hub_cache",
 }
 
 

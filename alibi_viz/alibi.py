@@ -25,8 +25,8 @@ import numbers
 
 import numpy as np
 
-from .errors import AlibiVizError, BudgetError
-from .i18n import N_, _, ngettext, number, significant
+from alibi_viz.errors import AlibiVizError, BudgetError
+from alibi_viz.i18n import N_, _, ngettext, number, significant
 
 MAX_HEADS = 1024
 MAX_SEQ_LEN = 1_048_576

@@ -15,7 +15,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from .i18n import N_, _
+from alibi_viz.i18n import N_, _
 
 ASSETS_DIR = Path(__file__).resolve().parent.parent / "assets"
 MODELS_DIR = ASSETS_DIR / "models"

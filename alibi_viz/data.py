@@ -28,8 +28,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .errors import AlibiVizError
-from .i18n import N_
+from alibi_viz.errors import AlibiVizError
+from alibi_viz.i18n import N_
 
 BYTE_OFFSET = 3  # ByT5 ids: 0 pad, 1 eos, 2 unk, then byte b -> b + 3
 PAD_ID, EOS_ID = 0, 1

@@ -34,9 +34,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from . import data
-from .alibi import check_int, check_seq_len
-from .assets import (
+from alibi_viz import data
+from alibi_viz.alibi import check_int, check_seq_len
+from alibi_viz.assets import (
     ASSETS_DIR,
     MODEL_ORDER,
     MODELS_DIR,
@@ -46,8 +46,8 @@ from .assets import (
     shipped_models,
     training_info,
 )
-from .errors import AlibiVizError
-from .i18n import N_, _, number, percent
+from alibi_viz.errors import AlibiVizError
+from alibi_viz.i18n import N_, _, number, percent
 
 PROTOCOLS = ("nonoverlapping", "sliding")
 # What the page calls each protocol (English msgids; protocol_name translates).
@@ -582,7 +582,7 @@ def merge_results(old: dict, new: dict) -> dict:
 
 
 def main(argv=None) -> None:
-    from .train import write_model_card
+    from alibi_viz.train import write_model_card
 
     p = argparse.ArgumentParser(prog="python -m alibi_viz.evaluate",
                                 description="Perplexity of the shipped models at 128..4096 tokens.")

@@ -12,8 +12,8 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from .i18n import _, ngettext, number
-from .positional import DEFAULT_METHODS, METHODS
+from alibi_viz.i18n import _, ngettext, number
+from alibi_viz.positional import DEFAULT_METHODS, METHODS
 
 MAX_PARAM_CHARS = 2000  # longer raw values are refused before any parsing
 

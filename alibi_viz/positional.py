@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .alibi import (
+from alibi_viz.alibi import (
     DEFAULT_BUDGET_BYTES,
     MAX_SEQ_LEN,
     alibi_bias_sampled,
@@ -41,8 +41,8 @@ from .alibi import (
     check_mode,
     check_seq_len,
 )
-from .errors import AlibiVizError
-from .i18n import N_, _, number, significant
+from alibi_viz.errors import AlibiVizError
+from alibi_viz.i18n import N_, _, number, significant
 
 MAX_DISTANCE = MAX_SEQ_LEN - 1  # largest |i - j| in a sequence of MAX_SEQ_LEN tokens
 MAX_DIM = 8192  # cap on embedding / head dims: cost grows with dim per distance

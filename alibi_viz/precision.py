@@ -18,9 +18,9 @@ import math
 import numpy as np
 import torch
 
-from .alibi import alibi_slopes, check_num_heads, check_seq_len
-from .errors import AlibiVizError
-from .i18n import N_, _
+from alibi_viz.alibi import alibi_slopes, check_num_heads, check_seq_len
+from alibi_viz.errors import AlibiVizError
+from alibi_viz.i18n import N_, _
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 

@@ -23,8 +23,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .errors import AlibiVizError
-from .i18n import _, number
+from alibi_viz.errors import AlibiVizError
+from alibi_viz.i18n import _, number
 
 COPY_SPAN = 16  # tokens in each planted span
 COPY_PREFIX = 16  # held-out tokens before the first copy, so it is read in context too
@@ -174,7 +174,7 @@ def context_reach(model, stream: np.ndarray, contexts: Sequence[int] = REACH_CON
     `tokens` that follow the first max(contexts) + max(contexts) // 8 tokens of `stream`,
     the same at every c. progress(done, total) per context.
     """
-    from .evaluate import perplexity
+    from alibi_viz.evaluate import perplexity
 
     contexts = sorted(int(c) for c in contexts)
     if not contexts or contexts[0] < 1:
@@ -219,7 +219,7 @@ def copy_attention(model, ids, first: int, repeat: int, span: int) -> np.ndarray
     """Per (layer, head), the mean attention from each token of the repeat (positions
     repeat .. repeat + span - 2) to the token after its twin in the first copy (first + t + 1):
     what an induction head does to copy. ids: one sequence (T,). Returns (layers, heads)."""
-    from .heads import attention_maps_of_ids
+    from alibi_viz.models.heads import attention_maps_of_ids
 
     maps = attention_maps_of_ids(model, ids)
     t = np.arange(span - 1)
@@ -235,7 +235,7 @@ def plant_span(tokenizer, text: str, span: str, max_tokens: int = 4096):
     comparison can use them. Raises AlibiVizError for an empty span or text, or a sequence
     longer than max_tokens.
     """
-    from .heads import _special_prefix
+    from alibi_viz.models.heads import _special_prefix
 
     if not isinstance(span, str) or not span.strip():
         raise AlibiVizError(_("Type a span of text to plant (a few words)."))
@@ -268,8 +268,8 @@ def reach_summary(reach: dict, train_len: int, tolerance: float = 0.01) -> list[
     beyond which the loss is within `tolerance` nats of its best, and how the loss moves from
     the training length to the longest context; per model, the copy gain at the nearest and
     farthest distance. In the current language."""
-    from .assets import model_label
-    from .evaluate import signed
+    from alibi_viz.assets import model_label
+    from alibi_viz.evaluate import signed
 
     lines = []
     for name, entry in reach.get("models", {}).items():
@@ -303,7 +303,7 @@ def evaluate_reach(models: dict, stream: np.ndarray, contexts=REACH_CONTEXTS,
     `python -m alibi_viz.reach` writes to assets/results/reach.json."""
     import time
 
-    from .evaluate import load_eval_model
+    from alibi_viz.evaluate import load_eval_model
 
     out = {"description": "Context reach and copy at a distance of the shipped models on "
                           "held-out Python standard library text; written by "
@@ -333,8 +333,8 @@ def main(argv=None) -> None:
     import argparse
     import json
 
-    from . import data
-    from .assets import REACH_PATH, shipped_models
+    from alibi_viz import data
+    from alibi_viz.assets import REACH_PATH, shipped_models
 
     p = argparse.ArgumentParser(prog="python -m alibi_viz.reach",
                                 description="Context reach and copy at a distance of the "

@@ -43,10 +43,10 @@ import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
-from . import data
-from .assets import REMAINING_DIFFERENCES, SHIPPED
-from .errors import AlibiVizError
-from .positional import sinusoidal_table
+from alibi_viz import data
+from alibi_viz.assets import REMAINING_DIFFERENCES, SHIPPED
+from alibi_viz.errors import AlibiVizError
+from alibi_viz.positional import sinusoidal_table
 
 ARCHS = tuple(SHIPPED)
 GPT2_ARCHS = ("sinusoidal", "learned", "nope")  # GPT-2 backbones, differing in the wpe table

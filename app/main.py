@@ -31,12 +31,12 @@ ui.keep_page_state()
 ui.choose_language()
 
 PAGES = [
-    st.Page("bias_explorer.py", title=_("Bias explorer"), icon=":material/grid_on:", url_path="", default=True),
-    st.Page("compare.py", title=_("Compare positional methods"), icon=":material/compare_arrows:", url_path="compare"),
-    st.Page("model_heads.py", title=_("Model heads"), icon=":material/visibility:", url_path="model"),
-    st.Page("inspect_model.py", title=_("Inspect a model"), icon=":material/search:", url_path="inspect"),
-    st.Page("extrapolation.py", title=_("Extrapolation lab"), icon=":material/show_chart:", url_path="extrapolation"),
-    st.Page("lesson.py", title=_("Lesson"), icon=":material/school:", url_path="lesson"),
+    st.Page("app_pages/bias_explorer.py", title=_("Bias explorer"), icon=":material/grid_on:", url_path="", default=True),
+    st.Page("app_pages/compare.py", title=_("Compare positional methods"), icon=":material/compare_arrows:", url_path="compare"),
+    st.Page("app_pages/model_heads.py", title=_("Model heads"), icon=":material/visibility:", url_path="model"),
+    st.Page("app_pages/inspect_model.py", title=_("Inspect a model"), icon=":material/search:", url_path="inspect"),
+    st.Page("app_pages/extrapolation.py", title=_("Extrapolation lab"), icon=":material/show_chart:", url_path="extrapolation"),
+    st.Page("app_pages/lesson.py", title=_("Lesson"), icon=":material/school:", url_path="lesson"),
 ]
 
 # Navigation names wrap instead of being cut with an ellipsis in a narrow sidebar (1024 px).

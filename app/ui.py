@@ -15,9 +15,10 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from alibi_viz import i18n
+from alibi_viz.errors import AlibiVizError
+from alibi_viz.figures.render import sendable
 from alibi_viz.i18n import _
 from alibi_viz.params import UrlParam, parse_param
-from alibi_viz.render import sendable
 
 STATE_KEYS = "_url_state_keys"  # widget keys registered by seed_from_url
 PLOT_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
@@ -179,6 +180,15 @@ def table(rows: list[dict], **kwargs) -> None:
     st.table(frame, border="horizontal", hide_index=True, **kwargs)
 
 
+def failure_message(exc: Exception) -> str:
+    """What to tell the visitor when a model run failed: the library's own sentence for bad
+    input (AlibiVizError), else one plain sentence (the traceback stays in the server log)."""
+    if isinstance(exc, AlibiVizError):
+        return str(exc)
+    return _("The model could not run on this text ({kind}). Try fewer tokens (sidebar), or "
+             "reload the page.").format(kind=type(exc).__name__)
+
+
 LOOPBACK = {"localhost", "127.0.0.1", "::1"}
 
 
@@ -198,7 +208,7 @@ def custom_paths_allowed() -> bool:
     """
     import os
 
-    from alibi_viz.loading import ALLOW_CUSTOM_ENV, MODEL_ROOT_ENV
+    from alibi_viz.models.loading import ALLOW_CUSTOM_ENV, MODEL_ROOT_ENV
 
     setting = os.environ.get(ALLOW_CUSTOM_ENV, "").strip().lower()
     if setting in ("1", "true", "yes", "on"):
@@ -208,23 +218,25 @@ def custom_paths_allowed() -> bool:
     return bool(os.environ.get(MODEL_ROOT_ENV, "").strip()) or server_is_local()
 
 
-def cached_model(path: str, stamp: tuple, allow_custom: bool | None = None):
-    """Load a model once for all sessions: (model, tokenizer, info). See `_cached_model`."""
+def cached_model(path: str, stamp: tuple | None = None):
+    """Load a model once for all sessions and pages: (model, tokenizer, info).
+
+    One cache entry per folder and files' stamp (`model_stamp`, taken here when not given), so
+    every page that shows the shipped ALiBi model holds the same object. A folder whose files
+    changed is loaded (and checked) again instead of served stale."""
+    path = os.path.realpath(path)  # one key whichever way a page names the folder
+    stamp = model_stamp(path) if stamp is None else stamp
     with st.spinner(_("Loading the model...")):
-        return _cached_model(path, stamp, allow_custom)
+        return _cached_model(path, stamp)
 
 
 @st.cache_resource(max_entries=4, show_spinner=False)
-def _cached_model(path: str, stamp: tuple, allow_custom: bool | None = None):
-    """Load a model once for all sessions: (model, tokenizer, info).
+def _cached_model(path: str, stamp: tuple):
+    """See `cached_model`. The serving policy (`custom_paths_allowed`) is fixed for a server's
+    life, so it is read here rather than keyed; the loader checks the path against it again."""
+    from alibi_viz.models.loading import load_model
 
-    `stamp` (see `model_stamp`) changes when the folder's files change, so a replaced or
-    corrupted checkpoint is loaded (and refused) again instead of served stale. `allow_custom`
-    (see `custom_paths_allowed`) is checked again by the loader.
-    """
-    from alibi_viz.loading import load_model
-
-    return load_model(path, allow_custom=allow_custom)
+    return load_model(path, allow_custom=custom_paths_allowed())
 
 
 def model_stamp(path: str) -> tuple:

@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from transformers.models.bloom.modeling_bloom import build_alibi_tensor  # noqa: E402
 
 from alibi_viz import alibi_bias, alibi_bias_sampled, alibi_slopes  # noqa: E402
-from alibi_viz.render import display_positions  # noqa: E402
+from alibi_viz.display import display_positions  # noqa: E402
 
 SIZES = [(8, 512), (64, 16_384), (128, 65_536)]
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from alibi_viz.compare_figures import score_matrices_figure, score_vs_distance_figure  # noqa: E402
+from alibi_viz.figures.compare import score_matrices_figure, score_vs_distance_figure  # noqa: E402
 from alibi_viz.positional import (
     DEFAULT_METHODS,  # noqa: E402
     METHODS,  # noqa: E402

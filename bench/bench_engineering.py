@@ -44,10 +44,10 @@ def child(cell: str, repeats: int, threads: int) -> dict:
 
     from alibi_viz import data
     from alibi_viz.assets import shipped_models
-    from alibi_viz.behaviour import behaviour_scores
-    from alibi_viz.conformance import check_alibi
-    from alibi_viz.heads import attention_maps, head_statistics
-    from alibi_viz.loading import load_model
+    from alibi_viz.models.behaviour import behaviour_scores
+    from alibi_viz.models.conformance import check_alibi
+    from alibi_viz.models.heads import attention_maps, head_statistics
+    from alibi_viz.models.loading import load_model
     from alibi_viz.reach import REACH_CONTEXTS, context_reach
 
     torch.set_num_threads(threads)

@@ -43,7 +43,7 @@ def rss_mib() -> float:
 def load_bench_model():
     """(model, tokenizer, description): the shipped model, or a same-size random BLOOM."""
     from alibi_viz.errors import ModelLoadError
-    from alibi_viz.loading import load_model
+    from alibi_viz.models.loading import load_model
 
     try:
         model, tokenizer, info = load_model(ROOT / "assets" / "models" / "alibi")
@@ -60,7 +60,7 @@ def child(operation: str, tokens: int, threads: int, repeats: int) -> dict:
     import torch
 
     torch.set_num_threads(threads)
-    from alibi_viz.heads import attention_maps, head_statistics, score_decomposition
+    from alibi_viz.models.heads import attention_maps, head_statistics, score_decomposition
 
     model, tokenizer, description = load_bench_model()
     text = (Path(ROOT / "alibi_viz" / "alibi.py").read_text() * 20)[: tokens * 16]

@@ -8,8 +8,8 @@
 Two tables, each measured side by side in one run:
 
 1. Text change -> maps shown, at 128, 512 and 2048 tokens, with the shipped ALiBi model:
-   the library calls the page makes (alibi_viz.heads.attention_maps and the
-   alibi_viz.head_figures builders), the page's rerun on the server (AppTest) and, in chromium,
+   the library calls the page makes (alibi_viz.models.heads.attention_maps and the
+   alibi_viz.figures.heads builders), the page's rerun on the server (AppTest) and, in chromium,
    the time from typing a new text to the attention grid redrawn.
 2. This page vs bertviz's head_view(attention, tokens, html_action="return") on the SAME
    attention maps (a tiny random BLOOM, 2 layers x 4 heads, as in issue 6), at 64, 256 and
@@ -291,7 +291,7 @@ def measure_page(browser, url: str, sizes: list[int], repeats: int) -> dict[int,
 
 def shipped_model():
     from alibi_viz.assets import DEFAULT_MODEL, shipped_models
-    from alibi_viz.loading import load_model
+    from alibi_viz.models.loading import load_model
 
     models = shipped_models()
     if DEFAULT_MODEL not in models:
@@ -312,12 +312,12 @@ def timed(fn, repeats: int):
 
 def library_table(sizes: list[int], repeats: int) -> None:
     """The library calls behind one text change, on the shipped model (layer 1, head 1)."""
-    from alibi_viz.head_figures import (
+    from alibi_viz.figures.heads import (
         attention_grid_figure,
         decomposition_figure,
         head_statistics_figure,
     )
-    from alibi_viz.heads import (
+    from alibi_viz.models.heads import (
         analyze_heads,
         attention_maps,
         decomposition_view,
@@ -381,8 +381,8 @@ def browser_tables(args) -> None:
     from model_factory import save_tiny_model
     from playwright.sync_api import sync_playwright
 
-    from alibi_viz.heads import attention_maps
-    from alibi_viz.loading import load_model
+    from alibi_viz.models.heads import attention_maps
+    from alibi_viz.models.loading import load_model
 
     page_sizes, bv_sizes = args.page_sizes, args.bertviz_sizes
     OUT.mkdir(parents=True, exist_ok=True)

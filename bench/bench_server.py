@@ -63,8 +63,8 @@ for k in range(REPEATS):
     timed("model heads: new text",
           lambda k=k: at.text_area(key="mh_text").set_value(f"def f{k}(x):\n    return x * {k}\n"), at)
 for k in range(REPEATS):  # both pages were seen: what a return visit costs
-    timed("page switch (back to a page seen before)", lambda: at.switch_page("bias_explorer.py"), at)
-    timed("page switch (back to a page seen before)", lambda: at.switch_page("model_heads.py"), at)
+    timed("page switch (back to a page seen before)", lambda: at.switch_page("app_pages/bias_explorer.py"), at)
+    timed("page switch (back to a page seen before)", lambda: at.switch_page("app_pages/model_heads.py"), at)
 print("RESULT " + json.dumps(out))
 '''
 

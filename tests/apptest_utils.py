@@ -25,7 +25,7 @@ def run_app(path: str = "", params: dict | None = None, timeout: float = 180) ->
             at.query_params["lang"] = params["lang"]
         at.run()
         at.query_params.clear()
-        at.switch_page(path if path.endswith(".py") else f"{path}.py")
+        at.switch_page(path if path.endswith(".py") else f"app_pages/{path}.py")
     for key, value in (params or {}).items():
         at.query_params[key] = value
     return at.run()

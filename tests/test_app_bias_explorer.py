@@ -99,8 +99,8 @@ def test_downloads_offered():
 def test_controls_survive_a_visit_to_another_page():
     """Explorer -> compare -> explorer keeps the head count and length the user set."""
     at = run_app(params={"heads": "12", "len": "512"})
-    at.switch_page("compare.py").run()
-    at.switch_page("bias_explorer.py").run()
+    at.switch_page("app_pages/compare.py").run()
+    at.switch_page("app_pages/bias_explorer.py").run()
     assert at.number_input(key="be_heads").value == 12
     assert at.number_input(key="be_len").value == 512
     assert len(panel_titles(at)) == 12

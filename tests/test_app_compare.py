@@ -142,7 +142,7 @@ def test_download_offered():
 def test_controls_survive_a_visit_to_another_page():
     """Compare -> bias explorer -> compare keeps the methods and length the user chose."""
     at = run_app("compare", {"methods": "alibi,t5", "len": "4096"})
-    at.switch_page("bias_explorer.py").run()
-    at.switch_page("compare.py").run()
+    at.switch_page("app_pages/bias_explorer.py").run()
+    at.switch_page("app_pages/compare.py").run()
     assert at.multiselect(key="cmp_methods").value == ["alibi", "t5"]
     assert at.number_input(key="cmp_len").value == 4096

@@ -123,8 +123,8 @@ def test_megabyte_paste_is_capped_with_a_message():
 def test_choices_survive_a_visit_to_another_page():
     """Streamlit forgets widgets not drawn; head and text come back after another page."""
     at = run_app("model_heads", {"text": SHORT, "head": "4"})
-    at.switch_page("bias_explorer.py").run()
-    at.switch_page("model_heads.py").run()
+    at.switch_page("app_pages/bias_explorer.py").run()
+    at.switch_page("app_pages/model_heads.py").run()
     assert at.selectbox(key="mh_head").value == 4
     assert at.text_area(key="mh_text").value == SHORT
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from model_factory import byte_tokenizer, tiny_model
 
-from alibi_viz.behaviour import (
+from alibi_viz.models.behaviour import (
     BEHAVIOURS,
     behaviour_scores,
     delimiter_score,

@@ -7,13 +7,13 @@ import pytest
 
 from alibi_viz import AlibiVizError, alibi_bias, alibi_slopes
 from alibi_viz.alibi import head_summary
-from alibi_viz.bias_figures import (
+from alibi_viz.export import matrices_to_csv, to_npy_bytes
+from alibi_viz.figures.bias import (
     bias_display_values,
     bias_grid_figure,
     decay_figure,
     slope_schedule_figure,
 )
-from alibi_viz.export import matrices_to_csv, to_npy_bytes
 
 MB = 1_000_000
 
@@ -128,7 +128,7 @@ def test_decay_figure_refuses_negative_heads():
 def test_display_size_is_the_size_of_the_display_values(heads, rows, keys):
     """bias_display_size predicts, without computing them, how many values are drawn (the page
     offers a CSV only below a size)."""
-    from alibi_viz.bias_figures import bias_display_size
+    from alibi_viz.figures.bias import bias_display_size
 
     values = bias_display_values(alibi_slopes(heads), rows, "causal", key_len=keys)[0]
     assert bias_display_size(rows, heads, keys) == values.size

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from alibi_viz import AlibiVizError
-from alibi_viz.compare_figures import (
+from alibi_viz.figures.compare import (
     MAX_CURVE_POINTS,
     METHOD_COLORS,
     check_selection,

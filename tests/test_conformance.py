@@ -8,10 +8,10 @@ from model_factory import byte_tokenizer, tiny_model
 
 from alibi_viz.alibi import alibi_slopes
 from alibi_viz.assets import shipped_models
-from alibi_viz.conformance import check_alibi, probe_bias
 from alibi_viz.errors import AlibiVizError
-from alibi_viz.loading import load_model
-from alibi_viz.zoo import BUGS, broken_model
+from alibi_viz.models.conformance import check_alibi, probe_bias
+from alibi_viz.models.loading import load_model
+from alibi_viz.models.zoo import BUGS, broken_model
 
 
 @pytest.fixture(scope="module")

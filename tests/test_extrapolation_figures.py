@@ -12,7 +12,7 @@ from PIL import Image
 
 from alibi_viz import assets
 from alibi_viz.errors import AlibiVizError
-from alibi_viz.extrapolation_figures import (
+from alibi_viz.figures.extrapolation import (
     attention_pair_figure,
     extrapolation_attention_figure,
     perplexity_figure,

@@ -13,7 +13,7 @@ from alibi_viz import (
     implied_attention,
     mean_distance,
 )
-from alibi_viz.bias_figures import bias_grid_figure, decay_figure
+from alibi_viz.figures.bias import bias_grid_figure, decay_figure
 
 ANYTHING = st.one_of(
     st.integers(-10**13, 10**13), st.floats(allow_nan=True, allow_infinity=True),

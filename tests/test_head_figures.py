@@ -10,8 +10,9 @@ import torch
 from model_factory import byte_tokenizer, tiny_model
 
 from alibi_viz.alibi import alibi_slopes, bias_only_mean_distance
+from alibi_viz.display import masked_pixels, stack_view
 from alibi_viz.errors import AlibiVizError
-from alibi_viz.head_figures import (
+from alibi_viz.figures.heads import (
     LABEL_MAX_TOKENS,
     attention_colors,
     attention_grid_figure,
@@ -19,15 +20,14 @@ from alibi_viz.head_figures import (
     head_statistics_figure,
     model_slopes_figure,
 )
-from alibi_viz.heads import (
+from alibi_viz.models.heads import (
     Decomposition,
     HeadStatistics,
     analyze_heads,
     decomposition_view,
     score_decomposition,
 )
-from alibi_viz.loading import describe_model, model_info_rows, train_seq_len
-from alibi_viz.render import masked_pixels, stack_view
+from alibi_viz.models.loading import describe_model, model_info_rows, train_seq_len
 
 TEXT = "def f(x):\n    return x + 1\n"  # 28 bytes: labelled heatmaps
 MB = 2**20

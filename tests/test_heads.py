@@ -16,7 +16,7 @@ from transformers.models.mpt.modeling_mpt import build_mpt_alibi_tensor
 
 from alibi_viz.alibi import alibi_slopes, implied_attention_map, mean_distance
 from alibi_viz.errors import AlibiVizError, BudgetError
-from alibi_viz.heads import (
+from alibi_viz.models.heads import (
     AttentionResult,
     attention_maps,
     attention_modules,
@@ -26,7 +26,7 @@ from alibi_viz.heads import (
     score_decomposition,
     tokenize_capped,
 )
-from alibi_viz.loading import describe_model, load_model
+from alibi_viz.models.loading import describe_model, load_model
 
 TEXT = "ALiBi adds a linear bias to attention scores; heads look near or far."
 T = len(TEXT)  # 69 ASCII characters: 69 byte tokens
@@ -497,7 +497,7 @@ def test_content_kl_needs_slopes():
 def test_all_layers_decompose_in_one_forward_pass(models, tokenizer, kind):
     """score_decompositions runs the model once for every layer (a layer switch on the page
     reruns nothing) and gives each layer what score_decomposition gives it alone."""
-    from alibi_viz.heads import attention_modules, score_decompositions
+    from alibi_viz.models.heads import attention_modules, score_decompositions
 
     model = models[kind]
     calls = []
@@ -518,7 +518,7 @@ def test_decompositions_survive_sessions_adding_and_removing_hooks(models, token
     """Many sessions splitting scores at once on one shared model: while one pass runs, others
     register and remove their hooks (torch may then call a hook registered with kwargs
     without them); every pass still completes with its own, correct result."""
-    from alibi_viz.heads import score_decompositions
+    from alibi_viz.models.heads import score_decompositions
 
     model, errors, done = models["bloom"], [], []
     expected = reference_attentions(model, TEXT, tokenizer)

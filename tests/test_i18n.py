@@ -47,7 +47,7 @@ def test_no_code_rebinds_the_gettext_name():
     """`_` is gettext: a throwaway `a, _ = f()` in a function makes `_` local to the whole
     function, and every `_("...")` in it fails. No module that translates rebinds it."""
     offenders = []
-    for path in [*(ROOT / "app").glob("*.py"), *(ROOT / "alibi_viz").glob("*.py")]:
+    for path in [*(ROOT / "app").rglob("*.py"), *(ROOT / "alibi_viz").rglob("*.py")]:
         tree = ast.parse(path.read_text(encoding="utf-8"))
         uses = any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "_"
                    for n in ast.walk(tree))

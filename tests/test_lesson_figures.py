@@ -3,8 +3,8 @@
 import numpy as np
 import torch
 
-from alibi_viz.bias_figures import decay_figure
-from alibi_viz.lesson_figures import enlarge_figure, score_pipeline_figure, toy_content_scores
+from alibi_viz.figures.bias import decay_figure
+from alibi_viz.figures.lesson import enlarge_figure, score_pipeline_figure, toy_content_scores
 
 
 def test_pipeline_attention_is_softmax_of_content_plus_bias():

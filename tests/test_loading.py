@@ -12,11 +12,12 @@ from transformers.models.bloom.modeling_bloom import build_alibi_tensor as bloom
 from transformers.models.falcon.modeling_falcon import build_alibi_tensor as falcon_alibi
 from transformers.models.mpt.modeling_mpt import build_mpt_alibi_tensor
 
-from alibi_viz import loading
+from alibi_viz import assets
 from alibi_viz.alibi import alibi_slopes
 from alibi_viz.errors import ModelLoadError
-from alibi_viz.heads import attention_modules
-from alibi_viz.loading import describe_model, load_model, resolve_model_path
+from alibi_viz.models import loading
+from alibi_viz.models.heads import attention_modules
+from alibi_viz.models.loading import describe_model, load_model, resolve_model_path
 
 POSITIONAL = {"bloom": "alibi", "mpt": "alibi", "falcon": "alibi", "falcon_mq": "alibi",
               "falcon_new": "alibi", "gpt2": "learned", "llama": "rope", "gpt_neox": "rope"}
@@ -364,7 +365,7 @@ def shipped(tmp_path, monkeypatch):
     folder = tmp_path / "shipped"
     save_tiny_model(folder / "alibi", "bloom")
     save_tiny_model(tmp_path / "custom", "bloom")
-    monkeypatch.setattr(loading, "SHIPPED_MODELS_DIR", folder)
+    monkeypatch.setattr(assets, "MODELS_DIR", folder)
     monkeypatch.setenv(loading.ALLOW_CUSTOM_ENV, "0")
     return folder
 
@@ -394,7 +395,7 @@ def test_disk_offload_gives_the_in_memory_maps(tmp_path):
     """device_map="auto" with almost no memory offloads the shipped model's layers to disk
     (accelerate); its attention maps and decomposition equal the in-memory run's."""
     from alibi_viz.assets import shipped_models
-    from alibi_viz.heads import attention_maps, score_decomposition
+    from alibi_viz.models.heads import attention_maps, score_decomposition
 
     folder = shipped_models()["alibi"]
     text = "def f(x):\n    return x * 2\n"

@@ -8,16 +8,9 @@ import pytest
 import torch
 from plotly.subplots import make_subplots
 
+from alibi_viz.display import display_positions, pool_max, stack_view
 from alibi_viz.errors import AlibiVizError
-from alibi_viz.render import (
-    MASK_COLOR,
-    MASK_RGB,
-    colorize,
-    display_positions,
-    image_panel,
-    pool_max,
-    stack_view,
-)
+from alibi_viz.figures.render import MASK_COLOR, MASK_RGB, colorize, image_panel
 
 
 def random_attention(T: int, seed: int = 0) -> np.ndarray:
@@ -98,7 +91,7 @@ def test_image_panel_places_pixels_over_their_positions():
 
 def kit_figures():
     from alibi_viz import alibi_slopes
-    from alibi_viz.bias_figures import bias_grid_figure, decay_figure, slope_schedule_figure
+    from alibi_viz.figures.bias import bias_grid_figure, decay_figure, slope_schedule_figure
 
     slopes = alibi_slopes(12)
     return [slope_schedule_figure(12), bias_grid_figure(slopes, 300, "causal"),
@@ -120,7 +113,7 @@ def test_figures_survive_a_cache_copy():
     """st.cache_data pickles what it returns: a kit figure comes back as the same figure."""
     import pickle
 
-    from alibi_viz.render import Figure
+    from alibi_viz.figures.render import Figure
 
     for fig in kit_figures():
         copy = pickle.loads(pickle.dumps(fig))
@@ -130,7 +123,7 @@ def test_figures_survive_a_cache_copy():
 def test_png_is_encoded_once_per_distinct_image():
     """The PNG cache is keyed by the pixels: equal pixels give the very same URI object,
     one changed pixel a new one."""
-    from alibi_viz.render import png_data_uri
+    from alibi_viz.figures.render import png_data_uri
 
     rgb = np.random.default_rng(0).integers(0, 255, (40, 30, 3), dtype=np.uint8)
     first = png_data_uri(rgb)
@@ -143,7 +136,7 @@ def test_per_head_colours_do_not_depend_on_the_slopes():
     """On its own scale every head's panel is -(i - j) / (L - 1): the same picture whatever the
     slopes (which is why changing the maximum bias redraws no pixels)."""
     from alibi_viz import alibi_slopes
-    from alibi_viz.bias_figures import bias_grid_figure
+    from alibi_viz.figures.bias import bias_grid_figure
 
     def image(max_bias):
         fig = bias_grid_figure(alibi_slopes(8, "official", max_bias), 2048)
@@ -155,7 +148,7 @@ def test_per_head_colours_do_not_depend_on_the_slopes():
 def test_wrap_text_breaks_only_what_would_not_fit():
     """A title too wide for the projector is broken at spaces into lines that fit (at the
     assumed 0.55 em a character); one that fits is left alone."""
-    from alibi_viz.render import CHAR_EM, wrap_text
+    from alibi_viz.figures.render import CHAR_EM, wrap_text
 
     short = "Slopes"
     assert wrap_text(short, 20, 400) == (short, 1)
@@ -168,10 +161,10 @@ def test_wrap_text_breaks_only_what_would_not_fit():
 def test_a_page_figure_title_too_wide_is_broken_and_given_room():
     """figure_spec (what every page caches and shows) breaks a title wider than a 1024-pixel
     screen's figure over lines and grows the top margin by a line; a short one is untouched."""
-    from alibi_viz.render import figure_spec
+    from alibi_viz.figures.render import figure_spec
 
     long = "Capa 1: log10 de la atención, 335 tokens, máximo por bloques a 273 px; trazos rojos: longitud de entrenamiento 128. Gris: enmascarado"
-    from alibi_viz.render import CHAR_EM, PAGE_WIDTH_PX
+    from alibi_viz.figures.render import CHAR_EM, PAGE_WIDTH_PX
 
     spec = figure_spec(go.Figure(layout={"title": {"text": long}, "margin": {"t": 60}}))
     lines = spec["layout"]["title"]["text"].split("<br>")
@@ -185,7 +178,7 @@ def test_a_page_figure_title_too_wide_is_broken_and_given_room():
 def test_fitting_a_fitted_figure_again_changes_nothing():
     """A figure fitted to a page and fitted again (a cached figure enlarged for a projector,
     or copied) keeps its title and its top margin: room is made once per added line."""
-    from alibi_viz.render import figure_spec, fit_texts
+    from alibi_viz.figures.render import figure_spec, fit_texts
 
     long = "Capa 1: log10 de la atención, 335 tokens, máximo por bloques a 273 px; trazos rojos: longitud de entrenamiento 128. Gris: enmascarado"
     fig = go.Figure(layout={"title": {"text": long}, "margin": {"t": 60}})

@@ -7,19 +7,19 @@ import streamlit as st
 
 from alibi_viz import i18n
 from alibi_viz.alibi import MODE_NAMES
-from alibi_viz.compare_figures import (
+from alibi_viz.errors import AlibiVizError
+from alibi_viz.export import to_npy_bytes
+from alibi_viz.figures.compare import (
     check_selection,
     format_params,
     score_display_values,
     score_matrices_figure,
     score_vs_distance_figure,
 )
-from alibi_viz.errors import AlibiVizError
-from alibi_viz.export import to_npy_bytes
+from alibi_viz.figures.render import figure_spec
 from alibi_viz.i18n import N_, _, number
 from alibi_viz.params import UrlParam, parse_methods
 from alibi_viz.positional import DEFAULT_METHODS, KIND_NAMES, METHODS
-from alibi_viz.render import figure_spec
 from app import ui
 
 PREFIX = "cmp"

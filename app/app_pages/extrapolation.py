@@ -29,15 +29,16 @@ from alibi_viz.evaluate import (
     train_seq_len_of,
     useful_context,
 )
-from alibi_viz.extrapolation_figures import (
+from alibi_viz.figures.extrapolation import (
     copy_heads_figure,
     extrapolation_attention_figure,
     perplexity_figure,
     reach_figure,
     win_half_figure,
 )
-from alibi_viz.heads import attention_maps, mass_beyond
+from alibi_viz.figures.render import figure_spec
 from alibi_viz.i18n import N_, _, number, percent, significant
+from alibi_viz.models.heads import attention_maps, mass_beyond
 from alibi_viz.params import UrlParam
 from alibi_viz.reach import (
     COPY_SPAN,
@@ -49,7 +50,6 @@ from alibi_viz.reach import (
     reach_summary,
     span_losses,
 )
-from alibi_viz.render import figure_spec
 from app import ui
 
 PREFIX = "xl"
@@ -126,7 +126,7 @@ def model_info(path):
         return None, (_("The shipped ALiBi model is missing (assets/models/alibi).") + " "
                       + train_hint(assets.DEFAULT_MODEL))
     try:
-        _model, _tokenizer, info = ui.cached_model(str(path), ui.model_stamp(str(path)))
+        _model, _tokenizer, info = ui.cached_model(path)
     except AlibiVizError as exc:
         return None, _("The shipped ALiBi model could not be loaded: {error}").format(error=exc)
     return info, None
@@ -559,7 +559,7 @@ with st.expander(_("Plant your own span")):
     path = shipped.get(model)
     if st.button(_("Measure"), key="xl_span_run") and path is not None:
         try:
-            net, tokenizer, _info = ui.cached_model(str(path), ui.model_stamp(str(path)))
+            net, tokenizer, _info = ui.cached_model(path)
             ids, first, repeat, n = plant_span(tokenizer, between, span)
             first_loss, repeat_loss = span_losses(net, ids, first, repeat, n)
             values = copy_attention(net, ids, first, repeat, n) if n > 1 else None

@@ -17,13 +17,13 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from . import i18n
-from .alibi import check_int, implied_attention_map
-from .errors import AlibiVizError
-from .extrapolation_figures import MARKER_COLOR, attention_pair_figure
-from .heads import check_attention
-from .i18n import _, ngettext, significant
-from .render import fit_texts
+from alibi_viz import i18n
+from alibi_viz.alibi import check_int, implied_attention_map
+from alibi_viz.errors import AlibiVizError
+from alibi_viz.figures.extrapolation import MARKER_COLOR, attention_pair_figure
+from alibi_viz.figures.render import fit_texts
+from alibi_viz.i18n import _, ngettext, significant
+from alibi_viz.models.heads import check_attention
 
 
 def tokens(value: float, shown: str) -> str:

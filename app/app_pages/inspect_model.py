@@ -7,14 +7,14 @@ import streamlit as st
 from alibi_viz import i18n
 from alibi_viz.assets import DEFAULT_MODEL, model_title, shipped_models
 from alibi_viz.errors import AlibiVizError
-from alibi_viz.head_figures import model_slopes_figure
-from alibi_viz.hub_cache import hub_cache_dir, list_cached_models
+from alibi_viz.figures.heads import model_slopes_figure
+from alibi_viz.figures.render import figure_spec
 from alibi_viz.i18n import _, number
-from alibi_viz.loading import ALLOW_CUSTOM_ENV, MODEL_ROOT_ENV, localized, model_info_rows
+from alibi_viz.models.hub_cache import hub_cache_dir, list_cached_models
+from alibi_viz.models.loading import ALLOW_CUSTOM_ENV, MODEL_ROOT_ENV, localized, model_info_rows
+from alibi_viz.models.zoo import BUGS, HARMLESS, broken_model
 from alibi_viz.params import UrlParam
-from alibi_viz.render import figure_spec
-from alibi_viz.zoo import BUGS, HARMLESS, broken_model
-from app import heads_view, ui
+from app import conformance_view, heads_view, ui
 
 PREFIX = "im"
 SOURCES = ("shipped", "cache", "folder")
@@ -144,7 +144,7 @@ def info_ui(loaded) -> None:
 @st.cache_resource(max_entries=len(BUGS), show_spinner=_("Building the broken model..."))
 def zoo_model(bug: str):
     from alibi_viz.data import make_tokenizer
-    from alibi_viz.loading import describe_model
+    from alibi_viz.models.loading import describe_model
 
     model = broken_model(bug)
     return model, make_tokenizer(), describe_model(model)
@@ -159,7 +159,7 @@ def zoo_ui() -> None:
                        format_func=lambda b: f"{b}: {_(BUGS[b])}"
                        + (" " + _("(harmless)") if b in HARMLESS else ""))
     net, tokenizer, info = zoo_model(bug)
-    heads_view.show_conformance("im_zoo", net, tokenizer, info, ("zoo", bug),
+    conformance_view.show("im_zoo", net, tokenizer, info, ("zoo", bug),
                                 run_label=_("Check this broken model"))
 
 

@@ -22,9 +22,9 @@ import math
 
 import torch
 
-from .alibi import alibi_slopes
-from .errors import AlibiVizError
-from .i18n import N_
+from alibi_viz.alibi import alibi_slopes
+from alibi_viz.errors import AlibiVizError
+from alibi_viz.i18n import N_
 
 # Bug -> what it does: English msgids, shown as _(BUGS[bug]).
 BUGS = {

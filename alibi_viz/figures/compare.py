@@ -22,17 +22,18 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from .alibi import MODE_NAMES, check_mode, check_seq_len
-from .bias_figures import decay_distances
-from .errors import AlibiVizError
-from .i18n import N_, _, ngettext, number, plotly_separators, significant
-from .positional import (
+from alibi_viz.alibi import MODE_NAMES, check_mode, check_seq_len
+from alibi_viz.display import MAX_PANEL_PIXELS, display_positions, panel_resolution
+from alibi_viz.errors import AlibiVizError
+from alibi_viz.figures.bias import decay_distances
+from alibi_viz.figures.render import matrix_grid_figure
+from alibi_viz.i18n import N_, _, ngettext, number, plotly_separators, significant
+from alibi_viz.positional import (
     METHODS,
     check_params,
     score_matrix_sampled,
     score_vs_distance,
 )
-from .render import MAX_PANEL_PIXELS, display_positions, matrix_grid_figure, panel_resolution
 
 MAX_CURVE_POINTS = 1024  # distances evaluated per curve: about the pixels a chart is wide
 # Smaller than the bias explorer's budgets: these matrices can be as noisy as PNG allows
@@ -197,7 +198,7 @@ def score_display_values(selection, seq_len: int, mode: str = "causal",
     """Each method's score matrix at display resolution: (values (P, R, C), rows, cols).
 
     values[p] is `positional.score_matrix_sampled` for the p-th selected method at query
-    positions `rows` and key positions `cols` (int64, from `render.display_positions`), float64,
+    positions `rows` and key positions `cols` (int64, from `display.display_positions`), float64,
     -inf where masked (causal, key after query). P panels share `budget` pixels.
     """
     mode = check_mode(mode)

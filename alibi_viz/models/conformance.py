@@ -49,9 +49,9 @@ from unittest import mock
 import numpy as np
 import torch
 
-from .alibi import SCHEDULES, alibi_slopes
-from .errors import AlibiVizError
-from .i18n import N_, _, formatted, ngettext
+from alibi_viz.alibi import SCHEDULES, alibi_slopes
+from alibi_viz.errors import AlibiVizError
+from alibi_viz.i18n import N_, _, formatted, ngettext
 
 VERDICTS = ("conforms", "scaled", "sign_flipped", "permuted", "offset", "missing", "clipped")
 # Verdict names as the app shows them (translated where shown: `_(VERDICT_TITLES[v])`).

@@ -1,7 +1,7 @@
 """The bias explorer's figures: slope schedules, per-head bias matrices and their decay.
 
 Each builder returns a plotly Figure; the page only calls st.plotly_chart on it. Matrices are
-drawn with the drawing kit (`alibi_viz.render`): evaluated at display resolution, one PNG
+drawn with the drawing kit (`alibi_viz.figures.render`): evaluated at display resolution, one PNG
 mosaic, a hover layer of exact values, so the payload is bounded whatever the length.
 """
 
@@ -11,7 +11,7 @@ import numpy as np
 import plotly.colors as pc
 import plotly.graph_objects as go
 
-from .alibi import (
+from alibi_viz.alibi import (
     MODE_NAMES,
     SCHEDULE_NAMES,
     SCHEDULES,
@@ -23,18 +23,16 @@ from .alibi import (
     half_life,
     query_decay,
 )
-from .errors import AlibiVizError
-from .i18n import _, number, significant
-from .render import (
+from alibi_viz.display import (
     HOVER_CELL_BUDGET,
     IMAGE_PIXEL_BUDGET,
     MAX_PANEL_PIXELS,
     display_positions,
-    figure,
-    matrix_grid_figure,
     panel_resolution,
-    subplot_row,
 )
+from alibi_viz.errors import AlibiVizError
+from alibi_viz.figures.render import figure, matrix_grid_figure, subplot_row
+from alibi_viz.i18n import _, number, significant
 
 MAX_DECAY_CURVES = 16  # more lines than this are unreadable
 

@@ -34,15 +34,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .errors import AlibiVizError
-from .heads import (
+from alibi_viz.errors import AlibiVizError
+from alibi_viz.i18n import N_, _, number
+from alibi_viz.models.heads import (
     attention_maps,
     attention_maps_of_ids,
     check_attention,
     head_statistics,
     token_labels,
 )
-from .i18n import N_, _, number
 
 LOCAL_K = 8
 MIN_SHARE = 0.1  # a share of attention below this is not a head's behaviour
@@ -142,7 +142,7 @@ def token_position(tokenizer, text: str, char: int) -> int:
     character `char` of `text`: the count of tokens of text[:char + 1], minus one. Exact for
     a byte tokenizer; for BPE it follows how the prefix is cut, which is close enough to
     find a bracket or a newline."""
-    from .heads import _special_prefix
+    from alibi_viz.models.heads import _special_prefix
 
     ids = tokenizer(text[: char + 1], add_special_tokens=False)["input_ids"]
     return len(_special_prefix(tokenizer)) + len(ids) - 1
@@ -228,7 +228,7 @@ class HeadBehaviour:
 
 
 def _bias_only(slope: float, T: int) -> np.ndarray:
-    from .alibi import implied_attention_map
+    from alibi_viz.alibi import implied_attention_map
 
     return implied_attention_map([slope], T)[0]
 

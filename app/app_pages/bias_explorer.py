@@ -13,7 +13,9 @@ from alibi_viz.alibi import (
     is_power_of_two,
     mass_beyond_distance,
 )
-from alibi_viz.bias_figures import (
+from alibi_viz.errors import AlibiVizError
+from alibi_viz.export import MAX_CSV_CELLS, matrices_to_csv, to_npy_bytes
+from alibi_viz.figures.bias import (
     COLOR_SCALES,
     bias_display_size,
     bias_display_values,
@@ -21,12 +23,10 @@ from alibi_viz.bias_figures import (
     decay_figure,
     slope_schedule_figure,
 )
-from alibi_viz.errors import AlibiVizError
-from alibi_viz.export import MAX_CSV_CELLS, matrices_to_csv, to_npy_bytes
+from alibi_viz.figures.render import figure_spec
 from alibi_viz.i18n import N_, _, number, percent, significant
 from alibi_viz.params import UrlParam, format_head_selection, parse_head_selection
 from alibi_viz.precision import row_constant_error_table
-from alibi_viz.render import figure_spec
 from app import ui
 
 PREFIX = "be"

@@ -15,7 +15,6 @@ import streamlit as st
 
 from alibi_viz import alibi_slopes, assets, data, i18n, paper
 from alibi_viz.alibi import alibi_bias, half_life, implied_attention_map, mean_distance
-from alibi_viz.bias_figures import bias_grid_figure, decay_figure, slope_schedule_figure
 from alibi_viz.errors import AlibiVizError
 from alibi_viz.evaluate import (
     compare_cells,
@@ -24,19 +23,20 @@ from alibi_viz.evaluate import (
     train_seq_len_of,
     useful_context,
 )
-from alibi_viz.extrapolation_figures import perplexity_figure, reach_figure
-from alibi_viz.heads import attention_maps, head_statistics
-from alibi_viz.i18n import N_, _, number, percent, significant
-from alibi_viz.lesson_figures import (
+from alibi_viz.figures.bias import bias_grid_figure, decay_figure, slope_schedule_figure
+from alibi_viz.figures.extrapolation import perplexity_figure, reach_figure
+from alibi_viz.figures.lesson import (
     enlarge_figure,
     head_vs_bias_figure,
     score_pipeline_figure,
     tokens,
     toy_content_scores,
 )
+from alibi_viz.figures.render import figure_spec
+from alibi_viz.i18n import N_, _, number, percent, significant
+from alibi_viz.models.heads import attention_maps, head_statistics
 from alibi_viz.params import UrlParam
 from alibi_viz.reach import REACH_CONTEXTS
-from alibi_viz.render import figure_spec
 from app import ui
 
 PREFIX = "ls"
@@ -474,7 +474,7 @@ def step_extrapolation(step: int, present: bool) -> None:
                    "sinusoidal model trained on 2,048 tokens, while training 11% faster and "
                    "using 11% less memory ({citation}).").format(citation=paper.CITATION))
     st.markdown(" ".join(parts))
-    st.page_link("extrapolation.py", label=_("Re-run it live in the Extrapolation lab"),
+    st.page_link("app_pages/extrapolation.py", label=_("Re-run it live in the Extrapolation lab"),
                  icon="📈")
 
 
@@ -517,7 +517,7 @@ def step_reach(step: int, present: bool) -> None:
             st.error(str(exc))
             return
     if not present:
-        st.page_link("extrapolation.py", label=_("Explore reach in the Extrapolation lab"),
+        st.page_link("app_pages/extrapolation.py", label=_("Explore reach in the Extrapolation lab"),
                      icon="🔭")
         st.caption(_("Contexts {contexts} tokens; {scored} scored tokens, the same at every "
                      "context.").format(contexts=", ".join(str(c) for c in REACH_CONTEXTS),
@@ -560,7 +560,7 @@ def step_misconceptions(step: int, present: bool) -> None:
             path = assets.shipped_models().get(name)
             if path is None:
                 continue
-            model, _tokenizer, _info = ui.cached_model(str(path), ui.model_stamp(str(path)))
+            model, _tokenizer, _info = ui.cached_model(path)
             position = sum(p.numel() for n, p in model.named_parameters()
                            if any(s in n for s in ("wpe", "position", "rotary", "alibi")))
             rows.append({_("model"): assets.model_title(name), _("position parameters"): position,

@@ -46,14 +46,14 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .alibi import SCHEDULES, alibi_slopes, check_int
-from .errors import ModelLoadError
-from .hub_cache import PICKLE_SUFFIXES, parse_repo_id, resolve_repo
-from .i18n import N_, _, formatted, ngettext, number, significant
+from alibi_viz import assets
+from alibi_viz.alibi import SCHEDULES, alibi_slopes, check_int
+from alibi_viz.errors import ModelLoadError
+from alibi_viz.i18n import N_, _, formatted, ngettext, number, significant
+from alibi_viz.models.hub_cache import PICKLE_SUFFIXES, parse_repo_id, resolve_repo
 
 MODEL_ROOT_ENV = "ALIBI_VIZ_MODEL_ROOT"  # only folders inside this root can be loaded
 ALLOW_CUSTOM_ENV = "ALIBI_VIZ_ALLOW_CUSTOM_PATHS"  # "0": only shipped models can be loaded
-SHIPPED_MODELS_DIR = Path(__file__).resolve().parent.parent / "assets" / "models"
 MPT_MAX_SEQ_LEN = 65_536  # MPT's bias tensor is (heads, 1, max_seq_len): 2 MiB for 8 heads
 
 SAFE_WEIGHTS = "model.safetensors"
@@ -166,7 +166,7 @@ def _inside(path: str, root: str) -> bool:
         return False
 
 
-def custom_paths_allowed(allow_custom: bool | None = None) -> bool:
+def _custom_paths_on(allow_custom: bool | None = None) -> bool:
     """Whether folders other than the shipped models may be loaded: `allow_custom` when given
     (the app decides it from where its server listens, see app/ui.py), else the environment:
     `ALIBI_VIZ_ALLOW_CUSTOM_PATHS=0` turns them off; unset, the library allows them."""
@@ -200,9 +200,9 @@ def resolve_model_path(path, allow_custom: bool | None = None) -> Path:
         raise ModelLoadError(_("The model path is empty: give the folder that holds config.json."))
     if "\x00" in text:
         raise ModelLoadError(_("The model path contains a NUL character."))
-    custom_allowed = custom_paths_allowed(allow_custom)
+    custom_allowed = _custom_paths_on(allow_custom)
     root_setting = os.environ.get(MODEL_ROOT_ENV, "").strip()
-    shipped = os.path.realpath(SHIPPED_MODELS_DIR)
+    shipped = os.path.realpath(assets.MODELS_DIR)
     root = os.path.realpath(os.path.expanduser(root_setting)) if root_setting else None
 
     base = shipped if not custom_allowed else (root or os.getcwd())
@@ -506,7 +506,7 @@ def table_kind(weight) -> str:
     """What an absolute position table holds: "none" (all zeros: no position information),
     "sinusoidal" (proportional to the sinusoidal formula of Vaswani et al., as in the shipped
     sinusoidal model) or "learned"."""
-    from .positional import sinusoidal_table
+    from alibi_viz.positional import sinusoidal_table
 
     table = weight.detach().float().cpu().numpy()  # (positions, dim)
     if not table.any():

@@ -25,27 +25,26 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .alibi import SCHEDULES, alibi_slopes, bias_only_mean_distance
-from .errors import AlibiVizError
-from .heads import DECOMPOSITION_PARTS, DecompositionView, HeadStatistics
-from .i18n import N_, _, ngettext, number, plotly_separators, significant
-from .render import (
+from alibi_viz.alibi import SCHEDULES, alibi_slopes, bias_only_mean_distance
+from alibi_viz.display import StackView, masked_pixels
+from alibi_viz.errors import AlibiVizError
+from alibi_viz.figures.render import (
     ATTENTION_COLORSCALE,
     MASK_COLOR,
-    StackView,
     figure,
-    masked_pixels,
     matrix_grid_figure,
     panel_traces,
     subplot_row,
 )
+from alibi_viz.i18n import N_, _, ngettext, number, plotly_separators, significant
+from alibi_viz.models.heads import DECOMPOSITION_PARTS, DecompositionView, HeadStatistics
 
 LABEL_MAX_TOKENS = 48        # up to this many tokens, maps are heatmaps with token labels
 SMALL_GRID_CELLS = 20_000    # ... and the grid only if heads x T^2 stays below this
 CONTENT_COLORSCALE = "RdBu_r"
 SCORE_COLORSCALE = "Viridis"
 COLOR_SCALES = ("log", "linear")  # how attention probabilities are coloured
-# How render.stack_view reduced a long map (StackView.reduced), as the titles say it.
+# How display.stack_view reduced a long map (StackView.reduced), as the titles say it.
 REDUCTIONS = {"block max": N_("block max"), "sampled": N_("sampled")}
 
 
@@ -534,7 +533,7 @@ def behaviour_grid_figure(behaviour, selected: tuple[int, int] | None = None,
     """A layer x head grid, each cell coloured by the head's strongest behaviour
     (`HeadBehaviour.strongest`), every score in the hover; `selected` (layer, head), 0-based,
     is outlined. Clicking a cell selects a point whose customdata is (layer, head), 0-based."""
-    from .behaviour import BEHAVIOUR_TITLES, BEHAVIOURS
+    from alibi_viz.models.behaviour import BEHAVIOUR_TITLES, BEHAVIOURS
 
     titles = {b: _(BEHAVIOUR_TITLES[b]) for b in BEHAVIOURS}
     strongest = behaviour.strongest()
@@ -589,8 +588,8 @@ def behaviour_selection(selected: tuple[int, int] | None) -> list:
 
 def single_map_figure(attention, title: str, height: int = 380) -> go.Figure:
     """One causal attention map (T, T) as a kit panel: pooled to at most 256 px, exact hover."""
-    from .heads import check_attention
-    from .render import causal_map_panel
+    from alibi_viz.figures.render import causal_map_panel
+    from alibi_viz.models.heads import check_attention
 
     fig = make_subplots(rows=1, cols=1)
     causal_map_panel(fig, 1, 1, check_attention(attention), max_px=256, hover_cells=64,
@@ -631,7 +630,7 @@ VERDICT_COLORS = {"conforms": "#2ca02c", "scaled": "#ff7f0e", "sign_flipped": "#
 def verdict_grid_figure(check, height: int | None = None) -> go.Figure:
     """Layer x head grid of a conformance check (`conformance.AlibiCheck`): each cell coloured
     by its verdict, with expected vs applied slope and the detail on hover."""
-    from .conformance import VERDICT_TITLES
+    from alibi_viz.models.conformance import VERDICT_TITLES
 
     layers, heads = len(check.heads), len(check.heads[0])
     fig = go.Figure()

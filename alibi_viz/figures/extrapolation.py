@@ -28,19 +28,19 @@ import plotly.colors as pc
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .alibi import check_int
-from .assets import MODEL_ORDER, model_label
-from .errors import AlibiVizError
-from .evaluate import (
+from alibi_viz.alibi import check_int
+from alibi_viz.assets import MODEL_ORDER, model_label
+from alibi_viz.errors import AlibiVizError
+from alibi_viz.evaluate import (
     check_results,
     protocol_name,
     protocols_in,
     result_curve,
     train_seq_len_of,
 )
-from .heads import check_attention
-from .i18n import N_, _, ngettext, number, plotly_separators, significant
-from .render import ATTENTION_COLORSCALE, causal_map_panel
+from alibi_viz.figures.render import ATTENTION_COLORSCALE, causal_map_panel
+from alibi_viz.i18n import N_, _, ngettext, number, plotly_separators, significant
+from alibi_viz.models.heads import check_attention
 
 # One fixed colour per shipped model (plotly's D3 palette), so a model keeps its colour.
 MODEL_COLORS = dict(zip(MODEL_ORDER, ("#1f77b4", "#2ca02c", "#d62728", "#ff7f0e", "#7f7f7f"),
@@ -311,7 +311,7 @@ def win_half_figure(slopes, num_keys: int, distances=None, height: int = 380) ->
     """Per ALiBi head, the content score (logits above every other key) a key d tokens back
     needs to take half of the query's attention under the bias alone
     (`reach.content_to_win_half`): the retrieval limit, growing by m logits per token."""
-    from .reach import content_to_win_half
+    from alibi_viz.reach import content_to_win_half
 
     if distances is None:
         distances = np.unique(np.round(np.geomspace(1, num_keys - 1, 64))).astype(int)

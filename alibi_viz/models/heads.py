@@ -17,7 +17,7 @@ Three entry points, in the order a page uses them:
   with distance, beside the slope the model was configured with.
 
 For the pages, `analyze_heads` and `decomposition_view` run the first two once and keep only
-display-resolution arrays (`render.stack_view`: a few MB instead of layers x heads x T^2).
+display-resolution arrays (`display.stack_view`: a few MB instead of layers x heads x T^2).
 
 Long inputs are cut (never silently): the token count is capped by a memory budget
 (layers x heads x T^2 x 4 bytes for the maps), by `max_tokens`, and by a learned position
@@ -35,11 +35,11 @@ from functools import partial
 import numpy as np
 import torch
 
-from .alibi import DEFAULT_BUDGET_BYTES, check_int
-from .errors import AlibiVizError, BudgetError
-from .i18n import _, ngettext, number
-from .loading import bias_form, learned_positions, model_dims
-from .render import IMAGE_PIXEL_BUDGET, StackView, stack_view
+from alibi_viz.alibi import DEFAULT_BUDGET_BYTES, check_int
+from alibi_viz.display import IMAGE_PIXEL_BUDGET, StackView, stack_view
+from alibi_viz.errors import AlibiVizError, BudgetError
+from alibi_viz.i18n import _, ngettext, number
+from alibi_viz.models.loading import bias_form, learned_positions, model_dims
 
 DECOMPOSITION_ARRAYS = 8  # float32 (heads, T, T) arrays alive at once in score_decomposition
 REPRODUCE_TOL = 1e-4      # largest |softmax(total) - model probs| accepted as "reproduced"

@@ -1,0 +1,117 @@
+"""The conformance check's section, shared by *Model heads* and *Inspect a model*: is this
+model applying ALiBi correctly? Verdicts per head, prefill vs cached decoding, left padding,
+and the precision lens. Everything is computed by `alibi_viz.models.conformance` and
+`alibi_viz.precision`, and drawn by `alibi_viz.figures.heads`."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from alibi_viz import i18n
+from alibi_viz.errors import AlibiVizError
+from alibi_viz.figures.heads import precision_figure, verdict_grid_figure
+from alibi_viz.figures.render import figure_spec
+from alibi_viz.i18n import _, formatted, ngettext
+from alibi_viz.models.conformance import VERDICT_TITLES, check_alibi
+from alibi_viz.precision import DTYPES, FORMS, precision_lens
+from app import ui
+
+
+@st.cache_data(max_entries=4, show_spinner=False)
+def cached_check(_model, _tokenizer, model_key: tuple, lang: str):
+    """The conformance check of one model (keyed by the model alone: fixed probes), its notes
+    and verdict details in `lang`."""
+    return check_alibi(_model, _tokenizer)
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
+def cached_lens(num_heads: int, seq_len: int, dtype: str, form: str, head_dim: int):
+    return precision_lens(num_heads, seq_len, dtype, form, head_dim)
+
+
+def show(prefix: str, model, tokenizer, info, model_key: tuple,
+                     run_label: str | None = None) -> None:
+    """Is this model applying ALiBi correctly? Verdicts per head, prefill vs decode, and the
+    precision lens. Runs on a click (a few seconds), with a progress bar. run_label: the
+    button's text (default "Run the conformance check", translated)."""
+    if info.positional != "alibi":
+        st.info(_("This model encodes position with {positional}: there is no ALiBi bias to "
+                  "check.").format(positional=_(info.positional)), icon="ℹ️")
+        return
+    done = f"_{prefix}_checked"
+    if st.session_state.get(done) != model_key and not st.button(
+            run_label or _("Run the conformance check"), key=f"{prefix}_check_run",
+            type="primary"):
+        st.caption(_("Probes every head with one repeated token, decodes a text token by token "
+                     "through the KV cache, and compares a left-padded batch with each text "
+                     "alone."))
+        return
+    bar = st.progress(0.0, text=_("Checking..."))
+    try:
+        check = cached_check(model, tokenizer, model_key, i18n.get_language())
+    except (AlibiVizError, RuntimeError, MemoryError) as exc:
+        bar.empty()
+        st.error(_("The conformance check could not run: {error}").format(error=ui.failure_message(exc)))
+        return
+    bar.empty()
+    st.session_state[done] = model_key
+    if check.ok:
+        st.success(_("Conforms: every head applies the expected bias ({form}), and cached "
+                     "decoding and left padding give the full forward's numbers.").format(
+                         form=check.expected_form), icon="✅")
+    else:
+        counts = {}
+        for row in check.heads:
+            for head in row:
+                counts[head.verdict] = counts.get(head.verdict, 0) + 1
+        problems = ", ".join(
+            ngettext("{n} head(s) {verdict}", "{n} head(s) {verdict}", n).format(
+                n=n, verdict=_(VERDICT_TITLES[v]))
+            for v, n in counts.items() if v != "conforms")
+        if check.decode is not None and not check.decode.ok:
+            problems += "; " + _("cached decoding differs from the full forward")
+        if check.decode is not None and not check.decode.padding_ok:
+            problems += "; " + _("left padding changes the outputs")
+        st.error(_("Does not conform: {problems}.").format(problems=problems), icon="🚨")
+    for note in check.notes:
+        st.warning(note, icon="⚠️")
+    ui.show_figure(figure_spec(verdict_grid_figure(check)), "conformance", key=f"{prefix}_fig_conformance")
+    st.caption(_("Verdicts: conforms; scaled (a constant ratio to the expected slope); sign "
+                 "flipped; permuted (another head's slope); offset (a jump between a key at "
+                 "distance 0 and 1: not a row constant); missing; clipped (stops growing). A "
+                 "constant added to a whole row is harmless and passes."))
+    if check.decode is not None:
+        d = check.decode
+        check_col, diff_col, pass_col = _("check"), _("largest |difference|"), _("pass")
+        prefill_layer = _("prefill vs cached decode: layer {layer} attention")
+        padding_layer = _("left padding: layer {layer} attention")
+        rows = [{check_col: _("prefill vs cached decode: logits"), diff_col: d.logits,
+                 pass_col: d.logits <= d.tolerance}]
+        rows += [{check_col: prefill_layer.format(layer=k + 1), diff_col: v,
+                  pass_col: v <= d.tolerance} for k, v in enumerate(d.layers)]
+        rows += [{check_col: _("left padding: logits"), diff_col: d.padding_logits,
+                  pass_col: d.padding_logits <= d.tolerance}]
+        rows += [{check_col: padding_layer.format(layer=k + 1), diff_col: v,
+                  pass_col: v <= d.tolerance} for k, v in enumerate(d.padding_layers)]
+        st.dataframe(rows, hide_index=True, key=f"{prefix}_decode_table")
+        st.caption(_("Tolerance {tolerance} for this dtype: float32 paths differ by about 1e-6 "
+                     "relative; 16-bit paths round differently at every layer.").format(
+                         tolerance=formatted(d.tolerance, "g")))
+    st.markdown(_("**Precision lens.** The bias a dtype really adds, against the exact one."))
+    left, mid, right = st.columns(3)
+    dtype = left.selectbox("dtype", list(DTYPES), index=list(DTYPES).index(info.dtype)
+                           if info.dtype in DTYPES else 1, key=f"{prefix}_lens_dtype")
+    default_form = "falcon" if info.model_type == "falcon" else "row_constant"
+    form = mid.selectbox(_("form"), FORMS, index=FORMS.index(default_form),
+                         key=f"{prefix}_lens_form",
+                         help=_("row_constant: BLOOM's m·j cast to the dtype; textbook: −m(i−j) "
+                                "cast; falcon: Falcon's bfloat16 builder scaled by 1/√d."))
+    length = right.select_slider(_("tokens"), [256, 512, 1024, 2048, 4096], value=2048,
+                                 key=f"{prefix}_lens_len")
+    try:
+        lens = cached_lens(info.num_heads, int(length), dtype, form, info.head_dim)
+    except AlibiVizError as exc:
+        st.error(str(exc))
+        return
+    ui.show_figure(figure_spec(precision_figure(lens)), "precision", key=f"{prefix}_fig_precision")
+
