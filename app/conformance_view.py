@@ -10,7 +10,6 @@ import streamlit as st
 from alibi_viz import i18n
 from alibi_viz.errors import AlibiVizError
 from alibi_viz.figures.heads import precision_figure, verdict_grid_figure
-from alibi_viz.figures.render import figure_spec
 from alibi_viz.i18n import _, formatted, ngettext
 from alibi_viz.models.conformance import VERDICT_TITLES, check_alibi
 from alibi_viz.precision import DTYPES, FORMS, precision_lens
@@ -75,7 +74,7 @@ def show(prefix: str, model, tokenizer, info, model_key: tuple,
         st.error(_("Does not conform: {problems}.").format(problems=problems), icon="🚨")
     for note in check.notes:
         st.warning(note, icon="⚠️")
-    ui.show_figure(figure_spec(verdict_grid_figure(check)), "conformance", key=f"{prefix}_fig_conformance")
+    ui.show_figure(verdict_grid_figure(check), "conformance", key=f"{prefix}_fig_conformance")
     st.caption(_("Verdicts: conforms; scaled (a constant ratio to the expected slope); sign "
                  "flipped; permuted (another head's slope); offset (a jump between a key at "
                  "distance 0 and 1: not a row constant); missing; clipped (stops growing). A "
@@ -113,5 +112,5 @@ def show(prefix: str, model, tokenizer, info, model_key: tuple,
     except AlibiVizError as exc:
         st.error(str(exc))
         return
-    ui.show_figure(figure_spec(precision_figure(lens)), "precision", key=f"{prefix}_fig_precision")
+    ui.show_figure(precision_figure(lens), "precision", key=f"{prefix}_fig_precision")
 

@@ -39,7 +39,7 @@ from alibi_viz.figures.heads import (
     highlight_html,
     single_map_figure,
 )
-from alibi_viz.figures.render import figure_spec
+from alibi_viz.figures.render import with_traces
 from alibi_viz.i18n import N_, _, formatted, ngettext, number, significant
 from alibi_viz.models.behaviour import BEHAVIOUR_TITLES, BEHAVIOURS, behaviour_scores
 from alibi_viz.models.heads import (
@@ -310,45 +310,39 @@ def decomposition(loaded: Loaded, text: str, key: tuple, layer: int, bias_shown:
     return cached_decompositions(loaded, text, key, layers, i18n.get_language())[layer][bias_shown]
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
-def cached_grid_figure(_analysis, _loaded: Loaded, key: tuple, layer: int, head: int, scale: str,
-                       lang: str):
-    return figure_spec(attention_grid_figure(_analysis.layers[layer], _analysis.tokens, layer,
+@ui.cached_figure(max_entries=16)
+def grid_figure(_analysis, _loaded: Loaded, key: tuple, layer: int, head: int, scale: str):
+    return attention_grid_figure(_analysis.layers[layer], _analysis.tokens, layer,
                                  slopes=_loaded.info.slopes, selected=head,
-                                 train_seq_len=_loaded.train_seq_len, scale=scale))
+                                 train_seq_len=_loaded.train_seq_len, scale=scale)
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
-def cached_row_figure(_view, _loaded: Loaded, key: tuple, layer: int, head: int, scale: str,
-                      bias_shown: str, lang: str):
+@ui.cached_figure(max_entries=16)
+def row_figure(_view, _loaded: Loaded, key: tuple, layer: int, head: int, scale: str,
+               bias_shown: str):
     slope = _loaded.info.slopes[head] if _loaded.info.slopes else None
-    return figure_spec(decomposition_figure(_view, head, slope=slope,
-                                       train_seq_len=_loaded.train_seq_len, scale=scale))
+    return decomposition_figure(_view, head, slope=slope, train_seq_len=_loaded.train_seq_len,
+                                scale=scale)
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
-def cached_stats_figure(_analysis, key: tuple, lang: str):
+@ui.cached_figure(max_entries=16)
+def stats_figure(_analysis, key: tuple):
     """The statistics of every head (drawn once per text; the chosen head's rings are added
     by `with_traces`, so a head switch rebuilds nothing)."""
-    return figure_spec(head_statistics_figure(_analysis.stats, _analysis.seq_len))
+    return head_statistics_figure(_analysis.stats, _analysis.seq_len)
 
 
-def with_traces(spec: dict, traces: list) -> dict:
-    """A cached figure dict with `traces` drawn on top (the cached dict is not changed)."""
-    return {**spec, "data": [*spec["data"], *traces]}
-
-
-@st.cache_data(max_entries=8, show_spinner=False)
-def cached_gallery_grid(_behaviour, model_key: tuple, lang: str):
-    return figure_spec(behaviour_grid_figure(_behaviour))
+@ui.cached_figure(max_entries=8)
+def gallery_grid_figure(_behaviour, model_key: tuple):
+    return behaviour_grid_figure(_behaviour)
 
 
 NARROW_COLUMN_PX = 240  # a figure in a 2-of-5 column on a 1024 px screen with the sidebar open
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
-def cached_gallery_map(_attention, model_key: tuple, cell: tuple, title: str):
-    return figure_spec(single_map_figure(_attention, title), width=NARROW_COLUMN_PX)
+@ui.cached_figure(max_entries=64, width=NARROW_COLUMN_PX)
+def gallery_map_figure(_attention, model_key: tuple, cell: tuple, title: str):
+    return single_map_figure(_attention, title)
 
 
 @st.cache_data(max_entries=4, show_spinner=False)
@@ -399,8 +393,7 @@ def _show(prefix: str, loaded: Loaded, text: str, choice: Choice) -> None:
 
     tag = f"{name}_L{choice.layer + 1}_h{choice.head + 1}_T{T}"
     st.subheader(_("1. Every head of layer {layer}").format(layer=choice.layer + 1))
-    grid = cached_grid_figure(analysis, loaded, key, choice.layer, choice.head, choice.scale,
-                              lang)
+    grid = grid_figure(analysis, loaded, key, choice.layer, choice.head, choice.scale)
     ui.show_figure(grid, f"attention_{tag}", key=f"{prefix}_fig_grid")
 
     st.subheader(_("2. Head {head}: content, bias, masked total, attention").format(
@@ -411,8 +404,8 @@ def _show(prefix: str, loaded: Loaded, text: str, choice: Choice) -> None:
     except (AlibiVizError, RuntimeError, MemoryError) as exc:
         st.info(ui.failure_message(exc), icon="ℹ️")
     else:
-        row = cached_row_figure(view, loaded, key, choice.layer, choice.head, choice.scale,
-                                choice.bias_shown, lang)
+        row = row_figure(view, loaded, key, choice.layer, choice.head, choice.scale,
+                         choice.bias_shown)
         ui.show_figure(row, f"decomposition_{tag}", key=f"{prefix}_fig_row")
         if view.truncated and view.seq_len < T:
             st.caption(_("Decomposition: {note}").format(note=view.truncated))
@@ -430,7 +423,7 @@ def _show(prefix: str, loaded: Loaded, text: str, choice: Choice) -> None:
                     error=formatted(view.max_abs_error, ".1e")))
 
     st.subheader(_("3. Head statistics"))
-    stats = with_traces(cached_stats_figure(analysis, key, lang),
+    stats = with_traces(stats_figure(analysis, key),
                         head_statistics_selection(analysis.stats, (choice.layer, choice.head)))
     ui.show_figure(stats, f"head_statistics_{name}_T{T}", key=f"{prefix}_fig_stats")
     show_gallery(prefix, loaded)
@@ -497,7 +490,7 @@ def show_gallery(prefix: str, loaded: Loaded) -> None:
         st.session_state[f"{prefix}_gallery_click"] = clicked  # a new click wins once
         st.session_state[state] = clicked
     cell = st.session_state.get(state) or (0, 0)
-    grid = with_traces(cached_gallery_grid(behaviour, loaded.key, i18n.get_language()),
+    grid = with_traces(gallery_grid_figure(behaviour, loaded.key),
                        behaviour_selection(cell))
     st.plotly_chart(ui.ready(grid), key=chart_key,
                     on_select="rerun", selection_mode="points", theme=None,
@@ -511,7 +504,7 @@ def show_gallery(prefix: str, loaded: Loaded) -> None:
     with left:
         title = _("Layer {layer}, head {head}: {behaviour}").format(
             layer=layer + 1, head=head + 1, behaviour=titles[kind])
-        ui.show_figure(cached_gallery_map(attention, loaded.key, (layer, head), title),
+        ui.show_figure(gallery_map_figure(attention, loaded.key, (layer, head), title),
                        f"gallery_L{layer + 1}_h{head + 1}", key=f"{prefix}_fig_gallery_map")
     with right:
         where = (_("**Layer {layer}, head {head}** looks most like a **{behaviour}** head. "

@@ -6,6 +6,8 @@ Only display code lives here; everything a page shows is computed in `alibi_viz`
 from __future__ import annotations
 
 import contextlib
+import functools
+import inspect
 import json
 import os
 import time
@@ -16,7 +18,8 @@ import streamlit as st
 
 from alibi_viz import i18n
 from alibi_viz.errors import AlibiVizError
-from alibi_viz.figures.render import sendable
+from alibi_viz.figures.extrapolation import perplexity_figure, reach_figure
+from alibi_viz.figures.render import figure_spec, sendable
 from alibi_viz.i18n import _
 from alibi_viz.params import UrlParam, parse_param
 
@@ -151,9 +154,59 @@ def ready(fig):
     return Ready(fig) if isinstance(fig, dict) else fig
 
 
-def show_figure(fig, filename: str, key: str | None = None) -> None:
-    """st.plotly_chart of a figure or figure dict, with a modebar that saves a 2x PNG named
-    `filename`."""
+def cached_figure(max_entries: int = 16, width: int | None = None):
+    """Decorator for a page's figure builder (a function returning a plotly Figure): the one
+    way a figure reaches a page. Calling the decorated builder returns the figure cached per
+    language (st.cache_data, `max_entries` per builder), its texts fitted to the page, or to
+    `width` px for a figure in a column (`render.figure_spec`), as `show_figure` takes it.
+
+    The builder's own arguments are the cache key, except those named with a leading `_`
+    (Streamlit's rule: pass a hashed key beside them). The language and the number format
+    are set here, once, so no call site can show an unfitted or wrongly localised figure."""
+    def decorate(build):
+        def cached(lang, *args, **kwargs):
+            return figure_spec(build(*args, **kwargs), **({"width": width} if width else {}))
+
+        # Streamlit keys a cache by the function's module and qualified name (and source, here
+        # always this wrapper's), and hashes the arguments by the names in its signature: both
+        # are the builder's, plus `lang`. Page scripts all run as __main__, so the builder's
+        # file and line make its name unique.
+        signature = inspect.signature(build)
+        cached.__signature__ = signature.replace(parameters=[
+            inspect.Parameter("lang", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+            *signature.parameters.values()])
+        code = build.__code__
+        cached.__module__ = build.__module__
+        cached.__qualname__ = f"{build.__qualname__}@{code.co_filename}:{code.co_firstlineno}"
+        cached = st.cache_data(max_entries=max_entries, show_spinner=False)(cached)
+
+        @functools.wraps(build)
+        def figure(*args, **kwargs) -> dict:
+            return cached(i18n.get_language(), *args, **kwargs)
+
+        figure.clear = cached.clear
+        return figure
+    return decorate
+
+
+# The shipped results' figures, which the Extrapolation lab and the Lesson both show: one cache
+# entry for both pages.
+@cached_figure(max_entries=8)
+def perplexity_fig(results: dict, protocols: tuple | None = None):
+    return perplexity_figure(results, protocols=protocols)
+
+
+@cached_figure(max_entries=4)
+def reach_fig(reach: dict, train_len: int):
+    return reach_figure(reach, train_len)
+
+
+def show_figure(fig, filename: str, key: str | None = None, width: int | None = None) -> None:
+    """st.plotly_chart of a figure dict from a `cached_figure` builder, or of a plotly Figure
+    built on the spot (fitted here to the page, or to `width` px for a column), with a modebar
+    that saves a 2x PNG named `filename`."""
+    if not isinstance(fig, dict):
+        fig = figure_spec(fig, **({"width": width} if width else {}))
     config = {**PLOT_CONFIG,
               "toImageButtonOptions": {**PLOT_CONFIG["toImageButtonOptions"], "filename": filename}}
     st.plotly_chart(ready(fig), width="stretch",

@@ -110,8 +110,9 @@ def test_pair_figure_hover_holds_exact_values():
 
 
 def test_extrapolation_figure_marks_training_length():
-    """The long panel gets lines at query i = 16 and at distance i - j = 16."""
-    fig = extrapolation_attention_figure(random_attention(16), random_attention(128), 16, 1, 2, 0.5)
+    """The long panel gets lines at query i = 16 and at distance i - j = 16; the 0-based
+    layer 0, head 1 is titled 1-based."""
+    fig = extrapolation_attention_figure(random_attention(16), random_attention(128), 16, 0, 1, 0.5)
     marks = {t.name: t for t in fig.data if t.type == "scatter" and t.mode == "lines"}
     assert list(marks["query i = 16"].y) == [16, 16]
     assert list(marks["distance i - j = 16"].x) == [0, 111]

@@ -27,7 +27,7 @@ from alibi_viz.display import MAX_PANEL_PIXELS, display_positions, panel_resolut
 from alibi_viz.errors import AlibiVizError
 from alibi_viz.figures.bias import decay_distances
 from alibi_viz.figures.render import matrix_grid_figure
-from alibi_viz.i18n import N_, _, ngettext, number, plotly_separators, significant
+from alibi_viz.i18n import N_, _, ngettext, number, significant
 from alibi_viz.positional import (
     METHODS,
     check_params,
@@ -187,7 +187,7 @@ def score_vs_distance_figure(selection, seq_len: int, mode: str = "causal",
         height=height, margin=dict(l=60, r=20, t=top, b=bottom),
         # below the x-axis title, a fixed number of pixels whatever the height
         legend=dict(orientation="h", y=-70 / (height - top - bottom), yanchor="top"),
-        hovermode="closest", separators=plotly_separators())
+        hovermode="closest")
     return go.Figure(data=traces, layout=layout)
 
 
@@ -247,5 +247,5 @@ def score_matrices_figure(selection, seq_len: int, mode: str = "causal",
         hover=hover, hover_rows=hr, hover_cols=hc, hover_label=_("value (unscaled)"),
         panel_label=_("panel"), title=title, panel_px=240 if len(selection) <= 4 else 200,
     )
-    return fig.update_layout(separators=plotly_separators())
+    return fig
 

@@ -39,7 +39,7 @@ from alibi_viz.evaluate import (
     train_seq_len_of,
 )
 from alibi_viz.figures.render import ATTENTION_COLORSCALE, causal_map_panel
-from alibi_viz.i18n import N_, _, ngettext, number, plotly_separators, significant
+from alibi_viz.i18n import N_, _, ngettext, number, significant
 from alibi_viz.models.heads import check_attention
 
 # One fixed colour per shipped model (plotly's D3 palette), so a model keeps its colour.
@@ -150,7 +150,6 @@ def perplexity_figure(results: dict, live=(), protocols=None, height: int = 420)
         fig.update_yaxes(type="log" if log_y else "linear", range=y_range, row=1, col=col)
     fig.update_layout(
         height=height, margin=dict(l=60, r=20, t=80, b=50), hovermode="closest",
-        separators=plotly_separators(),
         title=dict(text=_("Train short, test long: perplexity vs evaluation length (trained at "
                           "{n})").format(n=number(train_len)) if train_len
                    else _("Train short, test long: perplexity vs evaluation length")),
@@ -202,7 +201,6 @@ def attention_pair_figure(left, right, left_title: str, right_title: str, *, tit
                                                        "{cap})").format(cap=significant(cmax))),
                                      thickness=14)),
         height=height, margin=dict(l=60, r=20, t=90, b=50), plot_bgcolor="white",
-        separators=plotly_separators(),
         showlegend=False)
     return fig
 
@@ -212,17 +210,18 @@ def extrapolation_attention_figure(short, long, train_len: int, layer: int, head
     """One ALiBi head on the same text at the training length (`short`, (L, L)) and longer
     (`long`, (T, T), T > L). On the long map a dashed line marks query i = L (queries below it
     see more tokens than any training window had) and a dotted one the distance i - j = L
-    (keys left of it are farther back than training ever showed). layer/head are 1-based."""
+    (keys left of it are farther back than training ever showed). `layer` and `head` are
+    0-based (shown 1-based)."""
     short, long = check_attention(short, "short"), check_attention(long, "long")
     L, T = short.shape[0], long.shape[0]
     train_len = check_int(train_len, "train_len", 1, 1 << 24)
     if slope is not None:
         title = _("Layer {layer}, head {head}, m={m}: the same text at {short} and {long} "
-                  "tokens").format(layer=layer, head=head, m=significant(slope),
+                  "tokens").format(layer=layer + 1, head=head + 1, m=significant(slope),
                                    short=number(L), long=number(T))
     else:
         title = _("Layer {layer}, head {head}: the same text at {short} and {long} "
-                  "tokens").format(layer=layer, head=head, short=number(L), long=number(T))
+                  "tokens").format(layer=layer + 1, head=head + 1, short=number(L), long=number(T))
     fig = attention_pair_figure(
         short, long,
         ngettext("{n} token: the training length", "{n} tokens: the training length",
@@ -299,7 +298,6 @@ def reach_figure(reach: dict, train_len: int | None = None, height: int = 420) -
     fig.update_yaxes(title=_("first − repeat (nats per token)"), row=1, col=2)
     fig.update_layout(
         height=height, margin=dict(l=60, r=20, t=80, b=50), hovermode="closest",
-        separators=plotly_separators(),
         title=dict(text=_("How far back do the models really look? (dashes: training length "
                           "{n})").format(n=number(train_len)) if train_len
                    else _("How far back do the models really look?")),
@@ -328,7 +326,6 @@ def win_half_figure(slopes, num_keys: int, distances=None, height: int = 380) ->
     fig.update_xaxes(type="log", title=_("distance of the key (tokens)"))
     fig.update_yaxes(type="log", title=_("content advantage needed (logits)"))
     fig.update_layout(height=height, margin=dict(l=60, r=20, t=70, b=50),
-                      separators=plotly_separators(),
                       title=_("To win half the attention against {n} other keys").format(
                           n=number(num_keys - 1)),
                       legend=dict(orientation="h", y=-0.25, yanchor="top", x=0.5,
@@ -350,7 +347,6 @@ def copy_heads_figure(values, distance: int, height: int = 300) -> go.Figure:
     fig.update_xaxes(title=_("head"), tickvals=list(range(1, heads + 1)))
     fig.update_yaxes(title=_("layer"), tickvals=list(range(1, layers + 1)), autorange="reversed")
     fig.update_layout(height=height, margin=dict(l=60, r=20, t=60, b=40),
-                      separators=plotly_separators(),
                       title=_("Which heads copy: attention from the repeat to its twin's next "
                               "token ({n} tokens back)").format(n=number(distance)))
     return fig

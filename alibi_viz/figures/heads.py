@@ -36,7 +36,7 @@ from alibi_viz.figures.render import (
     panel_traces,
     subplot_row,
 )
-from alibi_viz.i18n import N_, _, ngettext, number, plotly_separators, significant
+from alibi_viz.i18n import N_, _, ngettext, number, significant
 from alibi_viz.models.heads import DECOMPOSITION_PARTS, DecompositionView, HeadStatistics
 
 LABEL_MAX_TOKENS = 48        # up to this many tokens, maps are heatmaps with token labels
@@ -193,7 +193,6 @@ def attention_grid_figure(view: StackView, tokens: list[str], layer: int, *, slo
                            T).format(layer=layer + 1, shown=shown, n=number(T), note=note,
                                      mark=mark),
             panel_px=panel_px)
-        fig.update_layout(separators=plotly_separators())
         return fig
 
     columns = min(heads, 4)
@@ -228,7 +227,7 @@ def attention_grid_figure(view: StackView, tokens: list[str], layer: int, *, slo
         "Layer {layer}: {shown}, {n} tokens{mark}. Rows: query i; columns: key j. Grey: masked.",
         T).format(layer=layer + 1, shown=shown, n=T, mark=mark)),
                       height=panel_px * rows + 160, plot_bgcolor=MASK_COLOR, showlegend=False,
-                      margin=dict(l=60, r=10, t=70, b=50), separators=plotly_separators())
+                      margin=dict(l=60, r=10, t=70, b=50))
     return fig
 
 
@@ -437,7 +436,7 @@ def head_statistics_figure(stats: HeadStatistics, seq_len: int,
                        "Head statistics over {n} tokens (effective slope: log p fitted against "
                        "distance up to {d})", seq_len).format(n=number(seq_len),
                                                               d=stats.max_distance),
-        height=440, margin=dict(l=60, r=20, t=80, b=50), separators=plotly_separators(),
+        height=440, margin=dict(l=60, r=20, t=80, b=50),
         legend=dict(orientation="h", y=-0.2, yanchor="top", x=0.5, xanchor="center"))
     return fig
 
@@ -487,7 +486,7 @@ def model_slopes_figure(slopes, effective=None, schedules=SCHEDULES, max_bias: f
         slopes.size).format(name=name, n=slopes.size),
                                  subtitle=dict(text=_("For this head count the schedules "
                                                       "coincide.") if agree else "")),
-                      height=380, separators=plotly_separators(),
+                      height=380,
                       legend=dict(orientation="h", y=1.02, yanchor="bottom", x=1, xanchor="right"),
                       margin=dict(l=60, r=20, t=80, b=40))
     return fig
@@ -569,7 +568,6 @@ def behaviour_grid_figure(behaviour, selected: tuple[int, int] | None = None,
     fig.update_layout(height=height or max(280, 46 * layers + 180), plot_bgcolor="white",
                       margin=dict(l=60, r=20, t=50, b=80), clickmode="event+select",
                       title=_("Each head's strongest behaviour (click a head)"),
-                      separators=plotly_separators(),
                       legend=dict(orientation="h", y=-0.3, yanchor="top", x=0.5,
                                   xanchor="center"))
     return fig
@@ -598,7 +596,7 @@ def single_map_figure(attention, title: str, height: int = 380) -> go.Figure:
                                      colorbar=dict(title=dict(text=_("attention")),
                                                    thickness=12)),
                       title=title, height=height, margin=dict(l=50, r=10, t=60, b=40),
-                      plot_bgcolor=MASK_COLOR, separators=plotly_separators())
+                      plot_bgcolor=MASK_COLOR)
     return fig
 
 
@@ -655,7 +653,7 @@ def verdict_grid_figure(check, height: int | None = None) -> go.Figure:
     fig.update_yaxes(title=_("layer"), tickvals=list(range(1, layers + 1)),
                      range=[layers + 0.6, 0.4])
     fig.update_layout(height=height or max(240, 34 * layers + 150), plot_bgcolor="white",
-                      margin=dict(l=60, r=20, t=50, b=40), separators=plotly_separators(),
+                      margin=dict(l=60, r=20, t=50, b=40),
                       title=_("Applied bias per head (probe: one token x {n})").format(
                           n=check.probe_length),
                       legend=dict(orientation="h", y=-0.2, yanchor="top", x=0.5,
@@ -696,7 +694,6 @@ def precision_figure(lens: dict, max_points: int = 400, height: int = 380) -> go
     fig.update_yaxes(title=_("|added − exact| (logits)"), row=1, col=1)
     fig.update_yaxes(title=_("KL from exact (nats)"), row=1, col=2)
     fig.update_layout(height=height, margin=dict(l=60, r=20, t=60, b=50),
-                      separators=plotly_separators(),
                       legend=dict(orientation="h", y=-0.25, yanchor="top", x=0.3,
                                   xanchor="center"))
     return fig

@@ -38,18 +38,18 @@ def tokens(value: float, shown: str) -> str:
 
 def head_vs_bias_figure(attention, slope: float, layer: int, head: int, **kwargs) -> go.Figure:
     """A real head's attention (T, T) beside what its ALiBi slope alone would give (all
-    q.k equal): the difference is what the content term does. layer/head are 1-based."""
+    q.k equal): the difference is what the content term does. `layer` and `head` are 0-based
+    (shown 1-based)."""
     attention = check_attention(attention)
     implied = implied_attention_map([slope], attention.shape[0])[0]  # (T, T)
     life = math.log(2) / slope
     # The part of each panel title before the colon names the map in its hover label.
     fig = attention_pair_figure(
-        attention, implied, _("Layer {layer}, head {head}: the model").format(layer=layer,
-                                                                            head=head),
+        attention, implied, _("Layer {layer}, head {head}: the model").format(layer=layer + 1,
+                                                                            head=head + 1),
         _("Bias alone: m={m}").format(m=significant(slope)),
         title=_("Real attention vs the bias alone (m={m}, half-life {half_life})").format(
             m=significant(slope), half_life=tokens(life, significant(life))), **kwargs)
-    fig.update_layout(separators=i18n.plotly_separators())
     return fig
 
 
@@ -107,7 +107,6 @@ def score_pipeline_figure(slope: float, num_keys: int = 32, seed: int = 0,
     fig.update_yaxes(title=_("logit"), row=1, col=1)
     fig.update_yaxes(title=_("weight"), row=2, col=1)
     fig.update_layout(height=height, barmode="group", margin=dict(l=60, r=20, t=60, b=50),
-                      separators=i18n.plotly_separators(),
                       legend=dict(orientation="h", y=-0.15, yanchor="top", x=0.5,
                                   xanchor="center"))
     return fig

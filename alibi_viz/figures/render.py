@@ -231,11 +231,19 @@ def figure_spec(fig: go.Figure, width: int = PAGE_WIDTH_PX) -> dict:
     back, and constructing one deep-copies every hover label (0.05-0.2 s for a figure with
     T x T token hovers). Reads plotly's own per-trace and layout dicts (`_data`, `_layout`),
     after fitting the figure's texts to a page, or to `width` px for a figure in a column
-    (`fit_texts`: this changes `fig`)."""
+    (`fit_texts`: this changes `fig`), with the language's decimal and thousands marks."""
     if isinstance(fig, dict):
         return fig
+    if fig.layout.separators is None:  # numbers in hovers and ticks follow the language
+        fig.update_layout(separators=plotly_separators())
     fit_texts(fig, width)
     return _spec_of(fig)
+
+
+def with_traces(spec: dict, traces: list) -> dict:
+    """A figure dict with `traces` drawn on top (`spec` itself, often cached, is unchanged):
+    e.g. the rings marking the chosen head over a cached figure of every head."""
+    return {**spec, "data": [*spec["data"], *traces]}
 
 
 def _spec_of(fig: go.Figure) -> dict:

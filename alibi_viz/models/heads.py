@@ -732,6 +732,18 @@ def head_statistics(maps, slopes=None, k: int = 8, max_distance: int | None = No
 
 # ----------------------------------------------------------------------------- one map
 
+def mean_distance_against_bias(attention, slope: float) -> tuple[float, float]:
+    """(mean attended distance of one head's (T, T) causal attention, mean distance of what its
+    ALiBi slope alone would give with every content score equal), in tokens: the distance
+    i - j weighted by each row's attention, then averaged over the queries (`head_statistics`)."""
+    from alibi_viz.alibi import implied_attention_map
+
+    attention = check_attention(attention)
+    prior = implied_attention_map([slope], attention.shape[0])  # (1, T, T)
+    distances = head_statistics([attention[None], prior]).mean_distance[:, 0]  # (model, bias)
+    return float(distances[0]), float(distances[1])
+
+
 def check_attention(attention, name: str = "attention") -> np.ndarray:
     """An attention map as float32 (T, T), T >= 1; else AlibiVizError."""
     attention = np.asarray(attention, dtype=np.float32)

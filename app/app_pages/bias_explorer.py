@@ -3,7 +3,7 @@
 import numpy as np
 import streamlit as st
 
-from alibi_viz import SCHEDULES, alibi_slopes, i18n
+from alibi_viz import SCHEDULES, alibi_slopes
 from alibi_viz.alibi import (
     MODE_NAMES,
     SCHEDULE_NAMES,
@@ -23,7 +23,6 @@ from alibi_viz.figures.bias import (
     decay_figure,
     slope_schedule_figure,
 )
-from alibi_viz.figures.render import figure_spec
 from alibi_viz.i18n import N_, _, number, percent, significant
 from alibi_viz.params import UrlParam, format_head_selection, parse_head_selection
 from alibi_viz.precision import row_constant_error_table
@@ -54,17 +53,22 @@ def query_rows(seq_len: int, decode: bool) -> int:
     return min(DECODE_QUERIES, seq_len) if decode else seq_len
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
-def cached_figures(num_heads, schedule, max_bias, seq_len, mode, head_ids: tuple, scale, decode,
-                   lang: str):
-    """The three figures, as the dicts a page caches and shows (`render.figure_spec`); `lang`
-    keys the cache, since their labels are in that language."""
+@ui.cached_figure(max_entries=32)
+def slopes_chart(num_heads, schedule, max_bias):
+    return slope_schedule_figure(num_heads, max_bias, selected=schedule)
+
+
+@ui.cached_figure(max_entries=32)
+def grid_chart(num_heads, schedule, max_bias, seq_len, mode, head_ids: tuple, scale, decode):
     slopes = cached_slopes(num_heads, schedule, max_bias)
-    figures = (slope_schedule_figure(num_heads, max_bias, selected=schedule),
-               bias_grid_figure(slopes, query_rows(seq_len, decode), mode, list(head_ids),
-                                key_len=seq_len, scale=scale),
-               decay_figure(slopes, seq_len, mode, list(head_ids)))
-    return tuple(figure_spec(fig) for fig in figures)
+    return bias_grid_figure(slopes, query_rows(seq_len, decode), mode, list(head_ids),
+                            key_len=seq_len, scale=scale)
+
+
+@ui.cached_figure(max_entries=32)
+def decay_chart(num_heads, schedule, max_bias, seq_len, mode, head_ids: tuple):
+    return decay_figure(cached_slopes(num_heads, schedule, max_bias), seq_len, mode,
+                        list(head_ids))
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
@@ -135,9 +139,10 @@ if heads_warning:
 
 try:
     slopes = cached_slopes(num_heads, schedule, max_bias)
-    slope_fig, grid_fig, decay_fig = cached_figures(num_heads, schedule, max_bias, seq_len, mode,
-                                                    tuple(head_ids), scale, decode,
-                                                    i18n.get_language())
+    slope_fig = slopes_chart(num_heads, schedule, max_bias)
+    grid_fig = grid_chart(num_heads, schedule, max_bias, seq_len, mode, tuple(head_ids), scale,
+                          decode)
+    decay_fig = decay_chart(num_heads, schedule, max_bias, seq_len, mode, tuple(head_ids))
 except AlibiVizError as exc:  # the controls keep values valid; this guards the library's checks
     st.error(str(exc))
     st.stop()

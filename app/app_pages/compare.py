@@ -5,7 +5,6 @@ import math
 import numpy as np
 import streamlit as st
 
-from alibi_viz import i18n
 from alibi_viz.alibi import MODE_NAMES
 from alibi_viz.errors import AlibiVizError
 from alibi_viz.export import to_npy_bytes
@@ -16,7 +15,6 @@ from alibi_viz.figures.compare import (
     score_matrices_figure,
     score_vs_distance_figure,
 )
-from alibi_viz.figures.render import figure_spec
 from alibi_viz.i18n import N_, _, number
 from alibi_viz.params import UrlParam, parse_methods
 from alibi_viz.positional import DEFAULT_METHODS, KIND_NAMES, METHODS
@@ -166,12 +164,15 @@ def selection_key(selection: dict) -> tuple:
     return tuple((name, tuple(sorted(values.items()))) for name, values in selection.items())
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
-def cached_figures(key: tuple, seq_len: int, mode: str, log_distance: bool, lang: str):
-    """Both figures; `lang` keys the cache, since their labels are in that language."""
-    selection = {name: dict(items) for name, items in key}
-    return (figure_spec(score_vs_distance_figure(selection, seq_len, mode, log_distance)),
-            figure_spec(score_matrices_figure(selection, seq_len, mode)))
+@ui.cached_figure(max_entries=32)
+def curves_fig(key: tuple, seq_len: int, mode: str, log_distance: bool):
+    return score_vs_distance_figure({name: dict(items) for name, items in key}, seq_len, mode,
+                                    log_distance)
+
+
+@ui.cached_figure(max_entries=32)
+def matrices_fig(key: tuple, seq_len: int, mode: str):
+    return score_matrices_figure({name: dict(items) for name, items in key}, seq_len, mode)
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
@@ -196,8 +197,8 @@ if not selection:
     st.stop()
 
 try:
-    curve_fig, matrix_fig = cached_figures(selection_key(selection), seq_len, mode,
-                                           xscale == "log", i18n.get_language())
+    curve_fig = curves_fig(selection_key(selection), seq_len, mode, xscale == "log")
+    matrix_fig = matrices_fig(selection_key(selection), seq_len, mode)
 except AlibiVizError as exc:  # the controls keep values valid; this guards the library's checks
     st.error(str(exc))
     st.stop()

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from alibi_viz import assets, data, i18n, paper
+from alibi_viz import assets, data, paper
 from alibi_viz.alibi import implied_attention_map
 from alibi_viz.assets import model_label, train_hint
 from alibi_viz.errors import AlibiVizError
@@ -33,10 +33,8 @@ from alibi_viz.figures.extrapolation import (
     copy_heads_figure,
     extrapolation_attention_figure,
     perplexity_figure,
-    reach_figure,
     win_half_figure,
 )
-from alibi_viz.figures.render import figure_spec
 from alibi_viz.i18n import N_, _, number, percent, significant
 from alibi_viz.models.heads import attention_maps, mass_beyond
 from alibi_viz.params import UrlParam
@@ -84,27 +82,23 @@ def alibi_attention(path: str, stamp: tuple, n_tokens: int):
     return attention_maps(model, tokenizer, data.long_example(), max_tokens=n_tokens)
 
 
+@ui.cached_figure(max_entries=32)
+def attention_fig(path: str, stamp: tuple, train_len: int, layer: int, head: int, slope):
+    """One head (0-based `layer`, `head`) at the training length beside LONG_FACTOR times it."""
+    short = alibi_attention(path, stamp, train_len).maps[layer][head]  # (L, L)
+    long = alibi_attention(path, stamp, LONG_FACTOR * train_len).maps[layer][head]  # (T, T)
+    return extrapolation_attention_figure(short, long, train_len, layer, head, slope)
+
+
 @st.cache_data(max_entries=32, show_spinner=False)
-def attention_view(path: str, stamp: tuple, train_len: int, layer: int, head: int, slope,
-                   lang: str):
-    """(figure, share of attention beyond the training length: model, bias alone, T); the
-    figure's texts in `lang`."""
-    short = alibi_attention(path, stamp, train_len)
-    long = alibi_attention(path, stamp, LONG_FACTOR * train_len)
-    short_map = short.maps[layer - 1][head - 1]  # (L, L)
-    long_map = long.maps[layer - 1][head - 1]    # (T, T)
-    fig = extrapolation_attention_figure(short_map, long_map, train_len, layer, head, slope)
-    T = long_map.shape[0]
-    beyond = mass_beyond(long_map, train_len)
+def attention_beyond(path: str, stamp: tuple, train_len: int, layer: int, head: int, slope):
+    """(share of the long map's attention beyond the training length, the same for the bias
+    alone or None without a slope, T): see `heads.mass_beyond`."""
+    long = alibi_attention(path, stamp, LONG_FACTOR * train_len).maps[layer][head]  # (T, T)
+    T = long.shape[0]
     beyond_bias = (mass_beyond(implied_attention_map([slope], T)[0], train_len)
                    if slope else None)
-    return figure_spec(fig), beyond, beyond_bias, T
-
-
-@st.cache_data(max_entries=16, show_spinner=False)
-def results_figure(results: dict, lang: str):
-    """The shipped results chart, its texts in `lang` (the current language)."""
-    return figure_spec(perplexity_figure(results))
+    return mass_beyond(long, train_len), beyond_bias, T
 
 
 # ----------------------------------------------------------------------------- controls
@@ -397,7 +391,7 @@ with shipped_col:
 
 if results:
     try:
-        fig = results_figure(results, i18n.get_language())
+        fig = ui.perplexity_fig(results)
         if live_runs:
             fig = perplexity_figure(results, live=live_runs)
         with chart_slot:
@@ -413,9 +407,10 @@ if info is None:
 else:
     slope = info.slopes[head - 1] if info.slopes else None
     try:
-        fig, beyond, beyond_bias, T = attention_view(str(alibi_path), ui.model_stamp(str(alibi_path)),
-                                                     train_len, layer, head, slope,
-                                                     i18n.get_language())
+        stamp = ui.model_stamp(str(alibi_path))
+        fig = attention_fig(str(alibi_path), stamp, train_len, layer - 1, head - 1, slope)
+        beyond, beyond_bias, T = attention_beyond(str(alibi_path), stamp, train_len, layer - 1,
+                                                  head - 1, slope)
     except AlibiVizError as exc:
         st.error(str(exc))
     else:
@@ -447,16 +442,10 @@ REACH_LIVE_CONTEXTS = tuple(c for c in REACH_CONTEXTS if c <= 1024)
 COPY_DISTANCES = (16, 32, 64, 128, 256, 512, 1024)
 
 
-@st.cache_data(max_entries=4, show_spinner=False)
-def reach_fig(reach: dict, train_len: int, lang: str):
-    """The shipped reach chart, its texts in `lang` (the current language)."""
-    return figure_spec(reach_figure(reach, train_len))
-
-
-@st.cache_data(max_entries=4, show_spinner=False)
-def win_half_fig(slopes: tuple, num_keys: int, lang: str):
-    """The bias-alone retrieval limit per head, its texts in `lang` (the current language)."""
-    return figure_spec(win_half_figure(list(slopes), num_keys))
+@ui.cached_figure(max_entries=4)
+def win_half_fig(slopes: tuple, num_keys: int):
+    """The bias-alone retrieval limit per head."""
+    return win_half_figure(list(slopes), num_keys)
 
 
 @st.cache_data(max_entries=16, show_spinner=_("Running the model on a planted span..."))
@@ -482,7 +471,7 @@ if not reach:
               "`python -m alibi_viz.reach`."))
 else:
     try:
-        ui.show_figure(reach_fig(reach, train_len, i18n.get_language()), "reach",
+        ui.show_figure(ui.reach_fig(reach, train_len), "reach",
                        key="xl_fig_reach")
         for line in reach_summary(reach, train_len):
             st.markdown(f"- {line}")
@@ -500,7 +489,7 @@ if info is not None and info.slopes:
         "m·d plus a constant, so it grows by m logits for every token of distance. Gentle "
         "heads can still retrieve from far back; steep heads cannot."))
     ui.show_figure(win_half_fig(tuple(info.effective_slopes or info.slopes),
-                                LONG_FACTOR * train_len, i18n.get_language()), "win_half",
+                                LONG_FACTOR * train_len), "win_half",
                    key="xl_fig_win_half")
 
 left, right = st.columns(2)
@@ -544,8 +533,8 @@ with right:
         except (AlibiVizError, RuntimeError) as exc:
             st.error(str(exc))
         else:
-            ui.show_figure(figure_spec(copy_heads_figure(values, int(distance)), width=HALF_PX), "copy_heads",
-                           key="xl_fig_copy_heads")
+            ui.show_figure(copy_heads_figure(values, int(distance)), "copy_heads",
+                           key="xl_fig_copy_heads", width=HALF_PX)
             st.caption(_("{model}, one planted span of {span} held-out tokens: loss {first} "
                          "nats/token on the first copy, {repeat} on the repeat.").format(
                 model=model_label(model), span=COPY_SPAN, first=number(first_loss, 2),
@@ -573,6 +562,6 @@ with st.expander(_("Plant your own span")):
                 first=number(first_loss, 2), repeat=number(repeat_loss, 2),
                 gain=signed(first_loss - repeat_loss, 2)))
             if values is not None:
-                ui.show_figure(figure_spec(copy_heads_figure(values, repeat - first)), "copy_heads_own",
+                ui.show_figure(copy_heads_figure(values, repeat - first), "copy_heads_own",
                                key="xl_fig_copy_own")
 

@@ -8,7 +8,6 @@ from alibi_viz import i18n
 from alibi_viz.assets import DEFAULT_MODEL, model_title, shipped_models
 from alibi_viz.errors import AlibiVizError
 from alibi_viz.figures.heads import model_slopes_figure
-from alibi_viz.figures.render import figure_spec
 from alibi_viz.i18n import _, number
 from alibi_viz.models.hub_cache import hub_cache_dir, list_cached_models
 from alibi_viz.models.loading import ALLOW_CUSTOM_ENV, MODEL_ROOT_ENV, localized, model_info_rows
@@ -72,10 +71,9 @@ def cache_ui(allowed: bool) -> str:
     return choice
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
-def cached_slopes_figure(slopes: tuple, effective: tuple | None, name: str, lang: str):
-    """The slopes figure (its labels in `lang`)."""
-    return figure_spec(model_slopes_figure(slopes, effective, name=name))
+@ui.cached_figure(max_entries=16)
+def slopes_fig(slopes: tuple, effective: tuple | None, name: str):
+    return model_slopes_figure(slopes, effective, name=name)
 
 
 def markdown_text(text: str) -> str:
@@ -128,8 +126,7 @@ def info_ui(loaded) -> None:
                          "added to the scores unscaled."), icon="✅")
     if info.slopes:
         try:
-            fig = cached_slopes_figure(info.slopes, info.effective_slopes, info.architecture,
-                                       i18n.get_language())
+            fig = slopes_fig(info.slopes, info.effective_slopes, info.architecture)
         except AlibiVizError as exc:
             st.info(str(exc))
         else:

@@ -13,7 +13,7 @@ import math
 import numpy as np
 import streamlit as st
 
-from alibi_viz import alibi_slopes, assets, data, i18n, paper
+from alibi_viz import alibi_slopes, assets, data, paper
 from alibi_viz.alibi import alibi_bias, half_life, implied_attention_map, mean_distance
 from alibi_viz.errors import AlibiVizError
 from alibi_viz.evaluate import (
@@ -24,7 +24,6 @@ from alibi_viz.evaluate import (
     useful_context,
 )
 from alibi_viz.figures.bias import bias_grid_figure, decay_figure, slope_schedule_figure
-from alibi_viz.figures.extrapolation import perplexity_figure, reach_figure
 from alibi_viz.figures.lesson import (
     enlarge_figure,
     head_vs_bias_figure,
@@ -32,9 +31,8 @@ from alibi_viz.figures.lesson import (
     tokens,
     toy_content_scores,
 )
-from alibi_viz.figures.render import figure_spec
 from alibi_viz.i18n import N_, _, number, percent, significant
-from alibi_viz.models.heads import attention_maps, head_statistics
+from alibi_viz.models.heads import attention_maps, mean_distance_against_bias
 from alibi_viz.params import UrlParam
 from alibi_viz.reach import REACH_CONTEXTS
 from app import ui
@@ -83,24 +81,24 @@ def slope_label(m: float) -> str:
 
 # ----------------------------------------------------------------------------- cached figures
 
-@st.cache_data(max_entries=16, show_spinner=False)
-def pipeline_fig(slope: float, lang: str):
-    return figure_spec(score_pipeline_figure(slope, num_keys=24, seed=3))
+@ui.cached_figure(max_entries=16)
+def pipeline_fig(slope: float):
+    return score_pipeline_figure(slope, num_keys=24, seed=3)
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
-def bias_fig(seq_len: int, lang: str):
-    return figure_spec(bias_grid_figure(alibi_slopes(8), seq_len, "causal", head_ids=LESSON_HEADS))
+@ui.cached_figure(max_entries=16)
+def bias_fig(seq_len: int):
+    return bias_grid_figure(alibi_slopes(8), seq_len, "causal", head_ids=LESSON_HEADS)
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
-def slopes_fig(num_heads: int, lang: str):
-    return figure_spec(slope_schedule_figure(num_heads))
+@ui.cached_figure(max_entries=16)
+def slopes_fig(num_heads: int):
+    return slope_schedule_figure(num_heads)
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
-def decay_fig(seq_len: int, lang: str):
-    return figure_spec(decay_figure(alibi_slopes(8), seq_len, "causal"))
+@ui.cached_figure(max_entries=16)
+def decay_fig(seq_len: int):
+    return decay_figure(alibi_slopes(8), seq_len, "causal")
 
 
 @st.cache_data(max_entries=4, show_spinner=_("Running the ALiBi model on the text..."))
@@ -110,24 +108,21 @@ def lesson_maps(path: str, stamp: tuple, n_tokens: int):
     return attention_maps(model, tokenizer, LESSON_TEXT, max_tokens=n_tokens)
 
 
+@ui.cached_figure(max_entries=64)
+def head_fig(path: str, stamp: tuple, n_tokens: int, layer: int, head: int, slope: float):
+    """`layer` and `head` 0-based, as everywhere in code (shown 1-based)."""
+    attention = lesson_maps(path, stamp, n_tokens).maps[layer][head]
+    return head_vs_bias_figure(attention, slope, layer, head, height=480)
+
+
 @st.cache_data(max_entries=64, show_spinner=False)
-def head_fig(path: str, stamp: tuple, n_tokens: int, layer: int, head: int, slope: float,
-             lang: str):
-    attention = lesson_maps(path, stamp, n_tokens).maps[layer - 1][head - 1]
-    fig = head_vs_bias_figure(attention, slope, layer, head, height=480)
-    prior = implied_attention_map([slope], attention.shape[0])  # (1, T, T)
-    distances = head_statistics([attention[None], prior]).mean_distance[:, 0]  # model, bias
-    return figure_spec(fig), float(distances[0]), float(distances[1])
+def head_distances(path: str, stamp: tuple, n_tokens: int, layer: int, head: int,
+                   slope: float) -> tuple[float, float]:
+    """(mean attended distance of the head, of its slope alone) on the lesson text."""
+    attention = lesson_maps(path, stamp, n_tokens).maps[layer][head]
+    return mean_distance_against_bias(attention, slope)
 
 
-@st.cache_data(max_entries=8, show_spinner=False)
-def results_fig(results: dict, protocols: tuple, lang: str):
-    return figure_spec(perplexity_figure(results, protocols=protocols))
-
-
-@st.cache_data(max_entries=4, show_spinner=False)
-def reach_fig(reach: dict, train_len: int, lang: str):
-    return figure_spec(reach_figure(reach, train_len))
 
 
 # ----------------------------------------------------------------------------- controls
@@ -254,7 +249,7 @@ def step_position(step: int, present: bool) -> None:
            _("{verdict}: {with_bias} with the bias, {without_bias} without (the blue and grey "
              "bars of the last 4 keys).").format(verdict=verdict, with_bias=percent(share_with),
                                                  without_bias=percent(share_without)), present):
-        show(pipeline_fig(slope, i18n.get_language()), "position", present)
+        show(pipeline_fig(slope), "position", present)
     if not present:
         st.caption(_("Made-up content scores for one query (the last token) against 24 keys. "
                      "With m = 0 both attention rows are the same: a far key with a good score "
@@ -283,7 +278,7 @@ def step_bias(step: int, present: bool) -> None:
            _("{diagonal} on the diagonal and {back} ten tokens back (hover over the first "
              "panel).").format(diagonal=number(matrix[10, 10] + 0.0),
                                back=number(matrix[10, 0])), present):
-        show(bias_fig(seq_len, i18n.get_language()), "bias", present)
+        show(bias_fig(seq_len), "bias", present)
     if not present:
         st.caption(_("Heads 1, 3, 5 and 8 of 8, with the paper's slopes, each on its own colour "
                      "scale (the darkest value is in each title). Hover for the values."))
@@ -312,7 +307,7 @@ def step_slopes(step: int, present: bool) -> None:
                                              earlier_m=significant(slopes[rises[0] - 1])))
     if ask(step, _("With {n} heads, do the slopes fall steadily from head 1 to head "
                    "{n}?").format(n=num_heads), answer, present):
-        show(slopes_fig(num_heads, i18n.get_language()), "slopes", present)
+        show(slopes_fig(num_heads), "slopes", present)
 
 
 def step_decay(step: int, present: bool) -> None:
@@ -341,7 +336,7 @@ def step_decay(step: int, present: bool) -> None:
              "{half_life}.").format(head=far + 1, denominator=round(1 / slopes[far]),
                                     half_life=tokens(lives[far], number(lives[far], 0))),
            present):
-        show(decay_fig(int(seq_len), i18n.get_language()), "decay", present)
+        show(decay_fig(int(seq_len)), "decay", present)
     if not present:
         spans = mean_distance(slopes, "causal", int(seq_len))
         st.caption(_("For the last of {seq_len} tokens, the bias alone gives a mean attended "
@@ -382,8 +377,8 @@ def step_real_head(step: int, present: bool) -> None:
         return
     slope = float(info.slopes[head - 1])
     try:
-        fig, measured, prior = head_fig(str(path), stamp, train_len, layer, head, slope,
-                                        i18n.get_language())
+        fig = head_fig(str(path), stamp, train_len, layer - 1, head - 1, slope)
+        measured, prior = head_distances(str(path), stamp, train_len, layer - 1, head - 1, slope)
     except AlibiVizError as exc:
         st.error(str(exc))
         return
@@ -445,7 +440,7 @@ def step_extrapolation(step: int, present: bool) -> None:
              "{changes}.").format(changes="; ".join(moves)) if moves else _("See the figure."),
            present):
         try:
-            show(results_fig(results, protocols, i18n.get_language()), "extrapolation", present)
+            show(ui.perplexity_fig(results, protocols), "extrapolation", present)
         except AlibiVizError as exc:
             st.error(_("The shipped results could not be drawn: {error}").format(error=exc))
             return
@@ -512,7 +507,7 @@ def step_reach(step: int, present: bool) -> None:
     if ask(step, _("Beyond how many tokens of context does the ALiBi model stop improving?"),
            answer, present):
         try:
-            show(reach_fig(reach, train_len, i18n.get_language()), "reach", present)
+            show(ui.reach_fig(reach, train_len), "reach", present)
         except AlibiVizError as exc:
             st.error(str(exc))
             return
