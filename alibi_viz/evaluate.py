@@ -373,6 +373,15 @@ def result_curve(entry: dict, protocol: str, lengths) -> tuple[list[int], list[f
     return xs, [float(values[str(n)]) for n in xs]
 
 
+def shipped_cell(results: dict | None, name: str, protocol: str, length: int):
+    """(perplexity, tokens scored) of model `name` at `length` under `protocol` in the shipped
+    results, each None where the results hold no such cell."""
+    entry = (results or {}).get("models", {}).get(name, {})
+    ppl = entry.get("perplexity", {}).get(protocol, {}).get(str(length))
+    tokens = entry.get("tokens", {}).get(protocol, {}).get(str(length))
+    return (None if ppl is None else float(ppl)), (None if tokens is None else int(tokens))
+
+
 def results_table(results: dict) -> list[dict]:
     """One row per model and protocol: {"model", "protocol", "<length>": perplexity, ...},
     headers and names in the current language."""

@@ -44,3 +44,15 @@ def figure_titles(at: AppTest) -> list[str]:
 
 def warnings(at: AppTest) -> list[str]:
     return [w.value for w in at.warning]
+
+
+def figure_keys(at: AppTest) -> list[str]:
+    """The widget key of every plotly chart on the page, in page order (e.g. "mh_fig_grid"):
+    which figures a page drew, by name. Streamlit's element id ends with the key."""
+    return [chart.proto.id.split("-", 2)[-1] for chart in at.get("plotly_chart")]
+
+
+# The figures each page draws on its first screen, by key.
+MODEL_HEADS_FIGURES = ["mh_fig_grid", "mh_fig_row", "mh_fig_stats", "mh_fig_gallery",
+                       "mh_fig_gallery_map"]
+INSPECT_HEADS_FIGURES = [key.replace("mh_", "im_") for key in MODEL_HEADS_FIGURES]

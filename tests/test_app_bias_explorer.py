@@ -1,7 +1,7 @@
 """The bias explorer page under Streamlit's AppTest: controls, URL state, bad parameters."""
 
 import pytest
-from apptest_utils import figure_titles, figures, run_app, warnings
+from apptest_utils import figure_keys, figure_titles, figures, run_app, warnings
 
 
 def grid(at) -> dict:
@@ -16,7 +16,7 @@ def test_page_loads_without_exception():
     """The landing page runs and shows the slope, grid and decay charts."""
     at = run_app()
     assert not at.exception
-    assert len(figures(at)) == 3
+    assert figure_keys(at) == ["be_fig_slopes", "be_fig_grid", "be_fig_decay"]
     assert len(panel_titles(at)) == 8
 
 

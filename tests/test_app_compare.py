@@ -6,7 +6,7 @@ landing page runs first, then the query parameters are replaced and the test swi
 compare.py, which is what opening /compare?... does in a browser.
 """
 
-from apptest_utils import figure_titles, figures, run_app, warnings
+from apptest_utils import figure_keys, figure_titles, figures, run_app, warnings
 
 DEFAULT_LINES = 6
 
@@ -35,7 +35,7 @@ def test_page_loads_without_exception():
     """The compare page runs and shows both charts with the six default methods."""
     at = run_app("compare")
     assert not at.exception
-    assert len(figures(at)) == 2
+    assert figure_keys(at) == ["cmp_fig_curves", "cmp_fig_matrices"]
     assert len(curves(at)) == DEFAULT_LINES and len(panel_titles(at)) == DEFAULT_LINES
     assert at.query_params["methods"] == "alibi,t5,sinusoidal,rope_bound,kerple_log,sandwich"
 
@@ -123,7 +123,7 @@ def test_refused_combination_warns_and_draws_defaults():
     at.number_input(key="cmp_t5.max_distance").set_value(100).run()
     assert not at.exception
     assert any(w.startswith("T5 buckets: max_distance") for w in warnings(at))
-    assert len(figures(at)) == 2
+    assert figure_keys(at) == ["cmp_fig_curves", "cmp_fig_matrices"]
 
 
 def test_no_method_asks_for_one():

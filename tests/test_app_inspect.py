@@ -5,7 +5,14 @@ while the app runs."""
 import shutil
 
 import pytest
-from apptest_utils import figure_titles, figures, run_app, warnings
+from apptest_utils import (
+    INSPECT_HEADS_FIGURES,
+    figure_keys,
+    figure_titles,
+    figures,
+    run_app,
+    warnings,
+)
 from model_factory import save_tiny_model
 
 from alibi_viz import assets
@@ -45,7 +52,7 @@ def test_local_folder_from_url(tiny_bloom):
     at = run_app("inspect_model", {"path": str(tiny_bloom), "text": SHORT})
     assert not at.exception and not at.error
     assert at.radio(key="im_source").value == "folder"
-    assert len(figures(at)) == 6
+    assert figure_keys(at) == ["im_fig_slopes", *INSPECT_HEADS_FIGURES]
     at.selectbox(key="im_head").set_value(3).run()
     assert figures(at)[2]["layout"]["title"]["text"].startswith("Layer 1, head 3")
     assert at.query_params["path"] == str(tiny_bloom) and "model" not in at.query_params
@@ -57,7 +64,7 @@ def test_typing_a_folder_loads_it(tiny_bloom):
     at.radio(key="im_source").set_value("folder").run()
     assert any("Type the path" in i.value for i in at.info)
     at.text_input(key="im_path").set_value(str(tiny_bloom)).run()
-    assert not at.error and len(figures(at)) == 6
+    assert not at.error and figure_keys(at) == ["im_fig_slopes", *INSPECT_HEADS_FIGURES]
 
 
 def test_bad_folder_path_gives_a_message(tmp_path):
@@ -92,7 +99,7 @@ def test_model_without_alibi_explains_its_positions(tmp_path):
     at = run_app("inspect_model", {"path": str(folder), "text": SHORT})
     assert not at.exception and not at.error
     assert any("No ALiBi slopes" in i.value and "learned" in i.value for i in at.info)
-    assert len(figures(at)) == 5
+    assert figure_keys(at) == INSPECT_HEADS_FIGURES  # no slopes figure
 
 
 def test_restricted_deployment_refuses_custom_folders(tiny_bloom, monkeypatch):
@@ -181,7 +188,7 @@ def test_folder_removed_after_loading_gives_a_message(tmp_path):
     """The folder deleted after its model was loaded and cached: an error, no traceback."""
     folder = save_tiny_model(tmp_path / "gone", "bloom")
     at = run_app("inspect_model", {"path": str(folder), "text": SHORT})
-    assert len(figures(at)) == 6
+    assert figure_keys(at) == ["im_fig_slopes", *INSPECT_HEADS_FIGURES]
     shutil.rmtree(folder)
     at.run()
     assert not at.exception
@@ -192,7 +199,7 @@ def test_corrupted_weights_after_loading_give_a_message(tmp_path):
     """model.safetensors truncated after loading: the reload refuses it with a message."""
     folder = save_tiny_model(tmp_path / "broken", "bloom")
     at = run_app("inspect_model", {"path": str(folder), "text": SHORT})
-    assert len(figures(at)) == 6
+    assert figure_keys(at) == ["im_fig_slopes", *INSPECT_HEADS_FIGURES]
     weights = folder / "model.safetensors"
     weights.write_bytes(weights.read_bytes()[:100])
     at.run()

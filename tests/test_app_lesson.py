@@ -2,7 +2,7 @@
 predict-then-reveal, misconceptions, URL."""
 
 import pytest
-from apptest_utils import figure_titles, figures, run_app, warnings
+from apptest_utils import figure_keys, figure_titles, figures, run_app, warnings
 
 from alibi_viz import alibi_slopes, assets
 
@@ -23,7 +23,7 @@ def test_first_step_renders_one_figure():
     at = run_app("lesson")
     assert not at.exception
     assert step_header(at) == "1. Where position enters attention"
-    assert len(figures(at)) == 1
+    assert figure_keys(at) == ["ls_fig_position"]
     assert at.button(key="ls_prev").disabled
 
 

@@ -4,7 +4,14 @@ head selection, URL state, bad parameters, a 1 MB paste, and a model folder that
 import shutil
 
 import pytest
-from apptest_utils import figure_titles, figures, run_app, warnings
+from apptest_utils import (
+    MODEL_HEADS_FIGURES,
+    figure_keys,
+    figure_titles,
+    figures,
+    run_app,
+    warnings,
+)
 
 from alibi_viz import assets, data
 
@@ -26,7 +33,7 @@ def test_page_renders_the_shipped_model():
     """Default view: the ALiBi model on the prose example, grid, head row and statistics."""
     at = run_app("model_heads")
     assert not at.exception and not at.error
-    assert len(figures(at)) == 5
+    assert figure_keys(at) == MODEL_HEADS_FIGURES
     assert grid_title(at).startswith("Layer 1:")
     assert at.text_area(key="mh_text").value == data.PROSE_EXAMPLE
     assert at.query_params["model"] == "alibi" and at.query_params["example"] == "prose"
@@ -68,7 +75,7 @@ def test_bad_url_values_warn_and_fall_back():
     assert "'model' must be one of" in shown and "'head' must be in" in shown
     assert "'tokens' must be in [8, 2048]" in shown and "Layer 99 is out of range" in shown
     assert at.selectbox(key="mh_layer").value == 1 and at.selectbox(key="mh_head").value == 1
-    assert len(figures(at)) == 5
+    assert figure_keys(at) == MODEL_HEADS_FIGURES
 
 
 def test_blank_text_asks_for_text():
@@ -82,7 +89,7 @@ def test_blank_text_asks_for_text():
 def test_baseline_model_shows_no_added_bias():
     """The RoPE baseline draws its heads; its caption says position is inside q·k."""
     at = run_app("model_heads", {"model": "rope", "text": SHORT})
-    assert not at.exception and len(figures(at)) == 5
+    assert not at.exception and figure_keys(at) == MODEL_HEADS_FIGURES
     assert any("rotary embeddings rotate q and k" in c.value for c in at.caption)
 
 
@@ -116,7 +123,7 @@ def test_megabyte_paste_is_capped_with_a_message():
     assert not at.exception
     assert any("1,000,000 characters" in w for w in warnings(at))
     assert len(at.text_area(key="mh_text").value) == 20_000
-    assert len(figures(at)) == 5
+    assert figure_keys(at) == MODEL_HEADS_FIGURES
     assert any("Kept the first 64" in i.value for i in at.info)
 
 
@@ -142,7 +149,7 @@ def own_models(tmp_path, monkeypatch):
 def test_corrupted_weights_while_running_give_a_message(own_models):
     """model.safetensors overwritten while the app runs: a loading error, no traceback."""
     at = run_app("model_heads", {"text": SHORT})
-    assert len(figures(at)) == 5
+    assert figure_keys(at) == MODEL_HEADS_FIGURES
     (own_models / "model.safetensors").write_bytes(b"\x00garbage" * 100)
     at.run()
     assert not at.exception

@@ -53,8 +53,11 @@ def test_bias_never_crashes(num_heads, seq_len, key_len, mode):
 @given(st.one_of(st.just([0.5, 0.25]), ANYTHING), st.lists(st.integers(0, 10**6), max_size=5),
        st.lists(st.integers(0, 10**6), max_size=5), st.sampled_from(["causal", "symmetric", "x"]))
 def test_sampled_never_crashes(slopes, rows, cols, mode):
-    """alibi_bias_sampled on any slopes/indices works or raises AlibiVizError."""
-    works_or_refuses(alibi_bias_sampled, slopes, rows, cols, mode)
+    """alibi_bias_sampled on any slopes/indices works, giving one (rows, cols) matrix per
+    slope, or raises AlibiVizError."""
+    bias = works_or_refuses(alibi_bias_sampled, slopes, rows, cols, mode)
+    if bias is not None:
+        assert bias.shape == (len(slopes), len(rows), len(cols))
 
 
 @settings(max_examples=100, deadline=None)

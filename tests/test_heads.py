@@ -23,6 +23,7 @@ from alibi_viz.models.heads import (
     fit_decay_slope,
     head_statistics,
     mass_beyond,
+    mean_distance_against_bias,
     score_decomposition,
     tokenize_capped,
 )
@@ -538,3 +539,14 @@ def test_decompositions_survive_sessions_adding_and_removing_hooks(models, token
         t.join()
     assert not errors, errors[:3]
     assert len(done) == 60 and all(done)
+
+
+def test_mean_distance_against_bias_of_a_head_that_looks_only_at_itself():
+    """A head attending only to the query's own key looks 0 tokens back; its slope alone
+    (m = 1, T = 3) gives the last query e^0, e^-1, e^-2 on distances 0, 1, 2: averaged over
+    the three queries with the hand-computed row means."""
+    measured, prior = mean_distance_against_bias(np.eye(3), 1.0)
+    e = np.exp(-1.0)
+    row_means = [0.0, e / (1 + e), (e + 2 * e**2) / (1 + e + e**2)]
+    assert measured == 0.0
+    assert prior == pytest.approx(np.mean(row_means), rel=1e-6)

@@ -15,16 +15,16 @@ from alibi_viz.evaluate import (
     PROTOCOLS,
     compare_cells,
     describe_ratio,
+    evaluate_length,
     evaluation_stream,
     extrapolation_summary,
     in_distribution_ranking,
     live_token_cap,
     load_eval_model,
-    perplexity,
     protocol_name,
-    protocol_plan,
     results_details,
     results_table,
+    shipped_cell,
     signed,
     train_seq_len_of,
     useful_context,
@@ -54,6 +54,7 @@ PREFIX = "xl"
 LONG_FACTOR = 8            # the attention maps compare the training length with 8x that length
 FALLBACK_TRAIN_LEN = 128   # used (and said) when neither training.json nor the results know it
 LIVE_STREAM_TOKENS = 2 * max(LENGTHS) + DEFAULT_STRIDE  # enough held-out ids for any live plan
+HALF_PX = 300  # a figure in one of two columns on a 1024 px screen with the sidebar open
 
 
 # ----------------------------------------------------------------------------- cached work
@@ -342,16 +343,14 @@ if st.button(_("Run live evaluation"), key="xl_run", type="primary"):
             tokens=number(tokens), length=number(length)))
         try:
             net = eval_model(str(path), ui.model_stamp(str(path)))
-            stream = held_out_ids(LIVE_STREAM_TOKENS)
             start = time.perf_counter()
 
             def advance(done, total):
                 bar.progress(done / total, text=_("window {done} of {total}").format(
                     done=number(done), total=number(total)))
 
-            out = perplexity(net, stream, length, protocol, progress=advance,
-                             stride=DEFAULT_STRIDE,
-                             **protocol_plan(protocol, tokens, max_length=length))
+            out = evaluate_length(net, length, protocol, tokens=tokens, stride=DEFAULT_STRIDE,
+                                  max_length=length, progress=advance)
             seconds = time.perf_counter() - start
         except (AlibiVizError, RuntimeError, MemoryError) as exc:
             bar.empty()
@@ -365,11 +364,7 @@ if st.button(_("Run live evaluation"), key="xl_run", type="primary"):
 
 current = next((r for r in reversed(live_runs) if (r["model"], r["protocol"], r["length"])
                 == (model, protocol, length)), None)
-shipped_ppl = (results.get("models", {}).get(model, {}).get("perplexity", {})
-               .get(protocol, {}).get(str(length))) if results else None
-shipped_tokens = (results.get("models", {}).get(model, {}).get("tokens", {})
-                  .get(protocol, {}).get(str(length))) if results else None
-HALF_PX = 300  # a figure in one of two columns on a 1024 px screen with the sidebar open
+shipped_ppl, shipped_tokens = shipped_cell(results, model, protocol, length)
 live_col, shipped_col = st.columns(2)
 with live_col:
     live_label = _("Live: {model}, {protocol}, {length} tokens").format(
@@ -382,9 +377,9 @@ with live_col:
         st.metric(live_label, _("not run yet"))
 with shipped_col:
     if shipped_ppl is not None:
-        st.metric(_("Shipped"), number(float(shipped_ppl), 3))
+        st.metric(_("Shipped"), number(shipped_ppl, 3))
         if shipped_tokens:
-            st.caption(_("{n} tokens scored.").format(n=number(int(shipped_tokens))))
+            st.caption(_("{n} tokens scored.").format(n=number(shipped_tokens)))
     else:
         st.metric(_("Shipped"), _("n/a"),
                   help=_("No shipped number for this model, protocol and length."))
