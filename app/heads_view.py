@@ -285,7 +285,7 @@ def analysis_key(loaded: Loaded, text: str, max_tokens: int) -> tuple:
 @st.cache_resource(max_entries=8, show_spinner=False)
 def cached_analysis(_loaded: Loaded, _text: str, key: tuple, lang: str):
     return analyze_heads(_loaded.model, _loaded.tokenizer, _text, max_tokens=key[2],
-                         slopes=_loaded.info.effective_slopes)
+                         slopes=_loaded.info.applied_slopes)
 
 
 ALL_LAYERS_AT_ONCE = 12  # models with at most this many layers are split in one pass
@@ -348,7 +348,7 @@ def gallery_map_figure(_attention, model_key: tuple, cell: tuple, title: str):
 @st.cache_data(max_entries=4, show_spinner=False)
 def cached_behaviour(_loaded: Loaded, model_key: tuple):
     """Behaviour scores of every head (fixed probes, so keyed by the model alone)."""
-    return behaviour_scores(_loaded.model, _loaded.tokenizer, slopes=_loaded.info.effective_slopes)
+    return behaviour_scores(_loaded.model, _loaded.tokenizer, slopes=_loaded.info.applied_slopes)
 
 
 # ----------------------------------------------------------------------------- views
@@ -430,7 +430,7 @@ def _show(prefix: str, loaded: Loaded, text: str, choice: Choice) -> None:
     st.subheader(_("5. Conformance: is this model applying ALiBi correctly?"))
     conformance_view.show(prefix, loaded.model, loaded.tokenizer, loaded.info, loaded.key)
     st.markdown(_(
-        "**Effective slope**: the slope of the straight line that best fits log attention "
+        "**Fitted slope**: the slope of the straight line that best fits log attention "
         "against distance, with one intercept per query. For an ALiBi head "
         "log p_ij = s_ij − m·(i−j) − log Z_i, so the fit returns m whenever the content score "
         "s is uncorrelated with distance, *however strongly content drives the head*: sitting "

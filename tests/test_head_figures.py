@@ -219,13 +219,13 @@ def stats(effective, configured) -> HeadStatistics:
     effective = np.asarray(effective, dtype=float)
     zeros = np.zeros_like(effective)
     return HeadStatistics(mean_distance=zeros + 3, entropy=zeros, local_share=zeros,
-                          effective_slope=effective, slope_fit_r2=zeros + 1,
-                          configured_slope=None if configured is None else np.asarray(configured, float),
+                          fitted_slope=effective, slope_fit_r2=zeros + 1,
+                          applied_slope=None if configured is None else np.asarray(configured, float),
                           k=8, max_distance=10)
 
 
 def test_statistics_plot_effective_against_configured_with_identity_line():
-    """ALiBi: log-log scatter of effective vs configured slope with y = x; non-positive fits
+    """ALiBi: log-log scatter of fitted vs applied slope with y = x; non-positive fits
     are counted in the title instead of drawn."""
     fig = head_statistics_figure(stats([[0.5, -0.1]], [[0.5, 0.25]]), 20, selected=(0, 0))
     scatter = next(t for t in fig.data if t.name == "layer 1")
@@ -236,7 +236,7 @@ def test_statistics_plot_effective_against_configured_with_identity_line():
 
 
 def test_statistics_without_slopes_plot_per_head():
-    """Without configured slopes (not ALiBi) the effective slope is drawn per head, linear."""
+    """Without applied slopes (not ALiBi) the fitted slope is drawn per head, linear."""
     fig = head_statistics_figure(stats([[0.1, 0.2, -0.3]], None), 20)
     assert list(fig.data[0].x) == [1, 2, 3]
     assert fig.layout.yaxis.type != "log"

@@ -352,7 +352,7 @@ def decay_maps(slopes, T):
     return torch.softmax(torch.from_numpy(logits), dim=-1).numpy().astype(np.float32)
 
 
-def test_effective_slope_recovers_exact_decay():
+def test_fitted_slope_recovers_exact_decay():
     """A head whose attention decays exactly as exp(-m d) is fitted back to m, small or large."""
     slopes = np.array([2.0, 0.5, 1 / 16, 1 / 256])
     fitted, r2 = fit_decay_slope(decay_maps(slopes, 300))
@@ -360,7 +360,7 @@ def test_effective_slope_recovers_exact_decay():
     np.testing.assert_allclose(r2, 1.0, atol=1e-4)
 
 
-def test_effective_slope_uses_a_subset_of_rows_for_long_maps():
+def test_fitted_slope_uses_a_subset_of_rows_for_long_maps():
     """With more rows than max_rows, the fit on a row subset still recovers the slope."""
     fitted, _ = fit_decay_slope(decay_maps([0.1, 0.01], 600), max_rows=64)
     np.testing.assert_allclose(fitted, [0.1, 0.01], rtol=1e-4)
@@ -372,8 +372,8 @@ def test_mean_distance_matches_the_bias_only_formula():
     stats = head_statistics([decay_maps(slopes, T)], slopes)
     expected = np.mean([mean_distance(slopes, context=i + 1) for i in range(T)], axis=0)
     np.testing.assert_allclose(stats.mean_distance[0], expected, rtol=1e-4)
-    np.testing.assert_allclose(stats.effective_slope[0], slopes, rtol=1e-4)
-    np.testing.assert_array_equal(stats.configured_slope, slopes[None])
+    np.testing.assert_allclose(stats.fitted_slope[0], slopes, rtol=1e-4)
+    np.testing.assert_array_equal(stats.applied_slope, slopes[None])
 
 
 def test_uniform_attention_statistics():
@@ -385,8 +385,8 @@ def test_uniform_attention_statistics():
     assert stats.entropy[0, 0] == pytest.approx(np.log(rows + 1).mean(), rel=1e-5)
     assert stats.local_share[0, 0] == pytest.approx((np.minimum(rows + 1, k + 1) / (rows + 1)).mean(), rel=1e-5)
     assert stats.mean_distance[0, 0] == pytest.approx((rows / 2).mean(), rel=1e-5)
-    assert stats.effective_slope[0, 0] == pytest.approx(0.0, abs=1e-6)
-    assert stats.configured_slope is None
+    assert stats.fitted_slope[0, 0] == pytest.approx(0.0, abs=1e-6)
+    assert stats.applied_slope is None
 
 
 def test_local_share_counts_keys_on_both_sides_within_k():
@@ -401,20 +401,20 @@ def test_local_share_counts_keys_on_both_sides_within_k():
 
 
 @pytest.mark.parametrize("kind", ALIBI_KINDS)
-def test_heads_without_content_follow_their_effective_slope(tokenizer, kind):
+def test_heads_without_content_follow_their_fitted_slope(tokenizer, kind):
     """With near-zero weights (no content signal), each ALiBi head's fitted slope is the one
     the model applies: m for BLOOM and MPT, 2m/sqrt(d) for Falcon's eager path."""
     model = tiny_model(kind, initializer_range=1e-4)
     info = describe_model(model)
     result = attention_maps(model, tokenizer, TEXT[:60])
-    stats = head_statistics(result, info.effective_slopes)
-    np.testing.assert_allclose(stats.effective_slope, stats.configured_slope, rtol=0.02)
+    stats = head_statistics(result, info.applied_slopes)
+    np.testing.assert_allclose(stats.fitted_slope, stats.applied_slope, rtol=0.02)
 
 
 def test_statistics_shapes_from_a_real_model(models, tokenizer):
     """Every statistic is (layers, heads) and within its range."""
     stats = head_statistics(attention_maps(models["llama"], tokenizer, TEXT))
-    for values in (stats.mean_distance, stats.entropy, stats.local_share, stats.effective_slope):
+    for values in (stats.mean_distance, stats.entropy, stats.local_share, stats.fitted_slope):
         assert values.shape == (2, 4) and np.all(np.isfinite(values))
     assert np.all((stats.local_share > 0) & (stats.local_share <= 1))
     assert np.all((stats.slope_fit_r2 >= 0) & (stats.slope_fit_r2 <= 1))
@@ -490,7 +490,7 @@ def test_content_kl_of_attending_to_itself_is_log_of_the_normaliser():
 
 
 def test_content_kl_needs_slopes():
-    """Without configured slopes there is no bias-only reference, so no KL."""
+    """Without applied slopes there is no bias-only reference, so no KL."""
     assert head_statistics([np.eye(5, dtype=np.float32)[None]]).content_kl is None
 
 

@@ -8,7 +8,7 @@ Four builders, in the order a page shows them:
 * `decomposition_figure`: one head, one row: content q·k/sqrt(d) | positional bias | masked
   total (what the softmax sees) | attention. Heatmaps with token labels for short inputs,
   kit panels (`render.image_panel`) with a sampled hover grid for long ones.
-* `head_statistics_figure`: effective vs configured slope (log-log, y = x line) and mean
+* `head_statistics_figure`: fitted vs applied slope (log-log, y = x line) and mean
   attention distance per head, for every layer.
 * `model_slopes_figure`: a model's slopes against the standard schedules.
 
@@ -328,28 +328,28 @@ def _layer_colors(layers: int) -> list[str]:
 
 def head_statistics_figure(stats: HeadStatistics, seq_len: int,
                            selected: tuple[int, int] | None = None) -> go.Figure:
-    """Panels over every (layer, head): effective slope, mean distance and (ALiBi) content
+    """Panels over every (layer, head): fitted slope, mean distance and (ALiBi) content
     reliance.
 
-    Left, for models with configured slopes (ALiBi): fitted effective slope against configured
+    Left, for models with applied slopes (ALiBi): the fitted slope against the applied
     slope, log-log, with the line y = x, each point labelled with its fit's R^2. For an ALiBi
     head log p = content - m d - log Z, so the row-centred fit returns m whenever content is
     uncorrelated with distance, however much content moves the attention: a point on y = x
     with a low R^2 is a head whose content does the work. Heads whose fit is not positive
-    cannot sit on a log axis; their number is in the title. Without configured slopes: the
-    effective slope per head. Middle: mean attention distance per head, one line per layer,
+    cannot sit on a log axis; their number is in the title. Without applied slopes: the
+    fitted slope per head. Middle: mean attention distance per head, one line per layer,
     and (ALiBi) what the bias alone would give at this length. Right (ALiBi): content
     reliance, KL(attention || bias-only attention) per head. selected: (layer, head),
     0-based, ringed in every panel.
     """
-    effective, configured = stats.effective_slope, stats.configured_slope
-    layers, heads = effective.shape
-    alibi = configured is not None
+    fitted, applied = stats.fitted_slope, stats.applied_slope
+    layers, heads = fitted.shape
+    alibi = applied is not None
     reliance = stats.content_kl is not None
-    positive = np.isfinite(effective) & (effective > 0)
+    positive = np.isfinite(fitted) & (fitted > 0)
     hidden = int((~positive).sum()) if alibi else 0
-    left_title = (_("effective vs configured slope (labels: fit R²)") if alibi
-                  else _("effective slope per head"))
+    left_title = (_("fitted vs applied slope (labels: fit R²)") if alibi
+                  else _("fitted slope per head"))
     if hidden:
         left_title += " (" + _("{n} not positive, not shown").format(n=hidden) + ")"
     titles = [left_title, _("mean attention distance")]
@@ -369,22 +369,22 @@ def head_statistics_figure(stats: HeadStatistics, seq_len: int,
         style = dict(color=colors[layer], size=8)
         if alibi:
             keep = positive[layer]
-            x, y = configured[layer][keep], effective[layer][keep]
+            x, y = applied[layer][keep], fitted[layer][keep]
             fig.add_trace(go.Scatter(
                 x=x, y=y, customdata=custom[keep], mode="markers+text", marker=style,
                 text=[number(r, 2) for r in stats.slope_fit_r2[layer][keep]],
                 textposition="middle right", textfont=dict(size=9, color=colors[layer]),
                 name=layer_name.format(n=layer + 1), legendgroup=str(layer),
-                hovertemplate=where + _("configured m=%{x:.4g}") + "<br>"
-                              + _("effective m=%{y:.4g}") + fit + "<br>"
+                hovertemplate=where + _("applied m=%{x:.4g}") + "<br>"
+                              + _("fitted m=%{y:.4g}") + fit + "<br>"
                               + _("KL from bias alone %{customdata[5]:.3f} nats")
                               + "<extra></extra>"), row=1, col=1)
         else:
             fig.add_trace(go.Scatter(
-                x=head_ids, y=effective[layer], customdata=custom, mode="lines+markers",
+                x=head_ids, y=fitted[layer], customdata=custom, mode="lines+markers",
                 marker=style, line=dict(color=colors[layer], width=1),
                 name=layer_name.format(n=layer + 1), legendgroup=str(layer),
-                hovertemplate=where + _("effective m=%{y:.4g}") + fit + "<extra></extra>"),
+                hovertemplate=where + _("fitted m=%{y:.4g}") + fit + "<extra></extra>"),
                 row=1, col=1)
         fig.add_trace(go.Scatter(
             x=head_ids, y=stats.mean_distance[layer], customdata=custom, mode="lines+markers",
@@ -403,18 +403,18 @@ def head_statistics_figure(stats: HeadStatistics, seq_len: int,
                 hovertemplate=where + _("KL from bias alone %{y:.3f} nats") + fit
                               + "<extra></extra>"), row=1, col=3)
     if alibi:
-        finite = configured[np.isfinite(configured) & (configured > 0)]
-        ys = effective[positive]
+        finite = applied[np.isfinite(applied) & (applied > 0)]
+        ys = fitted[positive]
         low = min(finite.min(), ys.min() if ys.size else finite.min()) / 1.5
         high = max(finite.max(), ys.max() if ys.size else finite.max()) * 1.5
         fig.add_trace(go.Scatter(x=[low, high], y=[low, high], mode="lines", name="y = x",
                                  line=dict(color="grey", dash="dash"), hoverinfo="skip"),
                       row=1, col=1)
-        fig.update_xaxes(type="log", title=_("configured slope m (per token)"), row=1, col=1,
+        fig.update_xaxes(type="log", title=_("applied slope m (per token)"), row=1, col=1,
                          exponentformat="power")
-        fig.update_yaxes(type="log", title=_("effective slope (fitted)"), row=1, col=1,
+        fig.update_yaxes(type="log", title=_("fitted slope"), row=1, col=1,
                          exponentformat="power")
-        reference = bias_only_mean_distance(configured[0], seq_len)
+        reference = bias_only_mean_distance(applied[0], seq_len)
         fig.add_trace(go.Scatter(
             x=head_ids, y=reference, mode="markers", name=_("bias alone"),
             marker=dict(symbol="x", color="black", size=9),
@@ -422,7 +422,7 @@ def head_statistics_figure(stats: HeadStatistics, seq_len: int,
             row=1, col=2)
     else:
         fig.update_xaxes(title=_("head"), dtick=max(1, heads // 16), row=1, col=1)
-        fig.update_yaxes(title=_("effective slope (fitted)"), row=1, col=1)
+        fig.update_yaxes(title=_("fitted slope"), row=1, col=1)
     for trace in head_statistics_selection(stats, selected):
         fig.add_trace(trace)
     fig.update_xaxes(title=_("head"), dtick=max(1, heads // 16), row=1, col=2)
@@ -431,9 +431,9 @@ def head_statistics_figure(stats: HeadStatistics, seq_len: int,
         fig.update_xaxes(title=_("head"), dtick=max(1, heads // 16), row=1, col=3)
         fig.update_yaxes(title="nats", row=1, col=3, rangemode="tozero")
     fig.update_layout(
-        title=ngettext("Head statistics over {n} token (effective slope: log p fitted against "
+        title=ngettext("Head statistics over {n} token (fitted slope: log p fitted against "
                        "distance up to {d})",
-                       "Head statistics over {n} tokens (effective slope: log p fitted against "
+                       "Head statistics over {n} tokens (fitted slope: log p fitted against "
                        "distance up to {d})", seq_len).format(n=number(seq_len),
                                                               d=stats.max_distance),
         height=440, margin=dict(l=60, r=20, t=80, b=50),
@@ -507,16 +507,16 @@ def head_statistics_selection(stats: HeadStatistics, selected: tuple[int, int] |
     if selected is None:
         return []
     layer, head = selected
-    configured = stats.configured_slope
-    alibi = configured is not None
+    applied = stats.applied_slope
+    alibi = applied is not None
     ring = {"symbol": "circle-open", "size": 18, "color": "red", "line": {"width": 2}}
     base = {"type": "scatter", "mode": "markers", "marker": ring, "hoverinfo": "skip",
             "showlegend": False}
     traces = []
-    effective = stats.effective_slope
-    if not alibi or (effective[layer, head] > 0 and np.isfinite(effective[layer, head])):
-        x = configured[layer, head] if alibi else head + 1
-        traces.append({**base, "x": [x], "y": [effective[layer, head]],
+    fitted = stats.fitted_slope
+    if not alibi or (fitted[layer, head] > 0 and np.isfinite(fitted[layer, head])):
+        x = applied[layer, head] if alibi else head + 1
+        traces.append({**base, "x": [x], "y": [fitted[layer, head]],
                        "name": _("selected head"), "showlegend": True,
                        "xaxis": "x", "yaxis": "y"})
     traces.append({**base, "x": [head + 1], "y": [stats.mean_distance[layer, head]],

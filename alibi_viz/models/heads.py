@@ -13,8 +13,8 @@ Three entry points, in the order a page uses them:
   adds, recomputed from the attention module's own inputs and weights (captured with hooks,
   transformers untouched) and checked against the model's own probabilities.
 * `head_statistics(maps, slopes)`: per layer and head, mean attention distance, entropy, share
-  of attention within k tokens, and an effective slope fitted to how the attention decays
-  with distance, beside the slope the model was configured with.
+  of attention within k tokens, and a slope fitted to how the attention decays
+  with distance, beside the slope the model applies.
 
 For the pages, `analyze_heads` and `decomposition_view` run the first two once and keep only
 display-resolution arrays (`display.stack_view`: a few MB instead of layers x heads x T^2).
@@ -44,7 +44,7 @@ from alibi_viz.models.loading import bias_form, learned_positions, model_dims
 DECOMPOSITION_ARRAYS = 8  # float32 (heads, T, T) arrays alive at once in score_decomposition
 REPRODUCE_TOL = 1e-4      # largest |softmax(total) - model probs| accepted as "reproduced"
 REPRODUCE_TOL_16BIT = 2e-2  # the same for bfloat16/float16 models (probabilities rounded)
-FIT_ROWS = 512            # query rows used to fit a head's effective slope
+FIT_ROWS = 512            # query rows used to fit a head's fitted slope
 CHECK_ROWS = 256          # query rows on which score_decomposition checks its reproduction
 VISIBLE = {" ": "␣", "\n": "⏎", "\t": "⇥", "\r": "␍"}
 DECOMPOSITION_PARTS = ("content", "bias", "total", "probs")
@@ -570,7 +570,7 @@ class HeadStatistics:
                       (tokens).
     entropy:          -sum_j p log p of each query's attention, averaged over queries (nats).
     local_share:      attention on keys within k tokens (|i - j| <= k), averaged over queries.
-    effective_slope:  m fitted to log p_ij = c_i - m |i - j| (one intercept per query row, so
+    fitted_slope:  m fitted to log p_ij = c_i - m |i - j| (one intercept per query row, so
                       the row's normaliser drops out), over distances <= max_distance and
                       probabilities above 1e-30; a head that follows only its ALiBi bias gives
                       back its slope, one that looks far gives a smaller or negative value.
@@ -579,7 +579,7 @@ class HeadStatistics:
                       back m whenever the content s is uncorrelated with distance, however much
                       content moves the attention: a slope on y = x with a low R^2 says content
                       does the work. Read it with content_kl.
-    configured_slope: the slopes passed in, broadcast to (layers, heads); None if none given.
+    applied_slope: the slopes passed in, broadcast to (layers, heads); None if none given.
     content_kl:       (with slopes) KL(p || q) in nats, q the attention the configured bias
                       alone gives (causal, all content scores equal), averaged over queries:
                       0 for a head that only follows its bias, large when content decides.
@@ -588,9 +588,9 @@ class HeadStatistics:
     mean_distance: np.ndarray
     entropy: np.ndarray
     local_share: np.ndarray
-    effective_slope: np.ndarray
+    fitted_slope: np.ndarray
     slope_fit_r2: np.ndarray
-    configured_slope: np.ndarray | None
+    applied_slope: np.ndarray | None
     k: int
     max_distance: int
     content_kl: np.ndarray | None = None
@@ -598,7 +598,7 @@ class HeadStatistics:
 
 def fit_decay_slope(attn, max_distance: int | None = None, floor: float = 1e-30,
                     max_rows: int = FIT_ROWS):
-    """Effective slope m per head, and R^2, from attention maps `attn` of shape (heads, T, T).
+    """Fitted slope m per head, and R^2, from attention maps `attn` of shape (heads, T, T).
 
     Least squares of log p_ij on distance |i - j| with a separate intercept per query row i
     (the pooled within-row slope): for p_ij = exp(-m |i-j|) / Z_i it returns m exactly,
@@ -689,8 +689,8 @@ def head_statistics(maps, slopes=None, k: int = 8, max_distance: int | None = No
     """Statistics of every head from its attention maps (see HeadStatistics).
 
     maps:   one (heads, T, T) array per layer (or an AttentionResult).
-    slopes: configured slopes to set beside the fitted ones: (heads,) or (layers, heads);
-            for ALiBi models pass `info.effective_slopes`, the slope the eager path applies.
+    slopes: applied slopes (`ModelInfo.applied_slopes`) to set beside the fitted ones: (heads,) or (layers, heads);
+            for ALiBi models pass `info.applied_slopes`, the slope the eager path applies.
     k:      distance for `local_share`.
     """
     maps = _as_maps(maps)
@@ -698,21 +698,21 @@ def head_statistics(maps, slopes=None, k: int = 8, max_distance: int | None = No
     heads, T, _keys = maps[0].shape
     k = check_int(k, "k", 0, 1 << 24)
     max_distance = max(1, T // 2) if max_distance is None else check_int(max_distance, "max_distance", 1, 1 << 24)
-    configured = None
+    applied = None
     if slopes is not None:
         try:
-            configured = np.broadcast_to(np.asarray(slopes, dtype=np.float64), (layers, heads)).copy()
+            applied = np.broadcast_to(np.asarray(slopes, dtype=np.float64), (layers, heads)).copy()
         except ValueError:
             raise AlibiVizError(f"slopes must have shape ({heads},) or ({layers}, {heads}), "
                                 f"got {np.shape(slopes)}.") from None
 
     distance = _distance(T)                                       # (T, T)
     buffer = torch.empty(T, T)                                    # reused: no T^2 allocations
-    kl = np.zeros((layers, heads)) if configured is not None else None
+    kl = np.zeros((layers, heads)) if applied is not None else None
     mean_distance = np.zeros((layers, heads))
     entropy = np.zeros((layers, heads))
     local_share = np.zeros((layers, heads))
-    effective = np.zeros((layers, heads))
+    fitted = np.zeros((layers, heads))
     r2 = np.zeros((layers, heads))
     for layer, attn in enumerate(maps):
         attn_t = torch.from_numpy(attn)
@@ -722,11 +722,11 @@ def head_statistics(maps, slopes=None, k: int = 8, max_distance: int | None = No
             entropy[layer, h] = torch.special.entr(p, out=buffer).sum(1).double().mean().item()
             local_share[layer, h] = _band_sum(p, k).double().mean().item()
             if kl is not None:
-                kl[layer, h] = _kl_from_bias(p, float(configured[layer, h]), distance,
+                kl[layer, h] = _kl_from_bias(p, float(applied[layer, h]), distance,
                                              buffer).item()
-        effective[layer], r2[layer] = fit_decay_slope(attn, max_distance)
+        fitted[layer], r2[layer] = fit_decay_slope(attn, max_distance)
     return HeadStatistics(mean_distance=mean_distance, entropy=entropy, local_share=local_share,
-                          effective_slope=effective, slope_fit_r2=r2, configured_slope=configured,
+                          fitted_slope=fitted, slope_fit_r2=r2, applied_slope=applied,
                           k=k, max_distance=max_distance, content_kl=kl)
 
 

@@ -25,7 +25,7 @@ architectures of transformers the bias is added differently from the paper's
 * Falcon (`alibi=True`) builds `m * j` in bfloat16 (slopes rounded to 8 bits, the product
   rounded again), scales it by 1/sqrt(d), and its eager path adds it twice: once inside
   `(QK^T + alibi) / sqrt(d)` and once more through the attention mask. The probabilities the
-  eager path returns therefore use an effective slope of `2 * m / sqrt(d)`, while the sdpa
+  eager path returns therefore use an applied slope of `2 * m / sqrt(d)`, while the sdpa
   path (what generation uses by default) adds it once, `m / sqrt(d)`. Both are flagged in
   `ModelInfo.warnings`.
 
@@ -144,7 +144,7 @@ class ModelInfo:
     slopes: tuple[float, ...] | None = None            # m_h as the model's own builder makes them
     slope_schedule: str | None = None                  # alibi_slopes schedule they match, or None
     matching_schedules: tuple[str, ...] = ()            # every schedule they match
-    effective_slopes: tuple[float, ...] | None = None  # per-token bias on the eager logits
+    applied_slopes: tuple[float, ...] | None = None  # per-token bias on the eager logits
     declared_context: int | None = None  # context length the config declares, if known
     max_positions: int | None = None    # hard input limit (an absolute position table), else None
     warnings: tuple[str, ...] = ()      # departures from the paper, to flag in the app
@@ -591,7 +591,7 @@ def bias_form(model) -> str:
         return N_("+m*(j-(L-1)) added to QK^T*softmax_scale (row-constant form of -m*(i-j)), not "
                   "scaled")
     if config.model_type == "falcon" and config.alibi:
-        return N_("eager: (QK^T + m*j)/sqrt(d) + m*j/sqrt(d), the bias added twice (effective "
+        return N_("eager: (QK^T + m*j)/sqrt(d) + m*j/sqrt(d), the bias added twice (applied "
                   "slope 2m/sqrt(d)); sdpa adds it once (m/sqrt(d)); m*j built in bfloat16")
     scheme = positional_scheme(model)
     if scheme == "rope":
@@ -621,7 +621,7 @@ def learned_positions(model) -> int | None:
 
 
 def _alibi_details(model, slopes: np.ndarray, head_dim: int) -> tuple[np.ndarray, list, dict]:
-    """(effective slopes on the eager logits, warnings, extra facts) for an ALiBi model."""
+    """(applied slopes on the eager logits, warnings, extra facts) for an ALiBi model."""
     config, heads = model.config, slopes.size
     warnings, extra = [], {}
     if config.model_type == "falcon":
@@ -684,7 +684,7 @@ def describe_model(model, path: str = "", notes=(), declared_context: int | None
             warnings.append(Message(N_("The slopes match none of the official, MPT or geometric "
                                        "schedules.")))
         info.update(slopes=tuple(float(s) for s in slopes), slope_schedule=schedules[0] if schedules else None,
-                    matching_schedules=schedules, effective_slopes=tuple(float(s) for s in effective),
+                    matching_schedules=schedules, applied_slopes=tuple(float(s) for s in effective),
                     warnings=tuple(warnings), extra=extra)
     elif scheme == "alibi":
         info.update(warnings=(Message(N_("'{type}' uses ALiBi, but alibi-viz cannot read its "
@@ -733,8 +733,8 @@ def model_info_rows(info: ModelInfo, training: dict | None = None) -> list[dict]
     if info.slopes is not None:
         rows.append((_("slope schedule"), info.slope_schedule or _("none of the standard ones")))
         rows.append((_("slopes m"), _slope_list(info.slopes)))
-        if info.effective_slopes is not None and not np.allclose(info.effective_slopes, info.slopes):
-            rows.append((_("slopes as applied"), _slope_list(info.effective_slopes)))
+        if info.applied_slopes is not None and not np.allclose(info.applied_slopes, info.slopes):
+            rows.append((_("slopes as applied"), _slope_list(info.applied_slopes)))
     length = train_seq_len(info, training)
     known = isinstance((training or {}).get("train_seq_len"), int)
     rows.append((_("training length"), (_tokens(length) + ("" if known else

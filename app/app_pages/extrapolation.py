@@ -483,7 +483,7 @@ if info is not None and info.slopes:
         "query's attention, its content score must beat every other key by the amount below: "
         "m·d plus a constant, so it grows by m logits for every token of distance. Gentle "
         "heads can still retrieve from far back; steep heads cannot."))
-    ui.show_figure(win_half_fig(tuple(info.effective_slopes or info.slopes),
+    ui.show_figure(win_half_fig(tuple(info.applied_slopes or info.slopes),
                                 LONG_FACTOR * train_len), "win_half",
                    key="xl_fig_win_half")
 

@@ -126,7 +126,7 @@ def info_ui(loaded) -> None:
                          "added to the scores unscaled."), icon="✅")
     if info.slopes:
         try:
-            fig = slopes_fig(info.slopes, info.effective_slopes, info.architecture)
+            fig = slopes_fig(info.slopes, info.applied_slopes, info.architecture)
         except AlibiVizError as exc:
             st.info(str(exc))
         else:
