@@ -106,6 +106,21 @@ def training_info(path) -> dict:
     return json.loads(file.read_text())
 
 
+# The shipped family's training length (each training.json says it; `make models` trains at it).
+SHIPPED_TRAIN_SEQ_LEN = 128
+
+
+def shipped_train_seq_len(folder=None, results: dict | None = None) -> int:
+    """The length the shipped models were trained at: the `train_seq_len` of `folder`'s
+    training.json when there is one, else the one the shipped extrapolation `results` were
+    measured against, else SHIPPED_TRAIN_SEQ_LEN (what `make models` trains at)."""
+    value = training_info(folder).get("train_seq_len") if folder is not None else None
+    if not value and results:
+        value = next((entry.get("train_seq_len") for entry in results.get("models", {}).values()
+                      if entry.get("train_seq_len")), None)
+    return int(value or SHIPPED_TRAIN_SEQ_LEN)
+
+
 def load_reach_results(path=None) -> dict:
     """The results `python -m alibi_viz.reach` wrote (context reach, copy at a distance); {}
     if missing."""

@@ -416,16 +416,16 @@ def extrapolation_summary(results: dict, protocol: str = "nonoverlapping") -> li
     length is missing."""
     check_results(results)
     lengths = sorted(int(n) for n in results["lengths"])
-    train_len = train_seq_len_of(results)
-    if train_len is None or train_len not in lengths:
+    train_seq_len = train_seq_len_of(results)
+    if train_seq_len is None or train_seq_len not in lengths:
         return []
-    at_train = _rank(results, protocol, train_len)
+    at_train = _rank(results, protocol, train_seq_len)
     if not at_train:
         return []
     # TRANSLATORS: joins a ranked list: "RoPE 3.100, then ALiBi 3.200"
     order = _(", then ").join(f"{model_label(n)} {number(v, 3)}" for n, v in at_train)
-    sentences = [_("At the training length ({train_len} tokens) the lowest perplexity is "
-                   "{model}'s: {order}.").format(train_len=number(train_len),
+    sentences = [_("At the training length ({train_seq_len} tokens) the lowest perplexity is "
+                   "{model}'s: {order}.").format(train_seq_len=number(train_seq_len),
                                                 model=model_label(at_train[0][0]), order=order)]
     longest = lengths[-1]
     at_long = dict(_rank(results, protocol, longest))
@@ -437,9 +437,9 @@ def extrapolation_summary(results: dict, protocol: str = "nonoverlapping") -> li
             moves.append(f"{model_label(name)} {number(value, 3)} ({change})")
     if moves:
         sentences.append(_("At {longest} tokens ({factor}x the training length): {moves}, "
-                           "relative to each model's own value at {train_len}.").format(
-            longest=number(longest), factor=longest // train_len, moves=", ".join(moves),
-            train_len=number(train_len)))
+                           "relative to each model's own value at {train_seq_len}.").format(
+            longest=number(longest), factor=longest // train_seq_len, moves=", ".join(moves),
+            train_seq_len=number(train_seq_len)))
     runs = []  # [model, first length, last length] where that model is lowest
     for n in lengths:
         ranked = _rank(results, protocol, n)
@@ -485,17 +485,17 @@ def useful_context(results: dict, name: str, protocol: str = "sliding"):
     a full window): the shortest length n from which no longer length is better by more than
     its paired 95% interval. Returns (n, gain from the training length to n, change from n to
     the longest length), each gain a `paired_ratio_interval` triple, or None without data."""
-    train_len = train_seq_len_of(results)
+    train_seq_len = train_seq_len_of(results)
     lengths = sorted(int(x) for x in results.get("lengths", []))
-    if not train_len or train_len not in lengths or name not in results.get("models", {}):
+    if not train_seq_len or train_seq_len not in lengths or name not in results.get("models", {}):
         return None
-    for n in lengths[lengths.index(train_len):]:
+    for n in lengths[lengths.index(train_seq_len):]:
         later = [compare_cells(results, protocol, (name, m), (name, n)) for m in lengths
                  if m > n]
         if None in later:
             return None
         if all(c[2] >= 1 for c in later):  # nothing longer is significantly lower
-            gain = compare_cells(results, protocol, (name, n), (name, train_len))
+            gain = compare_cells(results, protocol, (name, n), (name, train_seq_len))
             rest = compare_cells(results, protocol, (name, lengths[-1]), (name, n))
             return n, gain, rest
     return None
@@ -504,20 +504,20 @@ def useful_context(results: dict, name: str, protocol: str = "sliding"):
 def in_distribution_ranking(results: dict, protocol: str = "nonoverlapping") -> list[str]:
     """Sentences ranking the models at the training length, each against the best one with
     the paired interval, so the page can say which gaps are real."""
-    train_len = train_seq_len_of(results)
-    ranked = _rank(results, protocol, train_len) if train_len else []
+    train_seq_len = train_seq_len_of(results)
+    ranked = _rank(results, protocol, train_seq_len) if train_seq_len else []
     if len(ranked) < 2:
         return []
     best = ranked[0][0]
     parts = []
     for name, value in ranked[1:]:
-        cmp = compare_cells(results, protocol, (name, train_len), (best, train_len))
+        cmp = compare_cells(results, protocol, (name, train_seq_len), (best, train_seq_len))
         parts.append(_("{model} {value} ({change} against {best})").format(
             model=model_label(name), value=number(value, 3), change=describe_ratio(cmp),
             best=model_label(best)) if cmp else f"{model_label(name)} {number(value, 3)}")
-    return [_("At the training length ({train_len} tokens, {protocol}) {best} is lowest at "
+    return [_("At the training length ({train_seq_len} tokens, {protocol}) {best} is lowest at "
               "{value}; then {others}.").format(
-        train_len=number(train_len), protocol=protocol_name(protocol), best=model_label(best),
+        train_seq_len=number(train_seq_len), protocol=protocol_name(protocol), best=model_label(best),
         value=number(ranked[0][1], 3), others="; ".join(parts))]
 
 
@@ -563,14 +563,14 @@ def live_token_cap(length: int, protocol: str = "nonoverlapping", stride: int = 
 def format_table(results: dict) -> str:
     """The perplexity table as markdown: one row per model and protocol."""
     lengths = results["lengths"]
-    train_len = next(iter(results["models"].values()), {}).get("train_seq_len")
+    train_seq_len = next(iter(results["models"].values()), {}).get("train_seq_len")
     lines = ["| model | protocol | " + " | ".join(str(n) for n in lengths) + " |",
              "|---|---|" + "---:|" * len(lengths)]
     for name, entry in results["models"].items():
         for protocol, ppl in entry["perplexity"].items():
             lines.append(f"| {name} | {protocol} | "
                          + " | ".join(f"{ppl[str(n)]:.3f}" for n in lengths) + " |")
-    return f"Train length {train_len}.\n" + "\n".join(lines)
+    return f"Train length {train_seq_len}.\n" + "\n".join(lines)
 
 
 SETTINGS = ("lengths", "protocols", "stride", "corpus")

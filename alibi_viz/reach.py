@@ -263,7 +263,7 @@ def span_losses(model, ids, first: int, repeat: int, span: int) -> tuple[float, 
 
 # ----------------------------------------------------------------------------- shipped results
 
-def reach_summary(reach: dict, train_len: int, tolerance: float = 0.01) -> list[str]:
+def reach_summary(reach: dict, train_seq_len: int, tolerance: float = 0.01) -> list[str]:
     """Plain sentences on the shipped reach curves, computed from them: per model, the context
     beyond which the loss is within `tolerance` nats of its best, and how the loss moves from
     the training length to the longest context; per model, the copy gain at the nearest and
@@ -283,13 +283,13 @@ def reach_summary(reach: dict, train_len: int, tolerance: float = 0.01) -> list[
                   "context": number(r.best_context(tolerance)),
                   "near_gain": number(gains[near], 2), "near": number(near),
                   "far_gain": number(gains[far], 2), "far": number(far)}
-        if train_len in by_c and longest > train_len:
+        if train_seq_len in by_c and longest > train_seq_len:
             lines.append(_("{model}: within {tolerance} nats of its best from {context} tokens "
-                           "of context; from {train_len} to {longest} tokens of context its "
+                           "of context; from {train_seq_len} to {longest} tokens of context its "
                            "loss moves by {delta} nats; a repeated span gains {near_gain} "
                            "nats/token at {near} tokens and {far_gain} at {far}.").format(
-                train_len=number(train_len), longest=number(longest),
-                delta=signed(by_c[longest] - by_c[train_len], 3), **values))
+                train_seq_len=number(train_seq_len), longest=number(longest),
+                delta=signed(by_c[longest] - by_c[train_seq_len], 3), **values))
         else:
             lines.append(_("{model}: within {tolerance} nats of its best from {context} tokens "
                            "of context; a repeated span gains {near_gain} nats/token at {near} "

@@ -197,8 +197,8 @@ def perplexity_fig(results: dict, protocols: tuple | None = None):
 
 
 @cached_figure(max_entries=4)
-def reach_fig(reach: dict, train_len: int):
-    return reach_figure(reach, train_len)
+def reach_fig(reach: dict, train_seq_len: int):
+    return reach_figure(reach, train_seq_len)
 
 
 def show_figure(fig, filename: str, key: str | None = None, width: int | None = None) -> None:

@@ -73,7 +73,7 @@ def perplexity_figure(results: dict, live=(), protocols=None, height: int = 420)
     protocols = protocols_in(results) if protocols is None else list(protocols)
     if not protocols:
         raise AlibiVizError(_("The results hold no protocol to draw."))
-    train_len = train_seq_len_of(results)
+    train_seq_len = train_seq_len_of(results)
     stride = results.get("stride")
     titles = [_("sliding window (stride {stride})").format(stride=stride)
               if p == "sliding" and stride else _(PROTOCOL_TITLES[p]) if p in PROTOCOL_TITLES
@@ -91,7 +91,7 @@ def perplexity_figure(results: dict, live=(), protocols=None, height: int = 420)
             if not xs:
                 continue
             all_values += ys
-            base = ys[xs.index(train_len)] if train_len in xs else None
+            base = ys[xs.index(train_seq_len)] if train_seq_len in xs else None
             ratio = [y / base if base else math.nan for y in ys]
             intervals = entry.get("ci95", {}).get(protocol, {})
             low = [intervals.get(str(x), [y, y])[0] for x, y in zip(xs, ys, strict=True)]
@@ -132,11 +132,11 @@ def perplexity_figure(results: dict, live=(), protocols=None, height: int = 420)
     else:
         pad = 0.06 * (high - low or 1.0)
         y_range = line_y = [low - pad, high + pad]
-    if train_len is not None:
+    if train_seq_len is not None:
         for col in range(1, len(protocols) + 1):
             fig.add_trace(go.Scatter(
-                x=[train_len, train_len], y=line_y, mode="lines",
-                name=_("training length ({n})").format(n=number(train_len)),
+                x=[train_seq_len, train_seq_len], y=line_y, mode="lines",
+                name=_("training length ({n})").format(n=number(train_seq_len)),
                 legendgroup="train", showlegend=col == 1, hoverinfo="skip",
                 line=dict(color="gray", width=1.5, dash="dash")), row=1, col=col)
     ticks = [n for n in lengths]
@@ -151,7 +151,7 @@ def perplexity_figure(results: dict, live=(), protocols=None, height: int = 420)
     fig.update_layout(
         height=height, margin=dict(l=60, r=20, t=80, b=50), hovermode="closest",
         title=dict(text=_("Train short, test long: perplexity vs evaluation length (trained at "
-                          "{n})").format(n=number(train_len)) if train_len
+                          "{n})").format(n=number(train_seq_len)) if train_seq_len
                    else _("Train short, test long: perplexity vs evaluation length")),
         legend=dict(orientation="h", y=-0.22, yanchor="top", x=0.5, xanchor="center"))
     return fig
@@ -205,7 +205,7 @@ def attention_pair_figure(left, right, left_title: str, right_title: str, *, tit
     return fig
 
 
-def extrapolation_attention_figure(short, long, train_len: int, layer: int, head: int,
+def extrapolation_attention_figure(short, long, train_seq_len: int, layer: int, head: int,
                                    slope: float | None = None, **kwargs) -> go.Figure:
     """One ALiBi head on the same text at the training length (`short`, (L, L)) and longer
     (`long`, (T, T), T > L). On the long map a dashed line marks query i = L (queries below it
@@ -214,7 +214,7 @@ def extrapolation_attention_figure(short, long, train_len: int, layer: int, head
     0-based (shown 1-based)."""
     short, long = check_attention(short, "short"), check_attention(long, "long")
     L, T = short.shape[0], long.shape[0]
-    train_len = check_int(train_len, "train_len", 1, 1 << 24)
+    train_seq_len = check_int(train_seq_len, "train_seq_len", 1, 1 << 24)
     if slope is not None:
         title = _("Layer {layer}, head {head}, m={m}: the same text at {short} and {long} "
                   "tokens").format(layer=layer + 1, head=head + 1, m=significant(slope),
@@ -227,16 +227,16 @@ def extrapolation_attention_figure(short, long, train_len: int, layer: int, head
         ngettext("{n} token: the training length", "{n} tokens: the training length",
                  L).format(n=number(L)),
         ngettext("{n} token: {factor}x", "{n} tokens: {factor}x", T).format(
-            n=number(T), factor=number(T / train_len)),
+            n=number(T), factor=number(T / train_seq_len)),
         title=title, **kwargs)
-    if T > train_len:
-        fig.add_trace(go.Scatter(x=[0, T - 1], y=[train_len, train_len], mode="lines",
+    if T > train_seq_len:
+        fig.add_trace(go.Scatter(x=[0, T - 1], y=[train_seq_len, train_seq_len], mode="lines",
                                  line=dict(color=MARKER_COLOR, width=1.5, dash="dash"),
-                                 name=_("query i = {n}").format(n=train_len),
+                                 name=_("query i = {n}").format(n=train_seq_len),
                                  hoverinfo="skip"), row=1, col=2)
-        fig.add_trace(go.Scatter(x=[0, T - 1 - train_len], y=[train_len, T - 1], mode="lines",
+        fig.add_trace(go.Scatter(x=[0, T - 1 - train_seq_len], y=[train_seq_len, T - 1], mode="lines",
                                  line=dict(color=MARKER_COLOR, width=1.5, dash="dot"),
-                                 name=_("distance i - j = {n}").format(n=train_len),
+                                 name=_("distance i - j = {n}").format(n=train_seq_len),
                                  hoverinfo="skip"),
                       row=1, col=2)
     return fig
@@ -251,7 +251,7 @@ def check_reach(reach: dict) -> None:
                               "assets/results/reach.json."))
 
 
-def reach_figure(reach: dict, train_len: int | None = None, height: int = 420) -> go.Figure:
+def reach_figure(reach: dict, train_seq_len: int | None = None, height: int = 420) -> go.Figure:
     """Left: per-token loss of the same held-out targets against the context given (tokens
     before each target, log2 axis), one line per model. Right: the gain on a repeated span
     (loss on its first occurrence minus loss on the repeat, nats per token) against the
@@ -285,9 +285,9 @@ def reach_figure(reach: dict, train_len: int | None = None, height: int = 420) -
         fig.add_trace(go.Scatter(x=[min(distances), max(distances)], y=[0, 0], mode="lines",
                                  line=dict(color="gray", width=1), hoverinfo="skip",
                                  showlegend=False), row=1, col=2)
-    if train_len:
+    if train_seq_len:
         for col in (1, 2):
-            fig.add_vline(x=train_len, line=dict(color="gray", dash="dash", width=1.5),
+            fig.add_vline(x=train_seq_len, line=dict(color="gray", dash="dash", width=1.5),
                           row=1, col=col)
     for col, values, title in ((1, contexts, _("context given (tokens, log2 scale)")),
                                (2, distances, _("distance between the copies (tokens)"))):
@@ -299,7 +299,7 @@ def reach_figure(reach: dict, train_len: int | None = None, height: int = 420) -
     fig.update_layout(
         height=height, margin=dict(l=60, r=20, t=80, b=50), hovermode="closest",
         title=dict(text=_("How far back do the models really look? (dashes: training length "
-                          "{n})").format(n=number(train_len)) if train_len
+                          "{n})").format(n=number(train_seq_len)) if train_seq_len
                    else _("How far back do the models really look?")),
         legend=dict(orientation="h", y=-0.22, yanchor="top", x=0.5, xanchor="center"))
     return fig

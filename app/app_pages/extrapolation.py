@@ -26,7 +26,6 @@ from alibi_viz.evaluate import (
     results_table,
     shipped_cell,
     signed,
-    train_seq_len_of,
     useful_context,
 )
 from alibi_viz.figures.extrapolation import (
@@ -52,7 +51,6 @@ from app import ui
 
 PREFIX = "xl"
 LONG_FACTOR = 8            # the attention maps compare the training length with 8x that length
-FALLBACK_TRAIN_LEN = 128   # used (and said) when neither training.json nor the results know it
 LIVE_STREAM_TOKENS = 2 * max(LENGTHS) + DEFAULT_STRIDE  # enough held-out ids for any live plan
 HALF_PX = 300  # a figure in one of two columns on a 1024 px screen with the sidebar open
 
@@ -84,22 +82,22 @@ def alibi_attention(path: str, stamp: tuple, n_tokens: int):
 
 
 @ui.cached_figure(max_entries=32)
-def attention_fig(path: str, stamp: tuple, train_len: int, layer: int, head: int, slope):
+def attention_fig(path: str, stamp: tuple, train_seq_len: int, layer: int, head: int, slope):
     """One head (0-based `layer`, `head`) at the training length beside LONG_FACTOR times it."""
-    short = alibi_attention(path, stamp, train_len).maps[layer][head]  # (L, L)
-    long = alibi_attention(path, stamp, LONG_FACTOR * train_len).maps[layer][head]  # (T, T)
-    return extrapolation_attention_figure(short, long, train_len, layer, head, slope)
+    short = alibi_attention(path, stamp, train_seq_len).maps[layer][head]  # (L, L)
+    long = alibi_attention(path, stamp, LONG_FACTOR * train_seq_len).maps[layer][head]  # (T, T)
+    return extrapolation_attention_figure(short, long, train_seq_len, layer, head, slope)
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
-def attention_beyond(path: str, stamp: tuple, train_len: int, layer: int, head: int, slope):
+def attention_beyond(path: str, stamp: tuple, train_seq_len: int, layer: int, head: int, slope):
     """(share of the long map's attention beyond the training length, the same for the bias
     alone or None without a slope, T): see `heads.mass_beyond`."""
-    long = alibi_attention(path, stamp, LONG_FACTOR * train_len).maps[layer][head]  # (T, T)
+    long = alibi_attention(path, stamp, LONG_FACTOR * train_seq_len).maps[layer][head]  # (T, T)
     T = long.shape[0]
-    beyond_bias = (mass_beyond(implied_attention_map([slope], T)[0], train_len)
+    beyond_bias = (mass_beyond(implied_attention_map([slope], T)[0], train_seq_len)
                    if slope else None)
-    return mass_beyond(long, train_len), beyond_bias, T
+    return mass_beyond(long, train_seq_len), beyond_bias, T
 
 
 # ----------------------------------------------------------------------------- controls
@@ -197,17 +195,14 @@ model, length, layer, head = controls_ui(names, num_layers, num_heads)
 ui.write_url({"model": model, "length": length, "layer": layer, "head": head})
 
 results = assets.load_extrapolation_results(assets.RESULTS_PATH)
-train_len = assets.training_info(alibi_path).get("train_seq_len") if alibi_path else None
-if not train_len and results:
-    train_len = train_seq_len_of(results)
-train_len = int(train_len or FALLBACK_TRAIN_LEN)
+train_seq_len = assets.shipped_train_seq_len(alibi_path, results)
 
 st.title(_("Extrapolation lab: train short, test long"))
-st.caption(_("Five small models trained alike on {train_len}-token windows of Python source "
+st.caption(_("Five small models trained alike on {train_seq_len}-token windows of Python source "
              "(same backbone, data, copy curriculum, steps and schedule), differing in how they "
              "know where a token is: {positions}. Then each reads held-out text in windows of "
              "up to {longest} tokens.").format(
-    train_len=number(train_len), longest=number(max(LENGTHS)),
+    train_seq_len=number(train_seq_len), longest=number(max(LENGTHS)),
     positions="; ".join(f"**{model_label(name)}**: {_(spec.position)}"
                         for name, spec in assets.SHIPPED.items())))
 with st.expander(_("What else differs between the five (measured, see the model cards)")):
@@ -228,13 +223,13 @@ def paper_rows(results: dict) -> list[dict]:
     for method, (short, long) in paper.TABLE2.items():
         entry = results["models"].get(ours[method], {}).get("perplexity", {}).get(
             "nonoverlapping", {})
-        mine_short, mine_long = entry.get(str(train_len)), entry.get(str(longest))
+        mine_short, mine_long = entry.get(str(train_seq_len)), entry.get(str(longest))
         rows.append({
             _("method"): _(PAPER_METHODS.get(method, method)),
             _("paper: L={length}").format(length=number(paper.TABLE2_TRAIN_LEN)): short,
             _("paper: {length}").format(length=number(paper.TABLE2_LONG)): long,
             _("paper: ratio"): round(long / short, 2),
-            _("ours: {length}").format(length=number(train_len)): mine_short,
+            _("ours: {length}").format(length=number(train_seq_len)): mine_short,
             _("ours: {length}").format(length=number(longest)): mine_long,
             _("ours: ratio"): (round(mine_long / mine_short, 2) if mine_short and mine_long
                                else None),
@@ -264,22 +259,22 @@ def reading_notes(results: dict) -> None:
             chunks=results.get("chunks", "?"))
     st.markdown(text)
     use = useful_context(results, "alibi") if "alibi" in results["models"] else None
-    nonover = (compare_cells(results, "nonoverlapping", ("alibi", longest), ("alibi", train_len))
+    nonover = (compare_cells(results, "nonoverlapping", ("alibi", longest), ("alibi", train_seq_len))
                if use else None)
     if use and nonover:
         n, gain, rest = use
         st.markdown(_(
             "**The key result.** In sliding windows, where every scored token sees a full "
-            "window, ALiBi's perplexity changes by {gain} from {train_len} to {n} tokens and by "
+            "window, ALiBi's perplexity changes by {gain} from {train_seq_len} to {n} tokens and by "
             "{rest} from {n} to {longest}: it uses about {n} tokens of context ({factor}x its "
             "training length) and nothing beyond. In non-overlapping windows it moves by "
-            "{nonoverlapping} from {train_len} to {longest}; past {n} tokens that is only fewer "
+            "{nonoverlapping} from {train_seq_len} to {longest}; past {n} tokens that is only fewer "
             "tokens paying the early token curse, not more context used. The paper reaches the "
             "same conclusion (appendix B) and finds ALiBi best near twice the training length; "
             "the copy curriculum of these models stretches their reach further (section 4)."
         ).format(gain=describe_ratio(gain), rest=describe_ratio(rest),
-                 nonoverlapping=describe_ratio(nonover), train_len=number(train_len),
-                 n=number(n), longest=number(longest), factor=n // train_len))
+                 nonoverlapping=describe_ratio(nonover), train_seq_len=number(train_seq_len),
+                 n=number(n), longest=number(longest), factor=n // train_seq_len))
     if "nope" in results["models"]:
         st.markdown(_(
             "**NoPE** has no position information at all, yet a causal model can still learn "
@@ -307,11 +302,11 @@ else:
                 st.markdown(sentence)
             reading_notes(results)
             st.markdown(_("**Beside the paper** ({citation}, appendix Table 2: WikiText-103, "
-                          "trained at L = {train_len} tokens, non-overlapping windows). The "
+                          "trained at L = {train_seq_len} tokens, non-overlapping windows). The "
                           "paper's sliding-window evaluation keeps ALiBi flat while the "
                           "sinusoidal model goes from {short} to {long} at {length} "
                           "tokens.").format(
-                citation=paper.CITATION, train_len=number(paper.TABLE2_TRAIN_LEN),
+                citation=paper.CITATION, train_seq_len=number(paper.TABLE2_TRAIN_LEN),
                 short=number(paper.SLIDING_SINUSOIDAL[0]),
                 long=number(paper.SLIDING_SINUSOIDAL[1]), length=number(paper.SLIDING_LONG)))
             st.dataframe(paper_rows(results), hide_index=True, key="xl_paper")
@@ -396,39 +391,39 @@ if results:
 
 # 3. attention maps ------------------------------------------------------------------------------
 st.subheader(_("3. One ALiBi head at {short} and at {long} tokens").format(
-    short=number(train_len), long=number(LONG_FACTOR * train_len)))
+    short=number(train_seq_len), long=number(LONG_FACTOR * train_seq_len)))
 if info is None:
     st.info(alibi_error)
 else:
     slope = info.slopes[head - 1] if info.slopes else None
     try:
         stamp = ui.model_stamp(str(alibi_path))
-        fig = attention_fig(str(alibi_path), stamp, train_len, layer - 1, head - 1, slope)
-        beyond, beyond_bias, T = attention_beyond(str(alibi_path), stamp, train_len, layer - 1,
+        fig = attention_fig(str(alibi_path), stamp, train_seq_len, layer - 1, head - 1, slope)
+        beyond, beyond_bias, T = attention_beyond(str(alibi_path), stamp, train_seq_len, layer - 1,
                                                   head - 1, slope)
     except AlibiVizError as exc:
         st.error(str(exc))
     else:
         ui.show_figure(fig, f"extrapolation_attention_L{layer}_H{head}", key="xl_fig_attention")
-        text = _("The same held-out Python file, read by the ALiBi model at {train_len} tokens "
+        text = _("The same held-out Python file, read by the ALiBi model at {train_seq_len} tokens "
                  "(left, the training length) and at {T} tokens (right, {factor}x). Below the "
                  "dashed red line every query sees more tokens than any training window held; "
-                 "left of the dotted line keys are more than {train_len} tokens back, farther "
+                 "left of the dotted line keys are more than {train_seq_len} tokens back, farther "
                  "than any distance seen in training. For ALiBi those distances are new too, but "
                  "they only carry a larger penalty on the same straight line, so most attention "
                  "stays on distances seen in training. A causal model cannot look ahead, so the "
                  "left map is the top-left corner of the right one.").format(
-            train_len=number(train_len), T=number(T), factor=T // train_len)
+            train_seq_len=number(train_seq_len), T=number(T), factor=T // train_seq_len)
         if beyond == beyond and beyond_bias is not None:  # not NaN
-            text += " " + _("Queries past position {train_len} give **{share}** of their "
-                            "attention to keys more than {train_len} tokens back; the bias alone "
+            text += " " + _("Queries past position {train_seq_len} give **{share}** of their "
+                            "attention to keys more than {train_seq_len} tokens back; the bias alone "
                             "(m={m}, all content scores equal) would give {bias}.").format(
-                train_len=number(train_len), share=share(beyond), m=significant(slope),
+                train_seq_len=number(train_seq_len), share=share(beyond), m=significant(slope),
                 bias=share(beyond_bias))
         elif beyond == beyond:
-            text += " " + _("Queries past position {train_len} give **{share}** of their "
-                            "attention to keys more than {train_len} tokens back.").format(
-                train_len=number(train_len), share=share(beyond))
+            text += " " + _("Queries past position {train_seq_len} give **{share}** of their "
+                            "attention to keys more than {train_seq_len} tokens back.").format(
+                train_seq_len=number(train_seq_len), share=share(beyond))
         st.markdown(text)
 
 
@@ -466,9 +461,9 @@ if not reach:
               "`python -m alibi_viz.reach`."))
 else:
     try:
-        ui.show_figure(ui.reach_fig(reach, train_len), "reach",
+        ui.show_figure(ui.reach_fig(reach, train_seq_len), "reach",
                        key="xl_fig_reach")
-        for line in reach_summary(reach, train_len):
+        for line in reach_summary(reach, train_seq_len):
             st.markdown(f"- {line}")
         st.caption(_("{tokens} scored tokens, the same at every context; {samples} planted spans "
                      "of {span} tokens per distance. Command: `{command}`.").format(
@@ -484,7 +479,7 @@ if info is not None and info.slopes:
         "m·d plus a constant, so it grows by m logits for every token of distance. Gentle "
         "heads can still retrieve from far back; steep heads cannot."))
     ui.show_figure(win_half_fig(tuple(info.applied_slopes or info.slopes),
-                                LONG_FACTOR * train_len), "win_half",
+                                LONG_FACTOR * train_seq_len), "win_half",
                    key="xl_fig_win_half")
 
 left, right = st.columns(2)

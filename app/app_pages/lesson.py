@@ -357,14 +357,14 @@ def step_real_head(step: int, present: bool) -> None:
     except AlibiVizError as exc:
         st.error(_("The shipped ALiBi model could not be loaded: {error}").format(error=exc))
         return
-    train_len = int(assets.training_info(path).get("train_seq_len") or 128)
+    train_seq_len = assets.shipped_train_seq_len(path)
     text(
         _("Now a trained model: the shipped ALiBi model ({layers} layers x {heads} heads, "
-          "trained on {train_len}-token windows of Python source) reading the start of a small "
+          "trained on {train_seq_len}-token windows of Python source) reading the start of a small "
           "Python function. **Left**: what the chosen head really attends to, query rows "
           "against key columns. **Right**: what its slope alone would give if every content "
           "score were equal. Where they differ, the content term q·k is at work.").format(
-              layers=info.num_layers, heads=info.num_heads, train_len=train_len),
+              layers=info.num_layers, heads=info.num_heads, train_seq_len=train_seq_len),
         _("The shipped ALiBi model on a Python function. Left: a real head. Right: its slope "
           "alone."), present)
     left, right = st.columns(2)
@@ -377,8 +377,8 @@ def step_real_head(step: int, present: bool) -> None:
         return
     slope = float(info.slopes[head - 1])
     try:
-        fig = head_fig(str(path), stamp, train_len, layer - 1, head - 1, slope)
-        measured, prior = head_distances(str(path), stamp, train_len, layer - 1, head - 1, slope)
+        fig = head_fig(str(path), stamp, train_seq_len, layer - 1, head - 1, slope)
+        measured, prior = head_distances(str(path), stamp, train_seq_len, layer - 1, head - 1, slope)
     except AlibiVizError as exc:
         st.error(str(exc))
         return
@@ -400,32 +400,32 @@ def step_real_head(step: int, present: bool) -> None:
 
 def step_extrapolation(step: int, present: bool) -> None:
     results = assets.load_extrapolation_results(assets.RESULTS_PATH)
-    train_len = (train_seq_len_of(results) if results else None) or 128
+    train_seq_len = assets.shipped_train_seq_len(results=results)
     longest = max(results.get("lengths") or [4096]) if results else 4096
     text(
-        _("The point of it all. Five shipped models were trained alike on {train_len}-token "
+        _("The point of it all. Five shipped models were trained alike on {train_seq_len}-token "
           "windows (same backbone, data and schedule; the remaining differences are listed in "
           "the Extrapolation lab): ALiBi, sinusoidal, rotary (RoPE) and learned positions, and "
           "NoPE with no position information at all. Then each reads held-out text in windows "
-          "of up to {longest} tokens ({factor}x). Past {train_len} the learned model meets "
+          "of up to {longest} tokens ({factor}x). Past {train_seq_len} the learned model meets "
           "position vectors that were never trained, the sinusoidal one meets table rows it "
           "never saw added to its embeddings, and RoPE meets rotation angles between query and "
           "key that it never saw. ALiBi meets only larger distances on the same straight "
-          "line.").format(train_len=train_len, longest=number(longest),
-                          factor=longest // train_len),
-        _("Trained on {train_len} tokens, read at up to {longest}: which models "
-          "survive?").format(train_len=train_len, longest=number(longest)),
+          "line.").format(train_seq_len=train_seq_len, longest=number(longest),
+                          factor=longest // train_seq_len),
+        _("Trained on {train_seq_len} tokens, read at up to {longest}: which models "
+          "survive?").format(train_seq_len=train_seq_len, longest=number(longest)),
         present)
     if not results:
         st.info(_("No shipped results yet: assets/results/extrapolation.json is written by "
                   "`python -m alibi_viz.evaluate`."))
         return
-    factor = 8 if str(8 * train_len) in next(iter(results["models"].values()))["perplexity"].get(
-        "nonoverlapping", {}) else longest // train_len
+    factor = 8 if str(8 * train_seq_len) in next(iter(results["models"].values()))["perplexity"].get(
+        "nonoverlapping", {}) else longest // train_seq_len
     moves = []
     for name in ("alibi", "sinusoidal"):
-        cmp = compare_cells(results, "nonoverlapping", (name, factor * train_len),
-                            (name, train_len))
+        cmp = compare_cells(results, "nonoverlapping", (name, factor * train_seq_len),
+                            (name, train_seq_len))
         if cmp:
             moves.append(f"{assets.model_label(name)} {describe_ratio(cmp)}")
     choice = "both" if not present else "nonoverlapping"
@@ -451,17 +451,17 @@ def step_extrapolation(step: int, present: bool) -> None:
         st.markdown(_("**What these models show ({protocol}).**").format(
             protocol=_(PROTOCOL_LABELS[protocols[0]])) + " " + " ".join(sentences))
     use = useful_context(results, "alibi")
-    parts = [_("A flat line past {train_len} means a model does not break on longer inputs; it "
+    parts = [_("A flat line past {train_seq_len} means a model does not break on longer inputs; it "
                "does not by itself mean it uses the extra context. Compare the sliding-window "
                "panel, where each scored token sees between L − {fewest} and L tokens:").format(
-                   train_len=train_len, fewest=results.get("stride", 64) - 1)]
+                   train_seq_len=train_seq_len, fewest=results.get("stride", 64) - 1)]
     if use:
         parts.append(_("ALiBi's sliding curve stops improving at about {length} tokens "
                        "({factor}x its training length) and stays flat after, so past that "
                        "length what it gains in non-overlapping windows comes from avoiding the "
                        "early token curse, not from the longer context (the paper's appendix B "
                        "says the same).").format(length=number(use[0]),
-                                                 factor=use[0] // train_len))
+                                                 factor=use[0] // train_seq_len))
     parts.append(_("**NoPE**'s curve shows what a model with no position information makes of "
                    "it."))
     parts.append(_("In the paper, a 1.3-billion-parameter model trained with ALiBi on "
@@ -476,7 +476,7 @@ def step_extrapolation(step: int, present: bool) -> None:
 def step_reach(step: int, present: bool) -> None:
     reach = assets.load_reach_results()
     results = assets.load_extrapolation_results(assets.RESULTS_PATH)
-    train_len = (train_seq_len_of(results) if results else None) or 128
+    train_seq_len = assets.shipped_train_seq_len(results=results)
     text(
         _("Give a model only the last c tokens before each word it predicts, and let c grow: "
           "where does its loss stop falling? Left, for the five shipped models on the same "
@@ -507,7 +507,7 @@ def step_reach(step: int, present: bool) -> None:
     if ask(step, _("Beyond how many tokens of context does the ALiBi model stop improving?"),
            answer, present):
         try:
-            show(ui.reach_fig(reach, train_len), "reach", present)
+            show(ui.reach_fig(reach, train_seq_len), "reach", present)
         except AlibiVizError as exc:
             st.error(str(exc))
             return
@@ -537,16 +537,16 @@ def step_misconceptions(step: int, present: bool) -> None:
 
     def context_demo():
         results = assets.load_extrapolation_results(assets.RESULTS_PATH)
-        train_len = train_seq_len_of(results) if results else None
+        train_seq_len = train_seq_len_of(results) if results else None
         longest = max(results.get("lengths", [0])) if results else 0
-        use = useful_context(results, "alibi") if train_len else None
-        st.markdown(_("Shipped ALiBi model (trained at {train_len}), sliding window: {gain} "
-                      "from {train_len} to {useful} tokens, then {rest} from {useful} to "
+        use = useful_context(results, "alibi") if train_seq_len else None
+        st.markdown(_("Shipped ALiBi model (trained at {train_seq_len}), sliding window: {gain} "
+                      "from {train_seq_len} to {useful} tokens, then {rest} from {useful} to "
                       "{longest}: it runs at {factor}x without breaking, but the context beyond "
                       "{useful} tokens does not help.").format(
-                          train_len=train_len, gain=describe_ratio(use[1]), useful=number(use[0]),
+                          train_seq_len=train_seq_len, gain=describe_ratio(use[1]), useful=number(use[0]),
                           rest=describe_ratio(use[2]), longest=number(longest),
-                          factor=longest // train_len) if use else
+                          factor=longest // train_seq_len) if use else
                     _("No shipped results: run `python -m alibi_viz.evaluate`."))
 
     def parameters_demo():
