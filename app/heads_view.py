@@ -45,8 +45,8 @@ from alibi_viz.models.behaviour import BEHAVIOUR_TITLES, BEHAVIOURS, behaviour_s
 from alibi_viz.models.heads import (
     BIAS_SHOWN,
     analyze_heads,
-    decomposition_view,
-    score_decompositions,
+    decomposition_layers,
+    decomposition_views,
 )
 from alibi_viz.models.loading import resolve_model_path, train_seq_len
 from alibi_viz.params import UrlParam
@@ -285,28 +285,19 @@ def analysis_key(loaded: Loaded, text: str, max_tokens: int) -> tuple:
 @st.cache_resource(max_entries=8, show_spinner=False)
 def cached_analysis(_loaded: Loaded, _text: str, key: tuple, lang: str):
     return analyze_heads(_loaded.model, _loaded.tokenizer, _text, max_tokens=key[2],
-                         slopes=_loaded.info.applied_slopes)
-
-
-ALL_LAYERS_AT_ONCE = 12  # models with at most this many layers are split in one pass
+                         slopes=_loaded.info.applied_slopes, info=_loaded.info)
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)
 def cached_decompositions(_loaded: Loaded, _text: str, key: tuple, layers: tuple, lang: str):
-    """{layer: {bias_shown: view}} for `layers`, from ONE forward pass: switching layer or bias
-    form afterwards runs no model. A small model has all its layers split at once; a deep one
-    (more than ALL_LAYERS_AT_ONCE layers) one layer per pass, to bound the first wait."""
-    views = score_decompositions(
-        _loaded.model, _loaded.tokenizer, _text, list(layers), max_tokens=key[2],
-        reduce=lambda dec: {shown: decomposition_view(dec, bias_shown=shown)
-                            for shown in BIAS_SHOWN})
-    return dict(zip(layers, views, strict=True))
+    """`heads.decomposition_views` of `layers`, shared read-only by every session."""
+    return decomposition_views(_loaded.model, _loaded.tokenizer, _text, layers,
+                               max_tokens=key[2], info=_loaded.info)
 
 
 def decomposition(loaded: Loaded, text: str, key: tuple, layer: int, bias_shown: str):
-    """The view of one layer's split, cached as `cached_decompositions` groups it."""
-    num_layers = loaded.info.num_layers
-    layers = (tuple(range(num_layers)) if num_layers <= ALL_LAYERS_AT_ONCE else (layer,))
+    """The view of one layer's split, cached as `heads.decomposition_layers` groups it."""
+    layers = decomposition_layers(loaded.info.num_layers, layer)
     return cached_decompositions(loaded, text, key, layers, i18n.get_language())[layer][bias_shown]
 
 

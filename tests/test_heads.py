@@ -16,8 +16,10 @@ from transformers.models.mpt.modeling_mpt import build_mpt_alibi_tensor
 
 from alibi_viz.alibi import alibi_slopes, implied_attention_map, mean_distance
 from alibi_viz.errors import AlibiVizError, BudgetError
+from alibi_viz.models import heads as heads_module
 from alibi_viz.models.heads import (
     AttentionResult,
+    analyze_heads,
     attention_maps,
     attention_modules,
     fit_decay_slope,
@@ -550,3 +552,20 @@ def test_mean_distance_against_bias_of_a_head_that_looks_only_at_itself():
     row_means = [0.0, e / (1 + e), (e + 2 * e**2) / (1 + e + e**2)]
     assert measured == 0.0
     assert prior == pytest.approx(np.mean(row_means), rel=1e-6)
+
+
+@pytest.mark.parametrize("kind", ["bloom", "gpt2"])
+def test_a_run_given_the_model_info_reads_no_model_facts_again(models, tokenizer, kind,
+                                                                monkeypatch):
+    """With its ModelInfo, analysing a text and splitting every layer ask the model nothing
+    the info holds (once 10 reads per text change, and a sinusoidal table rebuilt per layer),
+    and give the same numbers as without."""
+    model = models[kind]
+    info = describe_model(model)
+    expected = score_decomposition(model, tokenizer, TEXT, 0)
+    for name in ("model_dims", "learned_positions", "bias_form"):
+        monkeypatch.setattr(heads_module, name, lambda *a, _name=name, **k: pytest.fail(_name))
+    analyze_heads(model, tokenizer, TEXT, info=info)
+    got = score_decomposition(model, tokenizer, TEXT, 0, info=info)
+    np.testing.assert_array_equal(got.total, expected.total)
+    assert got.bias_form == expected.bias_form

@@ -39,7 +39,7 @@ from alibi_viz.alibi import DEFAULT_BUDGET_BYTES, check_int
 from alibi_viz.display import IMAGE_PIXEL_BUDGET, StackView, stack_view
 from alibi_viz.errors import AlibiVizError, BudgetError
 from alibi_viz.i18n import _, ngettext, number
-from alibi_viz.models.loading import bias_form, learned_positions, model_dims
+from alibi_viz.models.loading import ModelInfo, bias_form, learned_positions, model_dims
 
 DECOMPOSITION_ARRAYS = 8  # float32 (heads, T, T) arrays alive at once in score_decomposition
 REPRODUCE_TOL = 1e-4      # largest |softmax(total) - model probs| accepted as "reproduced"
@@ -150,7 +150,27 @@ def tokenize_capped(tokenizer, text, max_tokens: int | None = None,
     return TokenizedText(ids=ids, tokens=token_labels(tokenizer, ids), truncated=truncated)
 
 
-def _token_cap(model, max_tokens, budget_bytes, bytes_per_token_sq: int, what: str):
+@dataclass(frozen=True)
+class _Facts:
+    """What the functions below need to know of a model: from its ModelInfo when the caller
+    has one (the pages do), so that a run reads nothing it already holds; else read once from
+    the model."""
+
+    layers: int
+    heads: int
+    max_positions: int | None  # an absolute position table's length (a hard input limit)
+    bias_form: str
+
+
+def _facts(model, info: ModelInfo | None) -> _Facts:
+    if info is not None:
+        return _Facts(info.num_layers, info.num_heads, info.max_positions, info.bias_form)
+    layers, heads, _dim = model_dims(model)
+    return _Facts(layers, heads, learned_positions(model), bias_form(model))
+
+
+def _token_cap(model, facts: _Facts, max_tokens, budget_bytes, bytes_per_token_sq: int,
+               what: str):
     """(cap on the token count, sentence saying which limit sets it)."""
     if isinstance(budget_bytes, bool) or not isinstance(budget_bytes, int) or budget_bytes <= 0:
         raise AlibiVizError(f"budget_bytes must be a positive whole number, got {budget_bytes!r}.")
@@ -165,7 +185,7 @@ def _token_cap(model, max_tokens, budget_bytes, bytes_per_token_sq: int, what: s
     if max_tokens is not None:
         max_tokens = check_int(max_tokens, "max_tokens", 1, 1 << 24)
         caps.append((max_tokens, _("max_tokens is {n}").format(n=number(max_tokens))))
-    positions = learned_positions(model)
+    positions = facts.max_positions
     if positions is not None:
         caps.append((positions, ngettext("the model has only {n} learned position",
                                          "the model has only {n} learned positions",
@@ -203,27 +223,31 @@ class AttentionResult:
 
 
 def attention_maps(model, tokenizer, text, max_tokens: int | None = None,
-                   budget_bytes: int = DEFAULT_BUDGET_BYTES) -> AttentionResult:
+                   budget_bytes: int = DEFAULT_BUDGET_BYTES,
+                   info: ModelInfo | None = None) -> AttentionResult:
     """Every layer's attention probabilities for `text`, from one eager forward pass.
 
     The token count T is capped so that layers x heads x T^2 x 4 bytes fits `budget_bytes`
     (1 GiB by default), by `max_tokens`, and by a learned position table; `truncated` says
     what was cut. Runs under torch.inference_mode() on the model's base (no LM head, so no
-    T x vocabulary logits). Empty text or only special tokens: AlibiVizError.
+    T x vocabulary logits). Empty text or only special tokens: AlibiVizError. `info`: the
+    model's ModelInfo (`load_model` returns it), which saves reading its facts again.
     """
-    layers, heads, _dim = model_dims(model)
-    cap, reason = _token_cap(model, max_tokens, budget_bytes, layers * heads * 4,
+    facts = _facts(model, info)
+    cap, reason = _token_cap(model, facts, max_tokens, budget_bytes,
+                             facts.layers * facts.heads * 4,
                              _("{layers} layers x {heads} heads of attention maps")
-                             .format(layers=layers, heads=heads))
+                             .format(layers=facts.layers, heads=facts.heads))
     tokenized = tokenize_capped(tokenizer, text, cap, reason)
-    maps = attention_maps_of_ids(model, tokenized.ids)
+    maps = attention_maps_of_ids(model, tokenized.ids, layers=facts.layers)
     return AttentionResult(tokens=tokenized.tokens, maps=maps, truncated=tokenized.truncated)
 
 
-def attention_maps_of_ids(model, ids) -> list[np.ndarray]:
+def attention_maps_of_ids(model, ids, layers: int | None = None) -> list[np.ndarray]:
     """Every layer's attention probabilities for raw token ids (T,), no tokenizer and no
-    length cap: one float32 (heads, T, T) per layer, from the model's base (no LM head)."""
-    layers, _heads, _dim = model_dims(model)
+    length cap: one float32 (heads, T, T) per layer, from the model's base (no LM head).
+    `layers`: the model's layer count, when the caller knows it."""
+    layers = model_dims(model)[0] if layers is None else layers
     with torch.inference_mode():
         out = model.base_model(input_ids=_input_ids(model, [int(i) for i in ids]),
                                output_attentions=True, use_cache=False)
@@ -272,9 +296,10 @@ class _StopForward(Exception):
     """Raised by our hook once the inspected layer has run: later layers are not needed."""
 
 
-def attention_modules(model) -> list[torch.nn.Module]:
-    """The self-attention module of every layer, in layer order."""
-    layers, _heads, _dim = model_dims(model)
+def attention_modules(model, layers: int | None = None) -> list[torch.nn.Module]:
+    """The self-attention module of every layer, in layer order (`layers`: the model's layer
+    count, when the caller knows it)."""
+    layers = model_dims(model)[0] if layers is None else layers
     found = {}
     for module in model.modules():
         index = getattr(module, "layer_idx", None)
@@ -433,16 +458,19 @@ RECOMPUTE = {
 
 
 def score_decomposition(model, tokenizer, text, layer: int, max_tokens: int | None = None,
-                        budget_bytes: int = DEFAULT_BUDGET_BYTES) -> Decomposition:
+                        budget_bytes: int = DEFAULT_BUDGET_BYTES,
+                        info: ModelInfo | None = None) -> Decomposition:
     """Split layer `layer`'s pre-softmax scores into content and positional bias, per head.
 
     One layer of `score_decompositions` (which see): the pass stops after that layer.
     """
-    return score_decompositions(model, tokenizer, text, [layer], max_tokens, budget_bytes)[0]
+    return score_decompositions(model, tokenizer, text, [layer], max_tokens, budget_bytes,
+                                info=info)[0]
 
 
 def score_decompositions(model, tokenizer, text, layers=None, max_tokens: int | None = None,
-                         budget_bytes: int = DEFAULT_BUDGET_BYTES, reduce=None) -> list:
+                         budget_bytes: int = DEFAULT_BUDGET_BYTES, reduce=None,
+                         info: ModelInfo | None = None) -> list:
     """Split the pre-softmax scores of each layer in `layers` (default all) into content and
     positional bias, per head, in ONE forward pass of the model.
 
@@ -460,9 +488,11 @@ def score_decompositions(model, tokenizer, text, layers=None, max_tokens: int | 
     about 8 x heads x T^2 float32 fit `budget_bytes`, whatever the number of layers.
     Returns [reduce(decomposition) for each layer], in the order of `layers`.
     Supported: BLOOM, MPT, Falcon (ALiBi or rotary), GPT-2, LLaMA, Mistral, Qwen2, GPT-NeoX
-    (tested: all but Mistral and Qwen2, which share LLaMA's attention).
+    (tested: all but Mistral and Qwen2, which share LLaMA's attention). `info`: the model's
+    ModelInfo, which saves reading its facts again.
     """
-    num_layers, heads, _dim = model_dims(model)
+    facts = _facts(model, info)
+    num_layers, heads = facts.layers, facts.heads
     layers = list(range(num_layers)) if layers is None else [
         check_int(layer, "layer", 0, num_layers - 1) for layer in layers]
     recompute = RECOMPUTE.get(model.config.model_type)
@@ -472,10 +502,11 @@ def score_decompositions(model, tokenizer, text, layers=None, max_tokens: int | 
               "(supported: {supported}); attention maps and head statistics work for every "
               "causal LM.").format(kind=model.config.model_type,
                                    supported=", ".join(sorted(RECOMPUTE))))
-    cap, reason = _token_cap(model, max_tokens, budget_bytes, DECOMPOSITION_ARRAYS * heads * 4,
+    cap, reason = _token_cap(model, facts, max_tokens, budget_bytes,
+                             DECOMPOSITION_ARRAYS * heads * 4,
                              _("the decomposition of {heads} heads").format(heads=heads))
     tokenized = tokenize_capped(tokenizer, text, cap, reason)
-    modules = attention_modules(model)
+    modules = attention_modules(model, num_layers)
     owner, inputs, results = threading.get_ident(), {}, {}
     last = max(layers)
 
@@ -493,7 +524,8 @@ def score_decompositions(model, tokenizer, text, layers=None, max_tokens: int | 
             return
         output = rest[-1]
         hidden, captured = inputs.pop(layer)
-        dec = _decompose(model, mod, recompute, hidden, captured, output[1], tokenized, layer)
+        dec = _decompose(model, mod, recompute, hidden, captured, output[1], tokenized, layer,
+                         facts.bias_form)
         results[layer] = dec if reduce is None else reduce(dec)
         if layer == last:
             raise _StopForward
@@ -515,7 +547,8 @@ def score_decompositions(model, tokenizer, text, layers=None, max_tokens: int | 
     return [results[layer] for layer in layers]
 
 
-def _decompose(model, module, recompute, hidden, kwargs, probs, tokenized, layer) -> Decomposition:
+def _decompose(model, module, recompute, hidden, kwargs, probs, tokenized, layer,
+               form: str) -> Decomposition:
     """One layer's Decomposition from its attention module's inputs and probabilities."""
     if probs is None:
         raise AlibiVizError(_("The attention module returned no probabilities: load "
@@ -539,7 +572,7 @@ def _decompose(model, module, recompute, hidden, kwargs, probs, tokenized, layer
                                   kind=model.config.model_type))
     return Decomposition(
         content=_numpy(content), bias=_numpy(bias), total=_numpy(total), probs=_numpy(probs),
-        tokens=tokenized.tokens, layer=layer, bias_form=bias_form(model), max_abs_error=error,
+        tokens=tokenized.tokens, layer=layer, bias_form=form, max_abs_error=error,
         truncated=tokenized.truncated)
 
 
@@ -785,13 +818,14 @@ class HeadsAnalysis:
 
 def analyze_heads(model, tokenizer, text, max_tokens: int | None = None, slopes=None,
                   pixel_budget: int = IMAGE_PIXEL_BUDGET,
-                  hover_cells: int = GRID_HOVER_CELLS) -> HeadsAnalysis:
+                  hover_cells: int = GRID_HOVER_CELLS,
+                  info: ModelInfo | None = None) -> HeadsAnalysis:
     """Run the model once on `text` and keep what the pages draw: every layer's attention at
     display resolution and the head statistics (configured `slopes` beside the fitted ones).
 
     The full maps (layers x heads x T^2 float32) are dropped before returning.
     """
-    result = attention_maps(model, tokenizer, text, max_tokens=max_tokens)
+    result = attention_maps(model, tokenizer, text, max_tokens=max_tokens, info=info)
     stats = head_statistics(result.maps, slopes=slopes)
     T = len(result.tokens)
     hover_side = max(2, int(math.sqrt(hover_cells / len(result.maps[0]))))
@@ -867,3 +901,25 @@ def decomposition_view(dec: Decomposition, side: int = DECOMP_PANEL_PIXELS,
                              bias_form=dec.bias_form, max_abs_error=dec.max_abs_error,
                              parts=parts, ranges=ranges, truncated=dec.truncated,
                              bias_shown=bias_shown)
+
+
+ALL_LAYERS_AT_ONCE = 12  # models with at most this many layers are split in one pass
+
+
+def decomposition_layers(num_layers: int, layer: int) -> tuple[int, ...]:
+    """The layers one pass splits when layer `layer` (0-based) is asked for: every layer of a
+    small model (at most ALL_LAYERS_AT_ONCE), so that switching layer afterwards runs no
+    model; only `layer` of a deep one, to bound the first wait."""
+    return tuple(range(num_layers)) if num_layers <= ALL_LAYERS_AT_ONCE else (layer,)
+
+
+def decomposition_views(model, tokenizer, text, layers, max_tokens: int | None = None,
+                        info: ModelInfo | None = None) -> dict[int, dict[str, DecompositionView]]:
+    """{layer: {bias_shown: DecompositionView}} for each of `layers`, from ONE forward pass of
+    `score_decompositions`: every bias form (BIAS_SHOWN) of every layer, at display size."""
+    views = score_decompositions(
+        model, tokenizer, text, list(layers), max_tokens=max_tokens, info=info,
+        reduce=lambda dec: {shown: decomposition_view(dec, bias_shown=shown)
+                            for shown in BIAS_SHOWN})
+    return dict(zip(layers, views, strict=True))
+
