@@ -274,6 +274,25 @@ def implied_attention_map(slopes, seq_len: int, mode: str = "causal") -> np.ndar
     return _softmax_rows(alibi_bias(slopes, seq_len, mode))
 
 
+def recent_share(content, slope: float, recent: int) -> float:
+    """Share of one query's attention on its `recent` nearest keys, for content scores
+    `content` (K,) of keys at distances K-1, ..., 1, 0 (the last key is the query's own) and
+    the ALiBi penalty −slope·distance added before the softmax. slope 0 is no bias."""
+    content = np.asarray(content, dtype=np.float64)
+    distance = np.arange(content.size - 1, -1, -1)  # (K,): the last key is distance 0
+    weights = np.exp(content - content.max() - slope * distance)
+    return float(weights[-recent:].sum() / weights.sum())
+
+
+def first_slope_rise(slopes) -> int | None:
+    """The first head (0-based) whose slope is steeper than the head before it, or None when
+    the slopes fall steadily (the official schedule rises for any head count that is not a
+    power of two: its second, interleaved half starts steeper)."""
+    slopes = np.asarray(slopes, dtype=np.float64)
+    rises = np.flatnonzero(slopes[1:] > slopes[:-1])
+    return int(rises[0]) + 1 if rises.size else None
+
+
 def half_life(slopes) -> np.ndarray:
     """ln 2 / m_h, shape (num_heads,): the distance (in tokens) over which the bias alone
     halves a key's attention weight, since exp(-m d) = 1/2 at d = ln 2 / m."""

@@ -153,6 +153,12 @@ class ReachResult:
         return {"contexts": self.contexts.tolist(), "nll": np.round(self.nll, 4).tolist(),
                 "nll_sd": np.round(self.nll_sd, 4).tolist(), "tokens": self.tokens}
 
+    @classmethod
+    def from_dict(cls, entry: dict) -> ReachResult:
+        """A curve as `as_dict` wrote it (assets/results/reach.json)."""
+        return cls(np.array(entry["contexts"]), np.array(entry["nll"]),
+                   np.array(entry["nll_sd"]), entry["tokens"])
+
     def best_context(self, tolerance: float = 0.01) -> int:
         """Smallest context whose loss is within `tolerance` nats of the lowest loss: where
         extra context stops helping."""
@@ -273,8 +279,7 @@ def reach_summary(reach: dict, train_seq_len: int, tolerance: float = 0.01) -> l
 
     lines = []
     for name, entry in reach.get("models", {}).items():
-        r = ReachResult(np.array(entry["reach"]["contexts"]), np.array(entry["reach"]["nll"]),
-                        np.array(entry["reach"]["nll_sd"]), entry["reach"]["tokens"])
+        r = ReachResult.from_dict(entry["reach"])
         by_c = dict(zip(r.contexts.tolist(), r.nll.tolist(), strict=True))
         longest = int(r.contexts.max())
         gains = dict(zip(entry["copy"]["distances"], entry["copy"]["gain"], strict=True))

@@ -378,3 +378,26 @@ def test_official_rule_formula_on_the_page_matches_transformers():
         formula += [2.0 ** (-8 * (2 * k - 1) / (2 * c)) for k in range(1, n - c + 1)]
         reference = bloom_alibi(torch.ones(1, 2), n, torch.float64)[:, 0, 1].numpy()
         np.testing.assert_allclose(formula, reference, rtol=1e-6)
+
+
+def test_recent_share_by_hand():
+    """Three keys with equal content and m = ln 2 weigh 1/4, 1/2, 1: the nearest key gets 4/7,
+    and without a bias each gets 1/3."""
+    from alibi_viz.alibi import recent_share
+
+    assert recent_share(np.zeros(3), np.log(2), 1) == pytest.approx(4 / 7)
+    assert recent_share(np.zeros(3), 0.0, 1) == pytest.approx(1 / 3)
+
+
+def test_first_slope_rise_of_transformers_schedules():
+    """BLOOM's own slopes for 12 heads first rise at head 9 (index 8: 2^-0.5 after 2^-8); for
+    8 heads they fall steadily."""
+    from transformers.models.bloom.modeling_bloom import build_alibi_tensor
+
+    from alibi_viz.alibi import first_slope_rise
+
+    def bloom_slopes(heads):
+        return build_alibi_tensor(torch.ones(1, 2), heads, torch.float64)[:, 0, 1].numpy()
+
+    assert first_slope_rise(bloom_slopes(12)) == 8
+    assert first_slope_rise(bloom_slopes(8)) is None

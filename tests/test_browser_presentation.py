@@ -6,7 +6,7 @@ import contextlib
 import re
 
 import pytest
-from conftest import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, wait_for_app
+from conftest import ARTIFACTS, wait_for_app
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from alibi_viz import i18n

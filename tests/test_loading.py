@@ -431,3 +431,12 @@ def test_position_tables_are_told_apart():
         kinds[name] = (info.positional, info.max_positions)
     assert kinds == {"none": ("none", 128), "sinusoidal": ("sinusoidal", 128),
                      "learned": ("learned", 128)}
+
+
+def test_position_parameters_are_counted_by_the_position_tables_name():
+    """A learned GPT-2 has n_positions x n_embd position parameters; BLOOM (ALiBi) has none."""
+    from alibi_viz.models.loading import position_parameter_count
+
+    gpt2, bloom = tiny_model("gpt2"), tiny_model("bloom")
+    assert position_parameter_count(gpt2) == gpt2.config.n_positions * gpt2.config.n_embd
+    assert position_parameter_count(bloom) == 0

@@ -502,6 +502,17 @@ def _position_module(model):
     return None
 
 
+POSITION_PARAMETER_NAMES = (*LEARNED_POSITION_TABLES, "position", "rotary", "alibi")
+
+
+def position_parameter_count(model) -> int:
+    """How many of the model's parameters encode position: those whose name holds one of
+    POSITION_PARAMETER_NAMES (0 for ALiBi and RoPE, whose slopes and frequencies are buffers;
+    the table's size for learned or sinusoidal positions)."""
+    return sum(p.numel() for name, p in model.named_parameters()
+               if any(part in name for part in POSITION_PARAMETER_NAMES))
+
+
 def table_kind(weight) -> str:
     """What an absolute position table holds: "none" (all zeros: no position information),
     "sinusoidal" (proportional to the sinusoidal formula of Vaswani et al., as in the shipped

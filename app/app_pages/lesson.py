@@ -14,7 +14,14 @@ import numpy as np
 import streamlit as st
 
 from alibi_viz import alibi_slopes, assets, data, paper
-from alibi_viz.alibi import alibi_bias, half_life, implied_attention_map, mean_distance
+from alibi_viz.alibi import (
+    alibi_bias,
+    first_slope_rise,
+    half_life,
+    implied_attention_map,
+    mean_distance,
+    recent_share,
+)
 from alibi_viz.errors import AlibiVizError
 from alibi_viz.evaluate import (
     compare_cells,
@@ -33,8 +40,9 @@ from alibi_viz.figures.lesson import (
 )
 from alibi_viz.i18n import N_, _, number, percent, significant
 from alibi_viz.models.heads import attention_maps, mean_distance_against_bias
+from alibi_viz.models.loading import position_parameter_count
 from alibi_viz.params import UrlParam
-from alibi_viz.reach import REACH_CONTEXTS
+from alibi_viz.reach import REACH_CONTEXTS, ReachResult
 from app import ui
 
 PREFIX = "ls"
@@ -236,12 +244,8 @@ def step_position(step: int, present: bool) -> None:
                  r"\qquad j \le i")
     slope = st.select_slider(_("Slope m"), SLOPE_CHOICES, value=0.25, key="ls_s1_slope",
                              format_func=ui.labels(SLOPE_CHOICES, slope_label))
-    keys = 24
-    content = toy_content_scores(keys, seed=3)
-    recent = slice(keys - 4, keys)
-    with_bias = np.exp(content - slope * np.arange(keys - 1, -1, -1))
-    share_with = with_bias[recent].sum() / with_bias.sum()
-    share_without = np.exp(content)[recent].sum() / np.exp(content).sum()
+    content = toy_content_scores(24, seed=3)
+    share_with, share_without = recent_share(content, slope, 4), recent_share(content, 0.0, 4)
     verdict = (_("The same") if math.isclose(share_with, share_without, rel_tol=1e-9)
                else _("More") if share_with > share_without else _("Less"))
     if ask(step, _("With m = {m}, do the last 4 keys get more or less of the attention than "
@@ -298,13 +302,12 @@ def step_slopes(step: int, present: bool) -> None:
           "interleave a second schedule."), present)
     num_heads = int(st.number_input(_("Heads"), 1, 64, 8, key="ls_s3_heads"))
     slopes = alibi_slopes(num_heads)
-    rises = [h for h in range(1, num_heads) if slopes[h] > slopes[h - 1]]
-    answer = (_("Yes: each head's slope is below the one before.") if not rises else
+    rise = first_slope_rise(slopes)
+    answer = (_("Yes: each head's slope is below the one before.") if rise is None else
               _("No: head {later} (m = {later_m}) is steeper than head {earlier} "
-                "(m = {earlier_m}).").format(later=rises[0] + 1,
-                                             later_m=significant(slopes[rises[0]]),
-                                             earlier=rises[0],
-                                             earlier_m=significant(slopes[rises[0] - 1])))
+                "(m = {earlier_m}).").format(later=rise + 1, later_m=significant(slopes[rise]),
+                                             earlier=rise,
+                                             earlier_m=significant(slopes[rise - 1])))
     if ask(step, _("With {n} heads, do the slopes fall steadily from head 1 to head "
                    "{n}?").format(n=num_heads), answer, present):
         show(slopes_fig(num_heads), "slopes", present)
@@ -492,9 +495,7 @@ def step_reach(step: int, present: bool) -> None:
         return
     entry = reach["models"].get("alibi")
     if entry:
-        nll = np.asarray(entry["reach"]["nll"])
-        contexts = np.asarray(entry["reach"]["contexts"])
-        stop = int(contexts[np.argmax(nll <= nll.min() + 0.01)])
+        stop = ReachResult.from_dict(entry["reach"]).best_context(0.01)
         gains = dict(zip(entry["copy"]["distances"], entry["copy"]["gain"], strict=True))
         far = max(d for d in gains)
         answer = _("Around {stop} tokens: beyond that its loss stays within {tolerance} nats "
@@ -556,8 +557,7 @@ def step_misconceptions(step: int, present: bool) -> None:
             if path is None:
                 continue
             model, _tokenizer, _info = ui.cached_model(path)
-            position = sum(p.numel() for n, p in model.named_parameters()
-                           if any(s in n for s in ("wpe", "position", "rotary", "alibi")))
+            position = position_parameter_count(model)
             rows.append({_("model"): assets.model_title(name), _("position parameters"): position,
                          _("all parameters"): sum(p.numel() for p in model.parameters())})
         st.dataframe(rows, hide_index=True)
