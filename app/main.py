@@ -5,6 +5,10 @@ Pages are registered with st.navigation; each page file only composes widgets an
 project (`pip install -e .`, which `make run` does), so the pages import `from app import ui`.
 """
 
+# First: every session's thread waits here until the first one has imported the heavy
+# libraries, so no two sessions import them at once (app/preload.py).
+import app.preload  # noqa: F401, I001
+
 import os
 from pathlib import Path
 

@@ -28,6 +28,7 @@ Times are medians of `--repeats` runs; the machine is shared, so read the ratios
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import re
 import statistics
 import sys
@@ -59,6 +60,8 @@ CDN_LIBRARIES = {
     "d3.min.js": "/usr/share/nodejs/d3/dist/d3.min.js",
     "jquery.min.js": "/usr/share/javascript/jquery/jquery.min.js",
 }
+CDN_PACKAGES = {"require.min.js": "libjs-requirejs", "d3.min.js": "node-d3",
+                "jquery.min.js": "libjs-jquery"}
 
 PROSE = (
     "Attention with Linear Biases does not add position embeddings to the tokens. Instead, "
@@ -110,6 +113,19 @@ BERTVIZ_DRAWN = """() => {
     }
     return false;
 }"""
+
+
+def bertviz_missing() -> list[str]:
+    """The commands that install what the bertviz comparison needs and this machine lacks
+    (empty when everything is there)."""
+    missing = []
+    if importlib.util.find_spec("bertviz") is None:
+        missing.append(".venv/bin/pip install -r bench/requirements.txt")
+    packages = [CDN_PACKAGES[name] for name, path in CDN_LIBRARIES.items()
+                if not Path(path).is_file()]
+    if packages:
+        missing.append("apt-get install -y " + " ".join(packages))
+    return missing
 
 
 def available_ram() -> int:
@@ -385,6 +401,9 @@ def browser_tables(args) -> None:
     from alibi_viz.models.loading import load_model
 
     page_sizes, bv_sizes = args.page_sizes, args.bertviz_sizes
+    missing = bertviz_missing()
+    if missing:  # measure /model alone
+        bv_sizes = []
     OUT.mkdir(parents=True, exist_ok=True)
     proc, url = start_streamlit(free_port(), log_name="bench_model_page_streamlit.log")
     try:
@@ -403,6 +422,13 @@ def browser_tables(args) -> None:
             first = ours["first_load"]
             print(f"\nFirst load of /model (Streamlit's static JS bundle, cacheable, and the "
                   f"default example): {fmt_bytes(first['bytes'])} in {first['s']:.1f} s.")
+            if missing:
+                print("\nbertviz comparison skipped: bertviz or its JavaScript libraries are "
+                      "not installed. Install them with:")
+                for command in missing:
+                    print(f"    {command}")
+                browser.close()
+                return
 
             model, tokenizer, info = shipped_model()
             with tempfile.TemporaryDirectory() as tmp:

@@ -12,19 +12,38 @@
 #   ALIBI_VIZ_REPLICA_PORTS  the replicas' loopback ports, e.g. "8601 8602" (else 8601, 8602, ...)
 #   ALIBI_VIZ_PORT           nginx's port when --port is not given (8080)
 #   ALIBI_VIZ_LISTEN         nginx's address when --listen is not given (0.0.0.0: the class network)
-#   ALIBI_VIZ_STATIC_CACHE   where the precompressed copy of Streamlit's static files is kept
-#                            (deploy/.static-cache; made once per Streamlit version)
+#   ALIBI_VIZ_STATIC_CACHE   where the precompressed copy of Streamlit's static files is kept,
+#                            made once per Streamlit version: deploy/.static-cache, or
+#                            /var/cache/alibi-viz when started as root (see WORKERS below)
 #   ALIBI_VIZ_PYTHON         the interpreter with streamlit installed (.venv/bin/python)
 #   ALIBI_VIZ_NGINX          the nginx binary (/usr/sbin/nginx)
 #   ALIBI_VIZ_TIMING_LOG     passed to every replica: one JSON line per script run (app/ui.py)
 #   ALIBI_VIZ_ALLOW_CUSTOM_PATHS  passed through; 0 unless set (see start_replica)
 #   ALIBI_VIZ_WARM_UP        0: skip the first run of each page in each replica (deploy/warm_up.py)
 # Runs as any user: nothing is written outside the run folder and the static cache.
+#
+# WORKERS. nginx's worker processes read the static copy and write nginx's temp folders. Started
+# by an ordinary user they run as that user, who can read the checkout. Started as root they
+# drop to nobody, who cannot enter a checkout under a private (0700) folder, such as a home
+# directory or a mktemp -d: so as root the static copy and the workers' temp folder are kept in
+# /var/cache/alibi-viz (root's, readable by all; the temp folder is nobody's, one per start,
+# removed by stop). `start` checks that the workers can read and write there; `status` says
+# where they read and as whom.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 RUN_DIR="${ALIBI_VIZ_RUN_DIR:-$ROOT/deploy/run}"
-STATIC_CACHE="${ALIBI_VIZ_STATIC_CACHE:-$ROOT/deploy/.static-cache}"
+if [[ "$(id -u)" == 0 ]]; then
+    AS_ROOT=1
+    WORKER_USER=nobody
+    WORKER_GROUP="$(getent group nogroup >/dev/null && echo nogroup || echo nobody)"
+    STATIC_CACHE="${ALIBI_VIZ_STATIC_CACHE:-/var/cache/alibi-viz}"
+else
+    AS_ROOT=0
+    WORKER_USER="$(id -un)"
+    WORKER_GROUP="$(id -gn)"
+    STATIC_CACHE="${ALIBI_VIZ_STATIC_CACHE:-$ROOT/deploy/.static-cache}"
+fi
 PYTHON="${ALIBI_VIZ_PYTHON:-$ROOT/.venv/bin/python}"
 NGINX="${ALIBI_VIZ_NGINX:-/usr/sbin/nginx}"
 TEMPLATE="$ROOT/deploy/nginx.conf"
@@ -117,6 +136,49 @@ warm_up() {  # warm_up PORT...: each replica runs the landing page and Model hea
 
 # ------------------------------------------------------------------------------ nginx
 
+as_worker() {  # as_worker CMD...: run CMD as nginx's workers will run (see WORKERS above)
+    if ((AS_ROOT)) && command -v setpriv >/dev/null; then
+        setpriv --reuid="$WORKER_USER" --regid="$WORKER_GROUP" --clear-groups -- "$@"
+    elif ((AS_ROOT)) && command -v runuser >/dev/null; then
+        runuser -u "$WORKER_USER" -g "$WORKER_GROUP" -- "$@"
+    else
+        "$@"  # as root without util-linux the check is root's own, which passes
+    fi
+}
+
+worker_tmp() {  # prints the workers' temp folder for this start (recorded in worker_tmp)
+    local tmp
+    if ((AS_ROOT)); then
+        mkdir -p "$STATIC_CACHE"
+        tmp="$(mktemp -d "$STATIC_CACHE/nginx-tmp.XXXXXX")"
+        chown "$WORKER_USER:$WORKER_GROUP" "$tmp"
+    else
+        tmp="$RUN_DIR/tmp"
+        mkdir -p "$tmp"
+    fi
+    printf '%s\n' "$tmp" >"$RUN_DIR/worker_tmp"
+    echo "$tmp"
+}
+
+remove_worker_tmp() {  # the temp folder that start made under the static cache, if any
+    local tmp
+    tmp="$(cat "$RUN_DIR/worker_tmp" 2>/dev/null)" || return 0
+    # Only a folder worker_tmp made (never $RUN_DIR/tmp, never anything else named there).
+    if [[ "$(basename "$tmp")" == nginx-tmp.?????? && -d "$tmp" && ! -L "$tmp" ]]; then
+        rm -rf "$tmp"
+    fi
+    rm -f "$RUN_DIR/worker_tmp"
+}
+
+check_workers() {  # check_workers STATIC_ROOT TMP: nginx's workers can read the one, write the other
+    local static_root="$1" tmp="$2" fix
+    fix="set ALIBI_VIZ_STATIC_CACHE to a folder that every user can enter (all its parents too)"
+    as_worker test -r "$static_root/index.html" || die "nginx's workers (user $WORKER_USER) cannot \
+read $static_root: a folder above it is private; $fix"
+    as_worker test -w "$tmp" -a -x "$tmp" || die "nginx's workers (user $WORKER_USER) cannot \
+write their temp folder $tmp; $fix"
+}
+
 static_cache() {  # prints the precompressed copy of Streamlit's static folder, made if missing
     local src version target tmp
     src="$("$PYTHON" -c 'import os, streamlit; print(os.path.join(os.path.dirname(streamlit.__file__), "static"))')"
@@ -124,7 +186,7 @@ static_cache() {  # prints the precompressed copy of Streamlit's static folder, 
     [[ -f "$src/index.html" ]] || die "no Streamlit static folder at $src"
     target="$STATIC_CACHE/streamlit-$version"
     if [[ ! -f "$target/.complete" ]]; then
-        mkdir -p "$STATIC_CACHE"
+        mkdir -p "$STATIC_CACHE"  # root's umask: 755, which nginx's workers can enter
         tmp="$(mktemp -d "$STATIC_CACHE/.building.XXXXXX")"
         cp -R --preserve=timestamps "$src/." "$tmp/"
         # gzip -9 once here, so nginx never compresses the bundle per request (gzip_static).
@@ -139,27 +201,26 @@ static_cache() {  # prints the precompressed copy of Streamlit's static folder, 
     echo "$target"
 }
 
-render_conf() {  # render_conf LISTEN STATIC_ROOT: deploy/nginx.conf -> $RUN_DIR/nginx.conf
-    local listen="$1" static_root="$2" conf servers="" names="" user_line="" port k=0
+render_conf() {  # render_conf LISTEN STATIC_ROOT TMP: deploy/nginx.conf -> $RUN_DIR/nginx.conf
+    local listen="$1" static_root="$2" tmp="$3" conf servers="" names="" user_line="" port k=0
     while read -r port; do
         k=$((k + 1))
         servers+="server 127.0.0.1:$port max_fails=1 fail_timeout=10s;"$'\n        '
         names+="\"~127\\.0\\.0\\.1:$port\$\" r$k;"$'\n        '
     done < <(replica_ports)
-    if [[ "$(id -u)" == 0 ]]; then
-        # As root the master drops its workers to nobody, who must write the temp folders.
-        user_line="user nobody $(getent group nogroup >/dev/null && echo nogroup || echo nobody);"
-        chown -R nobody "$RUN_DIR/tmp"
-    fi
+    # As root the master drops its workers to nobody (see WORKERS above).
+    ((AS_ROOT)) && user_line="user $WORKER_USER $WORKER_GROUP;"
     conf="$(<"$TEMPLATE")"
     conf="${conf//@USER_LINE@/$user_line}"
     conf="${conf//@RUN_DIR@/$RUN_DIR}"
     conf="${conf//@MIME_TYPES@/${ALIBI_VIZ_MIME_TYPES:-/etc/nginx/mime.types}}"
     conf="${conf//@LISTEN@/$listen}"
     conf="${conf//@STATIC_ROOT@/$static_root}"
+    conf="${conf//@WORKER_TMP@/$tmp}"
     conf="${conf//@UPSTREAM_SERVERS@/$servers}"
     conf="${conf//@REPLICA_NAMES@/$names}"
     printf '%s\n' "$conf" >"$RUN_DIR/nginx.conf"
+    printf '%s\n' "$static_root" >"$RUN_DIR/static_root"
 }
 
 nginx_cmd() { "$NGINX" -p "$RUN_DIR/" -e "$RUN_DIR/logs/error.log" -c "$RUN_DIR/nginx.conf" "$@"; }
@@ -186,6 +247,7 @@ cmd_start() {
         fi
         rm -f "$pidfile"  # left by a replica that was killed, or by a reboot
     done
+    remove_worker_tmp  # left by a start that was killed, or by a reboot
 
     local ports=()
     if [[ -n "${ALIBI_VIZ_REPLICA_PORTS:-}" ]]; then
@@ -197,7 +259,7 @@ cmd_start() {
         for ((k = 0; k < replicas; k++)); do ports+=($((8601 + k))); done
     fi
 
-    mkdir -p "$RUN_DIR/logs" "$RUN_DIR/tmp"
+    mkdir -p "$RUN_DIR/logs"
     printf '%s\n' "${ports[@]}" >"$RUN_DIR/replicas"
     (umask 077; head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$RUN_DIR/cookie_secret")
     # Whatever fails from here on (die, or set -e), stop what was started: no orphans.
@@ -210,7 +272,10 @@ cmd_start() {
     for k in "${!ports[@]}"; do wait_replica $((k + 1)) "${ports[k]}"; done
     [[ "${ALIBI_VIZ_WARM_UP:-1}" == 0 ]] || warm_up "${ports[@]}"
 
-    render_conf "$listen:$port" "$static_root"
+    local tmp
+    tmp="$(worker_tmp)"
+    check_workers "$static_root" "$tmp"
+    render_conf "$listen:$port" "$static_root" "$tmp"
     nginx_cmd -t -q || die "nginx rejected $RUN_DIR/nginx.conf; see $RUN_DIR/logs/error.log"
     nginx_cmd || die "nginx did not start; see $RUN_DIR/logs/error.log"
     local host="$listen"
@@ -231,6 +296,7 @@ cmd_start() {
     else
         say "open http://$host:$port/"
     fi
+    say "static files from $static_root, read by nginx's workers as $WORKER_USER"
     say "logs: $RUN_DIR/logs; stop with deploy/run.sh stop"
 }
 
@@ -242,6 +308,7 @@ cmd_stop() {
     for pidfile in "$RUN_DIR"/r*.pid; do
         [[ -e "$pidfile" ]] && stop_pid "$pidfile" streamlit TERM
     done
+    remove_worker_tmp
     say "stopped"
 }
 
@@ -261,6 +328,13 @@ cmd_status() {
         if healthy "http://${listen/0.0.0.0/127.0.0.1}/healthz"; then state="ok"
         else state="failing: no replica answers"; ok=1; fi
         echo "nginx        $listen  /healthz $state"
+        local static_root user
+        static_root="$(cat "$RUN_DIR/static_root" 2>/dev/null || echo '?')"
+        user="$(awk '/^ *user /{print $2; exit}' "$RUN_DIR/nginx.conf")"
+        [[ -n "$user" ]] || user="$(id -un)"  # no user directive: the workers run as the starter
+        if as_worker test -r "$static_root/index.html"; then state="readable"
+        else state="NOT readable"; ok=1; fi
+        echo "static       $static_root  $state by nginx's workers (user $user)"
     else
         echo "nginx        not running"; ok=1
     fi

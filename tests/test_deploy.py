@@ -10,14 +10,18 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import pwd
 import re
 import secrets
+import shutil
+import subprocess
+import sys
 import time
 import urllib.request
 from pathlib import Path
 
 import pytest
-from conftest import CHROMIUM, NGINX, start_class_stack, stop_class_stack
+from conftest import CHROMIUM, NGINX, ROOT, free_port, start_class_stack, stop_class_stack
 
 pytestmark = [
     pytest.mark.browser,
@@ -272,3 +276,65 @@ def _parent(pid: int) -> int | None:
         return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
     except (OSError, ValueError):
         return None
+
+
+# ----------------------------------------------------------------------------- private checkout
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root's nginx hands its workers to another "
+                    "user (nobody); an ordinary user's workers can read that user's checkout")
+def test_checkout_in_a_private_folder_still_serves_the_bundle(tmp_path):
+    """A checkout under a 0700 folder (a fresh `git clone` into `mktemp -d`, a home directory),
+    started as root with run.sh's defaults: nginx's workers run as nobody, who cannot enter
+    it, so run.sh keeps the static copy and the workers' temp folder where they can (status
+    says where, and as whom), and the bundle still comes gzipped from disk with the year-long
+    cache header. `stop` removes the temp folder."""
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    checkout = private / "p"
+    checkout.mkdir()
+    shutil.copytree(ROOT / "deploy", checkout / "deploy",
+                    ignore=shutil.ignore_patterns("run", ".static-cache"))
+    for name in ("app", "alibi_viz", "assets"):  # read by the replicas (root), not by nginx
+        (checkout / name).symlink_to(ROOT / name)
+    run_sh = checkout / "deploy" / "run.sh"
+    listen, replica = free_port(), free_port()
+    env = {key: value for key, value in os.environ.items() if not key.startswith("ALIBI_VIZ_")}
+    env.update(ALIBI_VIZ_PYTHON=sys.executable, ALIBI_VIZ_REPLICA_PORTS=str(replica),
+               ALIBI_VIZ_WARM_UP="0")
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([str(run_sh), *args], cwd=checkout, env=env, capture_output=True,
+                              text=True, timeout=300)
+
+    started = run("start", "--replicas", "1", "--port", str(listen), "--listen", "127.0.0.1")
+    try:
+        assert started.returncode == 0, started.stdout + started.stderr
+        status = run("status")
+        print(status.stdout)
+        assert status.returncode == 0, status.stdout + status.stderr
+        static = re.search(r"^static +(\S+) +readable by nginx's workers \(user nobody\)$",
+                           status.stdout, re.M)
+        assert static, status.stdout
+        assert not Path(static.group(1)).resolve().is_relative_to(private.resolve())
+
+        url = f"http://127.0.0.1:{listen}"
+        _, _, html = get(url + "/")
+        bundle = re.search(r'<script type="module"[^>]* src="\./(static/js/index\.[^"]+\.js)"',
+                           html.decode()).group(1)
+        status_code, headers, body = get(f"{url}/{bundle}", {"Accept-Encoding": "gzip"})
+        assert status_code == 200
+        assert headers["Content-Encoding"] == "gzip"
+        assert headers["Cache-Control"] == "public, max-age=31536000, immutable"
+        assert int(headers["Content-Length"]) == len(body)
+        import streamlit
+
+        original = Path(streamlit.__file__).parent / "static" / bundle
+        assert gzip.decompress(body) == original.read_bytes()
+        error_log = (checkout / "deploy" / "run" / "logs" / "error.log").read_text()
+        assert "Permission denied" not in error_log, error_log
+        worker_tmp = Path((checkout / "deploy" / "run" / "worker_tmp").read_text().strip())
+        assert worker_tmp.is_dir() and worker_tmp.stat().st_uid == pwd.getpwnam("nobody").pw_uid
+    finally:
+        stopped = run("stop")
+    assert stopped.returncode == 0, stopped.stdout + stopped.stderr
+    assert not worker_tmp.exists()
