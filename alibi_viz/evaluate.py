@@ -382,6 +382,36 @@ def shipped_cell(results: dict | None, name: str, protocol: str, length: int):
     return (None if ppl is None else float(ppl)), (None if tokens is None else int(tokens))
 
 
+PAPER_MODELS = {"sinusoidal": "sinusoidal", "rotary": "rope", "ALiBi": "alibi"}  # ours per method
+
+
+def paper_comparison(results: dict, train_seq_len: int) -> dict:
+    """The paper's Table 2 (WikiText-103, words, L = 512, run at 3,512: 6.9x) beside this
+    project's non-overlapping numbers at the evaluated length whose factor over the training
+    length is nearest the paper's (bytes; 8x for the shipped lengths), so that the two ratios
+    compare like with like.
+
+    Returns {"paper_factor", "our_length", "our_factor", "rows": [{"method", "paper_short",
+    "paper_long", "paper_ratio", "ours_short", "ours_long", "ours_ratio"}]}; our numbers are
+    None where the results lack them."""
+    from alibi_viz import paper
+
+    paper_factor = paper.TABLE2_LONG / paper.TABLE2_TRAIN_LEN
+    longer = [n for n in results["lengths"] if n > train_seq_len]
+    our_length = min(longer, key=lambda n: abs(n / train_seq_len - paper_factor))
+    rows = []
+    for method, (short, long) in paper.TABLE2.items():
+        cells = results["models"].get(PAPER_MODELS[method], {}).get("perplexity", {}).get(
+            "nonoverlapping", {})
+        ours_short, ours_long = cells.get(str(train_seq_len)), cells.get(str(our_length))
+        rows.append({"method": method, "paper_short": short, "paper_long": long,
+                     "paper_ratio": long / short, "ours_short": ours_short,
+                     "ours_long": ours_long,
+                     "ours_ratio": ours_long / ours_short if ours_short and ours_long else None})
+    return {"paper_factor": paper_factor, "our_length": our_length,
+            "our_factor": our_length / train_seq_len, "rows": rows}
+
+
 def results_table(results: dict) -> list[dict]:
     """One row per model and protocol: {"model", "protocol", "<length>": perplexity, ...},
     headers and names in the current language."""

@@ -21,6 +21,7 @@ from alibi_viz.evaluate import (
     in_distribution_ranking,
     live_token_cap,
     load_eval_model,
+    paper_comparison,
     protocol_name,
     results_details,
     results_table,
@@ -183,65 +184,39 @@ def live_controls_ui(length: int):
     return protocol, int(tokens), cap
 
 
-# ----------------------------------------------------------------------------- page
-
-shipped = assets.shipped_models()
-names = list(shipped) or list(assets.MODEL_ORDER)
-alibi_path = shipped.get(assets.DEFAULT_MODEL)
-info, alibi_error = model_info(alibi_path)
-num_layers = info.num_layers if info else 64
-num_heads = info.num_heads if info else 64
-model, length, layer, head = controls_ui(names, num_layers, num_heads)
-ui.write_url({"model": model, "length": length, "layer": layer, "head": head})
-
-results = assets.load_extrapolation_results(assets.RESULTS_PATH)
-train_seq_len = assets.shipped_train_seq_len(alibi_path, results)
-
-st.title(_("Extrapolation lab: train short, test long"))
-st.caption(_("Five small models trained alike on {train_seq_len}-token windows of Python source "
-             "(same backbone, data, copy curriculum, steps and schedule), differing in how they "
-             "know where a token is: {positions}. Then each reads held-out text in windows of "
-             "up to {longest} tokens.").format(
-    train_seq_len=number(train_seq_len), longest=number(max(LENGTHS)),
-    positions="; ".join(f"**{model_label(name)}**: {_(spec.position)}"
-                        for name, spec in assets.SHIPPED.items())))
-with st.expander(_("What else differs between the five (measured, see the model cards)")):
-    st.markdown("\n".join(f"- {_(d)}" for d in assets.REMAINING_DIFFERENCES))
-ui.show_url_warnings(PREFIX)
-
+# ----------------------------------------------------------------------------- tables and notes
 
 # The paper's method names (alibi_viz.paper.TABLE2) as the table shows them.
 PAPER_METHODS = {"sinusoidal": N_("sinusoidal"), "rotary": N_("rotary"), "ALiBi": "ALiBi"}
 
 
-def paper_rows(results: dict) -> list[dict]:
-    """The paper's Table 2 beside this project's numbers: perplexity at the training length
-    and at the longest length, and their ratio (non-overlapping windows)."""
-    ours = {"sinusoidal": "sinusoidal", "rotary": "rope", "ALiBi": "alibi"}
-    longest = max(results["lengths"])
-    rows = []
-    for method, (short, long) in paper.TABLE2.items():
-        entry = results["models"].get(ours[method], {}).get("perplexity", {}).get(
-            "nonoverlapping", {})
-        mine_short, mine_long = entry.get(str(train_seq_len)), entry.get(str(longest))
-        rows.append({
-            _("method"): _(PAPER_METHODS.get(method, method)),
-            _("paper: L={length}").format(length=number(paper.TABLE2_TRAIN_LEN)): short,
-            _("paper: {length}").format(length=number(paper.TABLE2_LONG)): long,
-            _("paper: ratio"): round(long / short, 2),
-            _("ours: {length}").format(length=number(train_seq_len)): mine_short,
-            _("ours: {length}").format(length=number(longest)): mine_long,
-            _("ours: ratio"): (round(mine_long / mine_short, 2) if mine_short and mine_long
-                               else None),
-        })
-    return rows
+def paper_table(results: dict, train_seq_len: int) -> None:
+    """The paper's Table 2 beside this project's numbers at a matching length factor
+    (`evaluate.paper_comparison`), every number in the page's language."""
+    cmp = paper_comparison(results, train_seq_len)
+    paper_long = _("paper: {length} ({factor}x)").format(
+        length=number(paper.TABLE2_LONG), factor=number(cmp["paper_factor"], 1))
+    ours_long = _("ours: {length} ({factor}x)").format(
+        length=number(cmp["our_length"]), factor=number(cmp["our_factor"], 0))
+    ui.table([{N_("method"): _(PAPER_METHODS.get(row["method"], row["method"])),
+               _("paper: L={length}").format(length=number(paper.TABLE2_TRAIN_LEN)):
+                   row["paper_short"],
+               paper_long: row["paper_long"],
+               N_("paper: ratio"): row["paper_ratio"],
+               _("ours: {length}").format(length=number(train_seq_len)): row["ours_short"],
+               ours_long: row["ours_long"],
+               N_("ours: ratio"): row["ours_ratio"]} for row in cmp["rows"]])
+    st.caption(_("Ratios at matching factors: the paper's perplexity per word at {paper}x its "
+                 "training length, ours per byte at {ours}x, the evaluated length nearest that "
+                 "factor.").format(paper=number(cmp["paper_factor"], 1),
+                                   ours=number(cmp["our_factor"], 0)))
 
 
-def reading_notes(results: dict) -> None:
+def reading_notes(results: dict, train_seq_len: int) -> None:
     """How to read the two panels, with the numbers that back each sentence."""
     stride = results.get("stride", DEFAULT_STRIDE)
-    tokens = results.get("protocols", {})
-    scored = {p: tokens.get(p, {}).get("tokens") for p in PROTOCOLS}
+    protocols = results.get("protocols", {})
+    scored = {p: protocols.get(p, {}).get("tokens") for p in PROTOCOLS}
     longest = max(results["lengths"])
     text = _("**How to read it.** *Non-overlapping* windows score every token, but the first "
              "tokens of each window see almost no context (the paper's *early token curse*); a "
@@ -283,6 +258,52 @@ def reading_notes(results: dict) -> None:
             "does at and beyond the training length."))
 
 
+REACH_LIVE_CONTEXTS = tuple(c for c in REACH_CONTEXTS if c <= 1024)
+LIVE_COPY_DISTANCES = (16, 32, 64, 128, 256, 512, 1024)  # the planted-span picker's choices
+
+
+@ui.cached_figure(max_entries=4)
+def win_half_fig(slopes: tuple, num_keys: int):
+    """The bias-alone retrieval limit per head."""
+    return win_half_figure(list(slopes), num_keys)
+
+
+@st.cache_data(max_entries=16, show_spinner=_("Running the model on a planted span..."))
+def copy_heads(path: str, stamp: tuple, distance: int):
+    """Copy attention per head and the losses on one planted span of held-out text."""
+    model, _tokenizer, _info = ui.cached_model(path, stamp)
+    ids, first, repeat = copy_sequences(held_out_ids(LIVE_STREAM_TOKENS), distance, samples=1)
+    values = copy_attention(model, ids[0].numpy(), first, repeat, COPY_SPAN)
+    return values, span_losses(model, ids[0].numpy(), first, repeat, COPY_SPAN)
+
+
+# ----------------------------------------------------------------------------- page
+
+shipped = assets.shipped_models()
+names = list(shipped) or list(assets.MODEL_ORDER)
+alibi_path = shipped.get(assets.DEFAULT_MODEL)
+info, alibi_error = model_info(alibi_path)
+num_layers = info.num_layers if info else 64
+num_heads = info.num_heads if info else 64
+model, length, layer, head = controls_ui(names, num_layers, num_heads)
+ui.write_url({"model": model, "length": length, "layer": layer, "head": head})
+
+results = assets.load_extrapolation_results(assets.RESULTS_PATH)
+train_seq_len = assets.shipped_train_seq_len(alibi_path, results)
+
+st.title(_("Extrapolation lab: train short, test long"))
+st.caption(_("Five small models trained alike on {train_seq_len}-token windows of Python source "
+             "(same backbone, data, copy curriculum, steps and schedule), differing in how they "
+             "know where a token is: {positions}. Then each reads held-out text in windows of "
+             "up to {longest} tokens.").format(
+    train_seq_len=number(train_seq_len), longest=number(max(LENGTHS)),
+    positions="; ".join(f"**{model_label(name)}**: {_(spec.position)}"
+                        for name, spec in assets.SHIPPED.items())))
+with st.expander(_("What else differs between the five (measured, see the model cards)")):
+    st.markdown("\n".join(f"- {_(d)}" for d in assets.REMAINING_DIFFERENCES))
+ui.show_url_warnings(PREFIX)
+
+
 # 1. shipped results -------------------------------------------------------------------------
 st.subheader(_("1. Perplexity vs evaluation length (shipped results)"))
 chart_slot = st.container()  # filled at the end, once a live run may have added its star
@@ -300,7 +321,7 @@ else:
                     st.markdown(f"**{protocol_name(protocol)}.** " + " ".join(sentences))
             for sentence in in_distribution_ranking(results):
                 st.markdown(sentence)
-            reading_notes(results)
+            reading_notes(results, train_seq_len)
             st.markdown(_("**Beside the paper** ({citation}, appendix Table 2: WikiText-103, "
                           "trained at L = {train_seq_len} tokens, non-overlapping windows). The "
                           "paper's sliding-window evaluation keeps ALiBi flat while the "
@@ -309,7 +330,7 @@ else:
                 citation=paper.CITATION, train_seq_len=number(paper.TABLE2_TRAIN_LEN),
                 short=number(paper.SLIDING_SINUSOIDAL[0]),
                 long=number(paper.SLIDING_SINUSOIDAL[1]), length=number(paper.SLIDING_LONG)))
-            st.dataframe(paper_rows(results), hide_index=True, key="xl_paper")
+            paper_table(results, train_seq_len)
             with st.expander(_("Table and evaluation details")):
                 st.dataframe(results_table(results), hide_index=True, key="xl_table")
                 st.caption(results_details(results))
@@ -428,25 +449,6 @@ else:
 
 
 # 4. context reach -------------------------------------------------------------------------------
-REACH_LIVE_CONTEXTS = tuple(c for c in REACH_CONTEXTS if c <= 1024)
-COPY_DISTANCES = (16, 32, 64, 128, 256, 512, 1024)
-
-
-@ui.cached_figure(max_entries=4)
-def win_half_fig(slopes: tuple, num_keys: int):
-    """The bias-alone retrieval limit per head."""
-    return win_half_figure(list(slopes), num_keys)
-
-
-@st.cache_data(max_entries=16, show_spinner=_("Running the model on a planted span..."))
-def copy_heads(path: str, stamp: tuple, distance: int):
-    """Copy attention per head and the losses on one planted span of held-out text."""
-    model, _tokenizer, _info = ui.cached_model(path, stamp)
-    ids, first, repeat = copy_sequences(held_out_ids(LIVE_STREAM_TOKENS), distance, samples=1)
-    values = copy_attention(model, ids[0].numpy(), first, repeat, COPY_SPAN)
-    return values, span_losses(model, ids[0].numpy(), first, repeat, COPY_SPAN)
-
-
 st.subheader(_("4. How far back do the models really look?"))
 st.markdown(_(
     "Left: the loss on the same held-out tokens when each model is given only the last c "
@@ -513,7 +515,7 @@ with left:
                               for c, v in zip(live.contexts, live.nll, strict=True)],
                              hide_index=True, key="xl_reach_table")
 with right:
-    distance = st.select_slider(_("Copy distance (tokens)"), COPY_DISTANCES, value=64,
+    distance = st.select_slider(_("Copy distance (tokens)"), LIVE_COPY_DISTANCES, value=64,
                                 key="xl_copy_distance")
     path = shipped.get(model)
     if path is not None:
