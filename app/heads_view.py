@@ -22,7 +22,6 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import streamlit as st
 
 from alibi_viz import data, i18n
@@ -467,14 +466,9 @@ def show_gallery(prefix: str, loaded: Loaded) -> None:
     per_row = 4  # two rows of buttons: every label fits a 1024-pixel screen
     columns = [c for start in range(0, len(names), per_row) for c in st.columns(per_row)]
     for column, name in zip(columns, names, strict=False):
-        values = behaviour.content_kl if name == "content" else behaviour.scores[name]
-        if np.all(np.isnan(values)):  # e.g. no bracket pair survives this tokenizer
-            column.button(titles[name], key=f"{prefix}_find_{name}", width="stretch",
-                          disabled=True)
-            continue
-        best = np.unravel_index(np.nanargmax(values), values.shape)
+        best = behaviour.best_head(name)  # None: e.g. no bracket pair survives this tokenizer
         column.button(titles[name], key=f"{prefix}_find_{name}", width="stretch",
-                      on_click=_select_head, args=(prefix, (int(best[0]), int(best[1]))))
+                      disabled=best is None, on_click=_select_head, args=(prefix, best))
     chart_key = f"{prefix}_fig_gallery"
     clicked = _clicked_cell(st.session_state.get(chart_key))
     if clicked is not None and clicked != st.session_state.get(f"{prefix}_gallery_click"):

@@ -6,6 +6,7 @@ from model_factory import byte_tokenizer, tiny_model
 
 from alibi_viz.models.behaviour import (
     BEHAVIOURS,
+    HeadBehaviour,
     behaviour_scores,
     delimiter_score,
     induction_score,
@@ -94,3 +95,15 @@ def test_behaviour_scores_cover_every_head():
         assert np.all((values >= 0) & (values <= 1 + 1e-6)), name
     assert result.content_kl.shape == shape and np.all(result.content_kl >= -1e-6)
     assert set(result.strongest().ravel()) <= set(BEHAVIOURS)
+
+
+def test_best_head_is_the_highest_score_and_none_when_no_head_has_one():
+    """best_head picks the (layer, head) of the largest score, skipping NaN; a behaviour with no
+    score anywhere (all NaN, or content without slopes) has no best head."""
+    scores = {b: np.full((2, 3), np.nan) for b in BEHAVIOURS if b != "content"}
+    scores["previous_token"] = np.array([[0.1, np.nan, 0.3], [0.9, 0.2, 0.0]])
+    behaviour = HeadBehaviour(scores=scores, sink_control=np.zeros((2, 3)),
+                              reach=np.zeros((2, 3)), bias_reach=None, content_kl=None)
+    assert behaviour.best_head("previous_token") == (1, 0)
+    assert behaviour.best_head("delimiter") is None
+    assert behaviour.best_head("content") is None

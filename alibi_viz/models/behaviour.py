@@ -204,6 +204,20 @@ class HeadBehaviour:
                 kl=number(self.content_kl[layer, head], 2)))
         return texts
 
+    def values(self, behaviour: str) -> np.ndarray | None:
+        """(layers, heads) scores of one behaviour: the content KL for "content" (None for a
+        model without slopes), else its score."""
+        return self.content_kl if behaviour == "content" else self.scores[behaviour]
+
+    def best_head(self, behaviour: str) -> tuple[int, int] | None:
+        """(layer, head), 0-based, with the highest score for `behaviour`, or None when no head
+        has one (e.g. no bracket pair survives the tokenizer, or "content" without slopes)."""
+        values = self.values(behaviour)
+        if values is None or np.all(np.isnan(values)):
+            return None
+        layer, head = np.unravel_index(np.nanargmax(values), values.shape)
+        return int(layer), int(head)
+
     def strongest(self) -> np.ndarray:
         """Per head, its most salient behaviour, object array (layers, heads) of names: the
         score with the largest value relative to that score's maximum over all heads (each
