@@ -420,7 +420,7 @@ def head_summary(slopes, seq_len: int, mode: str = "causal", query_pos: int | No
     ]
 
 
-def mass_beyond_distance(slopes, seq_len: int, distance: int) -> np.ndarray:
+def last_query_mass_beyond(slopes, seq_len: int, distance: int) -> np.ndarray:
     """Share of the last causal query's bias-only attention on keys more than `distance` tokens
     back, per head: (r^(distance+1) - r^seq_len) / (1 - r^seq_len), r = e^-m. Why quality
     degrades gradually past the training length: gentle heads keep spreading weight that far.

@@ -358,14 +358,14 @@ def test_symmetric_middle_query_numbers_of_the_issue():
     assert row["90% span (tokens)"] == 29 and round(row["mean distance"], 1) == 15.7
 
 
-def test_mass_beyond_distance_matches_brute_force():
+def test_last_query_mass_beyond_matches_brute_force():
     """m = 1/256, last of 1,024 queries: the share of bias-only attention more than 128 tokens
     back is about 60%, as an explicit softmax gives."""
-    from alibi_viz.alibi import mass_beyond_distance
+    from alibi_viz.alibi import last_query_mass_beyond
 
     p = _brute_force_row([1 / 256], 1024, "causal", 1023)[0]
     expected = p[: 1023 - 128].sum()  # keys j with 1023 - j > 128
-    value = mass_beyond_distance([1 / 256], 1024, 128)[0]
+    value = last_query_mass_beyond([1 / 256], 1024, 128)[0]
     assert value == pytest.approx(expected, rel=1e-9) and round(value, 2) == 0.60
 
 

@@ -140,12 +140,12 @@ def test_decoding_step_draws_the_newest_queries_against_every_key():
 
 
 def test_dilution_number_is_the_closed_form():
-    """The 'why quality degrades gradually' number equals alibi.mass_beyond_distance."""
+    """The 'why quality degrades gradually' number equals alibi.last_query_mass_beyond."""
     from alibi_viz import alibi_slopes
-    from alibi_viz.alibi import mass_beyond_distance
+    from alibi_viz.alibi import last_query_mass_beyond
 
     at = run_app(params={"heads": "8", "len": "1024"})
-    share = mass_beyond_distance(alibi_slopes(8)[[-1]], 1024, 128)[0]
+    share = last_query_mass_beyond(alibi_slopes(8)[[-1]], 1024, 128)[0]
     assert any(f"**{share:.0%}**" in m.value for m in at.markdown)
 
 

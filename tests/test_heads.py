@@ -24,8 +24,8 @@ from alibi_viz.models.heads import (
     attention_modules,
     fit_decay_slope,
     head_statistics,
-    mass_beyond,
     mean_distance_against_bias,
+    mean_mass_beyond,
     score_decomposition,
     tokenize_capped,
 )
@@ -458,12 +458,12 @@ def _random_attention(T: int, seed: int = 0) -> np.ndarray:
     return torch.softmax(scores, dim=-1).numpy()
 
 
-def test_mass_beyond_matches_a_loop():
+def test_mean_mass_beyond_matches_a_loop():
     """The share of attention farther back than d equals a direct sum over i - j > d."""
     attention = _random_attention(12, seed=1)
     d = 4
     rows = [sum(attention[i, j] for j in range(12) if i - j > d) for i in range(d + 1, 12)]
-    assert mass_beyond(attention, d) == pytest.approx(np.mean(rows), rel=1e-6)
+    assert mean_mass_beyond(attention, d) == pytest.approx(np.mean(rows), rel=1e-6)
 
 
 def test_mean_distance_of_the_bias_only_map_matches_the_closed_form():

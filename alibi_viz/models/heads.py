@@ -785,7 +785,7 @@ def check_attention(attention, name: str = "attention") -> np.ndarray:
     return attention
 
 
-def mass_beyond(attention, distance: int) -> float:
+def mean_mass_beyond(attention, distance: int) -> float:
     """Mean share of attention on keys more than `distance` tokens back (i - j > distance),
     over the queries that have such keys (i > distance); NaN if none do."""
     attention = check_attention(attention)

@@ -11,7 +11,7 @@ from alibi_viz.alibi import (
     describe_schedule,
     head_summary,
     is_power_of_two,
-    mass_beyond_distance,
+    last_query_mass_beyond,
 )
 from alibi_viz.errors import AlibiVizError
 from alibi_viz.export import MAX_CSV_CELLS, matrices_to_csv, to_npy_bytes
@@ -213,7 +213,7 @@ st.markdown(_(
 if mode == "causal" and seq_len >= 16:
     gentle = int(np.argmin(slopes))
     near = seq_len // 8
-    beyond = float(mass_beyond_distance(slopes[[gentle]], seq_len, near)[0])
+    beyond = float(last_query_mass_beyond(slopes[[gentle]], seq_len, near)[0])
     st.markdown(_(
         "**Why quality degrades gradually beyond the training length.** Distances longer "
         "than any seen in training are new to an ALiBi model too. What helps is that far keys "

@@ -36,7 +36,7 @@ from alibi_viz.figures.extrapolation import (
     win_half_figure,
 )
 from alibi_viz.i18n import N_, _, number, percent, significant
-from alibi_viz.models.heads import attention_maps, mass_beyond
+from alibi_viz.models.heads import attention_maps, mean_mass_beyond
 from alibi_viz.params import UrlParam
 from alibi_viz.reach import (
     COPY_SPAN,
@@ -93,12 +93,12 @@ def attention_fig(path: str, stamp: tuple, train_seq_len: int, layer: int, head:
 @st.cache_data(max_entries=32, show_spinner=False)
 def attention_beyond(path: str, stamp: tuple, train_seq_len: int, layer: int, head: int, slope):
     """(share of the long map's attention beyond the training length, the same for the bias
-    alone or None without a slope, T): see `heads.mass_beyond`."""
+    alone or None without a slope, T): see `heads.mean_mass_beyond`."""
     long = alibi_attention(path, stamp, LONG_FACTOR * train_seq_len).maps[layer][head]  # (T, T)
     T = long.shape[0]
-    beyond_bias = (mass_beyond(implied_attention_map([slope], T)[0], train_seq_len)
+    beyond_bias = (mean_mass_beyond(implied_attention_map([slope], T)[0], train_seq_len)
                    if slope else None)
-    return mass_beyond(long, train_seq_len), beyond_bias, T
+    return mean_mass_beyond(long, train_seq_len), beyond_bias, T
 
 
 # ----------------------------------------------------------------------------- controls
