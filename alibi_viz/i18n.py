@@ -147,6 +147,18 @@ def percent(fraction: float, decimals: int = 0) -> str:
                           decimal_quantization=True)
 
 
+def tokens(value: float, shown: str | None = None) -> str:
+    """"N tokens" in the current language, N being `value` as the page writes it (`shown`,
+    default number(value)), the noun in the form the language's grammar wants: Russian declines
+    it one way after a fraction ("1,4 токена") and three ways after a whole number ("1 токен",
+    "2 токена", "5 токенов"). The one writer of a token count."""
+    shown = number(value) if shown is None else shown
+    if plotly_separators()[0] in shown or "e" in shown:
+        # TRANSLATORS: {fraction} is a number with decimals, e.g. 1.39.
+        return _("{fraction} tokens").format(fraction=shown)
+    return ngettext("{n} token", "{n} tokens", round(value)).format(n=shown)
+
+
 def plotly_separators(code: str | None = None) -> str:
     """plotly's layout.separators for the language: decimal mark, then thousands mark."""
     from babel.numbers import get_decimal_symbol, get_group_symbol

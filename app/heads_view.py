@@ -39,7 +39,7 @@ from alibi_viz.figures.heads import (
     single_map_figure,
 )
 from alibi_viz.figures.render import with_traces
-from alibi_viz.i18n import N_, _, formatted, ngettext, number, significant
+from alibi_viz.i18n import N_, _, formatted, number, significant, tokens
 from alibi_viz.models.behaviour import BEHAVIOUR_TITLES, BEHAVIOURS, behaviour_scores
 from alibi_viz.models.heads import (
     BIAS_SHOWN,
@@ -369,7 +369,7 @@ def _show(prefix: str, loaded: Loaded, text: str, choice: Choice) -> None:
         st.warning(ui.failure_message(exc), icon="✍️")
         return
     T = analysis.seq_len
-    facts = ngettext("{n} token", "{n} tokens", T).format(n=number(T))
+    facts = tokens(T)
     if marker:
         facts += "; " + _("trained on {n}-token windows").format(n=number(marker))
     st.caption(facts + ". " + _("Labels: ␣ space, ⏎ newline, ⇥ tab."))
@@ -483,7 +483,7 @@ def show_gallery(prefix: str, loaded: Loaded) -> None:
     layer, head = cell
     kind = strongest[layer, head]
     probe, query = behaviour.example(layer, head, kind)
-    tokens, maps = behaviour.probes[probe]
+    labels, maps = behaviour.probes[probe]
     attention = maps[layer][head]
     left, right = st.columns([2, 3])
     with left:
@@ -501,6 +501,6 @@ def show_gallery(prefix: str, loaded: Loaded) -> None:
                    "the darker a token, the more attention it gets from the query."))
         st.markdown(where.format(layer=layer + 1, head=head + 1, behaviour=titles[kind],
                                  query=query))
-        st.html(highlight_html(tokens, attention[query], query))
+        st.html(highlight_html(labels, attention[query], query))
         st.caption(_("Scores: {scores}. Definitions: `alibi_viz/models/behaviour.py`.").format(
             scores="; ".join(behaviour.score_texts(layer, head))))

@@ -17,23 +17,12 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from alibi_viz import i18n
 from alibi_viz.alibi import check_int, implied_attention_map
 from alibi_viz.errors import AlibiVizError
 from alibi_viz.figures.extrapolation import MARKER_COLOR, attention_pair_figure
 from alibi_viz.figures.render import fit_texts
-from alibi_viz.i18n import _, ngettext, significant
+from alibi_viz.i18n import _, significant, tokens
 from alibi_viz.models.heads import check_attention
-
-
-def tokens(value: float, shown: str) -> str:
-    """'`shown` tokens', `shown` being `value` as written on the page, in the form the
-    language's grammar wants: Russian declines the noun one way after a fraction ("1,4 токена")
-    and three ways after a whole number ("1 токен", "2 токена", "5 токенов")."""
-    if i18n.plotly_separators()[0] in shown or "e" in shown:
-        # TRANSLATORS: {fraction} is a number with decimals, e.g. 1.39.
-        return _("{fraction} tokens").format(fraction=shown)
-    return ngettext("{n} token", "{n} tokens", round(value)).format(n=shown)
 
 
 def head_vs_bias_figure(attention, slope: float, layer: int, head: int, **kwargs) -> go.Figure:

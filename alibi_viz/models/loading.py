@@ -49,7 +49,7 @@ import torch
 from alibi_viz import assets
 from alibi_viz.alibi import SCHEDULES, alibi_slopes, check_int
 from alibi_viz.errors import ModelLoadError
-from alibi_viz.i18n import N_, _, formatted, ngettext, number, significant
+from alibi_viz.i18n import N_, _, formatted, number, significant, tokens
 from alibi_viz.models.hub_cache import PICKLE_SUFFIXES, parse_repo_id, resolve_repo
 
 MODEL_ROOT_ENV = "ALIBI_VIZ_MODEL_ROOT"  # only folders inside this root can be loaded
@@ -723,10 +723,6 @@ def _slope_list(slopes) -> str:
     return ("; " if any("," in t for t in texts) else ", ").join(texts)
 
 
-def _tokens(n: int) -> str:
-    return ngettext("{n} token", "{n} tokens", n).format(n=number(n))
-
-
 def model_info_rows(info: ModelInfo, training: dict | None = None) -> list[dict]:
     """ModelInfo as (property, value) rows of text for a table, in the current language."""
     rows = [
@@ -748,12 +744,12 @@ def model_info_rows(info: ModelInfo, training: dict | None = None) -> list[dict]
             rows.append((_("slopes as applied"), _slope_list(info.applied_slopes)))
     length = train_seq_len(info, training)
     known = isinstance((training or {}).get("train_seq_len"), int)
-    rows.append((_("training length"), (_tokens(length) + ("" if known else
+    rows.append((_("training length"), (tokens(length) + ("" if known else
                                                             " " + _("(as the config declares)")))
                  if length else _("unknown")))
     if info.max_positions:
         rows.append((_("longest input"),
-                     _tokens(info.max_positions) + " " + _("(its position table)")))
+                     tokens(info.max_positions) + " " + _("(its position table)")))
     if info.path:
         rows.append((_("folder"), info.path))
     return [{"property": k, "value": v} for k, v in rows]

@@ -340,7 +340,7 @@ else:
 
 # 2. live run ---------------------------------------------------------------------------------
 st.subheader(_("2. Re-run it live"))
-protocol, tokens, cap = live_controls_ui(length)
+protocol, n_tokens, cap = live_controls_ui(length)
 st.caption(_("Re-evaluates {model} at {length} tokens ({protocol}) on the same held-out stream "
              "as the shipped numbers, scoring its first tokens. To stay within seconds a live "
              "run scores at most {cap} tokens at this length (the shipped numbers score more "
@@ -356,7 +356,7 @@ if st.button(_("Run live evaluation"), key="xl_run", type="primary"):
             model=model_label(model), name=model) + " " + train_hint(model))
     else:
         bar = st.progress(0.0, text=_("Scoring {tokens} tokens in windows of {length}...").format(
-            tokens=number(tokens), length=number(length)))
+            tokens=number(n_tokens), length=number(length)))
         try:
             net = eval_model(str(path), ui.model_stamp(str(path)))
             start = time.perf_counter()
@@ -365,7 +365,7 @@ if st.button(_("Run live evaluation"), key="xl_run", type="primary"):
                 bar.progress(done / total, text=_("window {done} of {total}").format(
                     done=number(done), total=number(total)))
 
-            out = evaluate_length(net, length, protocol, tokens=tokens, stride=DEFAULT_STRIDE,
+            out = evaluate_length(net, length, protocol, tokens=n_tokens, stride=DEFAULT_STRIDE,
                                   max_length=length, progress=advance)
             seconds = time.perf_counter() - start
         except (AlibiVizError, RuntimeError, MemoryError) as exc:

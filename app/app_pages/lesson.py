@@ -35,10 +35,9 @@ from alibi_viz.figures.lesson import (
     enlarge_figure,
     head_vs_bias_figure,
     score_pipeline_figure,
-    tokens,
     toy_content_scores,
 )
-from alibi_viz.i18n import N_, _, number, percent, significant
+from alibi_viz.i18n import N_, _, number, percent, significant, tokens
 from alibi_viz.models.heads import attention_maps, mean_distance_against_bias
 from alibi_viz.models.loading import position_parameter_count
 from alibi_viz.params import UrlParam
