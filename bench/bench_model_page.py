@@ -100,12 +100,9 @@ def cdn_route(route) -> None:
     route.fulfill(path=local, content_type="application/javascript")
 
 
-BERTVIZ_DRAWN = """() => {
-    // head_view builds its SVG in one synchronous call: left tokens, right tokens, the
-    // attention lines, then one checkbox per head. Done when the checkboxes exist, and
-    // drawn when two animation frames have passed after that (a paint happened).
-    const svg = document.querySelector('#vis svg');
-    if (!svg || svg.children.length < 4) return false;
+# The end of a "drawn" predicate: once its conditions hold, two animation frames must pass (a
+# paint happened) before it answers true.
+AFTER_A_PAINT = """
     if (window.__drawn) return true;
     if (!window.__waiting) {
         window.__waiting = true;
@@ -113,6 +110,13 @@ BERTVIZ_DRAWN = """() => {
     }
     return false;
 }"""
+
+BERTVIZ_DRAWN = """() => {
+    // head_view builds its SVG in one synchronous call: left tokens, right tokens, the
+    // attention lines, then one checkbox per head. Done when the checkboxes exist, and
+    // drawn when two animation frames have passed after that (a paint happened).
+    const svg = document.querySelector('#vis svg');
+    if (!svg || svg.children.length < 4) return false;""" + AFTER_A_PAINT
 
 
 def bertviz_missing() -> list[str]:
@@ -203,14 +207,7 @@ GRID_SHOWN = """want => {
     const title = document.querySelector('.st-key-mh_fig_grid .gtitle');
     if (!title || !title.textContent.includes(want)) return false;
     const image = """ + GRID_IMAGE + """;
-    if (!image || image.getAttribute('href') === window.__oldImage) return false;
-    if (window.__drawn) return true;
-    if (!window.__waiting) {
-        window.__waiting = true;
-        requestAnimationFrame(() => requestAnimationFrame(() => { window.__drawn = true; }));
-    }
-    return false;
-}"""
+    if (!image || image.getAttribute('href') === window.__oldImage) return false;""" + AFTER_A_PAINT
 
 PAGE_IDLE = """() => {
     // The rerun is over: no element left from the previous run, no "Running" indicator,

@@ -58,6 +58,15 @@ def model_color(name: str, index: int = 0) -> str:
 
 # ----------------------------------------------------------------------------- shipped results
 
+def _one_line_per_model_layout(fig: go.Figure, height: int, title: str) -> go.Figure:
+    """The layout of a figure with one line per shipped model: `title`, the legend of models
+    under the plot, hover on the nearest point."""
+    return fig.update_layout(
+        height=height, margin=dict(l=60, r=20, t=80, b=50), hovermode="closest",
+        title=dict(text=title),
+        legend=dict(orientation="h", y=-0.22, yanchor="top", x=0.5, xanchor="center"))
+
+
 def perplexity_figure(results: dict, live=(), protocols=None, height: int = 420) -> go.Figure:
     """Perplexity vs evaluation length: one line per model, one panel per protocol.
 
@@ -148,13 +157,11 @@ def perplexity_figure(results: dict, live=(), protocols=None, height: int = 420)
                      else _("perplexity per token"))
     for col in range(2, len(protocols) + 1):
         fig.update_yaxes(type="log" if log_y else "linear", range=y_range, row=1, col=col)
-    fig.update_layout(
-        height=height, margin=dict(l=60, r=20, t=80, b=50), hovermode="closest",
-        title=dict(text=_("Train short, test long: perplexity vs evaluation length (trained at "
-                          "{n})").format(n=number(train_seq_len)) if train_seq_len
-                   else _("Train short, test long: perplexity vs evaluation length")),
-        legend=dict(orientation="h", y=-0.22, yanchor="top", x=0.5, xanchor="center"))
-    return fig
+    return _one_line_per_model_layout(
+        fig, height,
+        _("Train short, test long: perplexity vs evaluation length (trained at "
+          "{n})").format(n=number(train_seq_len)) if train_seq_len
+        else _("Train short, test long: perplexity vs evaluation length"))
 
 
 # ----------------------------------------------------------------------------- attention maps
@@ -296,13 +303,11 @@ def reach_figure(reach: dict, train_seq_len: int | None = None, height: int = 42
                          title=title, row=1, col=col)
     fig.update_yaxes(title=_("loss (nats per token)"), row=1, col=1)
     fig.update_yaxes(title=_("first − repeat (nats per token)"), row=1, col=2)
-    fig.update_layout(
-        height=height, margin=dict(l=60, r=20, t=80, b=50), hovermode="closest",
-        title=dict(text=_("How far back do the models really look? (dashes: training length "
-                          "{n})").format(n=number(train_seq_len)) if train_seq_len
-                   else _("How far back do the models really look?")),
-        legend=dict(orientation="h", y=-0.22, yanchor="top", x=0.5, xanchor="center"))
-    return fig
+    return _one_line_per_model_layout(
+        fig, height,
+        _("How far back do the models really look? (dashes: training length "
+          "{n})").format(n=number(train_seq_len)) if train_seq_len
+        else _("How far back do the models really look?"))
 
 
 def win_half_figure(slopes, num_keys: int, distances=None, height: int = 380) -> go.Figure:
