@@ -118,18 +118,27 @@ def error_boxes(page) -> int:
 
 # ----------------------------------------------------------------------------- the tests
 
-def test_bundle_is_precompressed_and_cached_for_a_year(stack):
-    """The main JS bundle comes gzipped from the .gz made once by run.sh (a Content-Length,
-    not a chunked on-the-fly stream), cached for a year as immutable; the page is not."""
-    status, headers, html = get(stack.url + "/")
-    assert status == 200 and "max-age" not in headers.get("Cache-Control", "")
+def assert_bundle_precompressed(url: str) -> tuple[str, bytes]:
+    """The page's main JS bundle comes gzipped from a file made once by run.sh (a
+    Content-Length, not a chunked on-the-fly stream), cached for a year as immutable.
+    Returns (the bundle's path, its gzipped body)."""
+    _, _, html = get(url + "/")
     bundle = re.search(r'<script type="module"[^>]* src="\./(static/js/index\.[^"]+\.js)"',
                        html.decode()).group(1)
-    status, headers, body = get(f"{stack.url}/{bundle}", {"Accept-Encoding": "gzip"})
+    status, headers, body = get(f"{url}/{bundle}", {"Accept-Encoding": "gzip"})
     assert status == 200
     assert headers["Content-Encoding"] == "gzip"
     assert headers["Cache-Control"] == "public, max-age=31536000, immutable"
     assert int(headers["Content-Length"]) == len(body)  # served from a file: precompressed
+    return bundle, body
+
+
+def test_bundle_is_precompressed_and_cached_for_a_year(stack):
+    """The main JS bundle comes gzipped from the .gz made once by run.sh (a Content-Length,
+    not a chunked on-the-fly stream), cached for a year as immutable; the page is not."""
+    status, headers, _html = get(stack.url + "/")
+    assert status == 200 and "max-age" not in headers.get("Cache-Control", "")
+    bundle, body = assert_bundle_precompressed(stack.url)
     import streamlit
 
     original = Path(streamlit.__file__).parent / "static" / bundle
@@ -318,14 +327,7 @@ def test_checkout_in_a_private_folder_still_serves_the_bundle(tmp_path):
         assert not Path(static.group(1)).resolve().is_relative_to(private.resolve())
 
         url = f"http://127.0.0.1:{listen}"
-        _, _, html = get(url + "/")
-        bundle = re.search(r'<script type="module"[^>]* src="\./(static/js/index\.[^"]+\.js)"',
-                           html.decode()).group(1)
-        status_code, headers, body = get(f"{url}/{bundle}", {"Accept-Encoding": "gzip"})
-        assert status_code == 200
-        assert headers["Content-Encoding"] == "gzip"
-        assert headers["Cache-Control"] == "public, max-age=31536000, immutable"
-        assert int(headers["Content-Length"]) == len(body)
+        bundle, body = assert_bundle_precompressed(url)
         import streamlit
 
         original = Path(streamlit.__file__).parent / "static" / bundle
