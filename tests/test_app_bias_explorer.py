@@ -121,10 +121,15 @@ def test_symmetric_span_describes_the_middle_query():
     assert span_of_gentlest(at) <= 60
 
 
-def test_each_head_gets_its_own_colour_scale_by_default():
-    """By default every panel spans [-1, 0] of its own largest penalty; 'one for all heads'
-    puts the bias itself on one scale, down to -m_max (L - 1)."""
+def test_heads_share_one_clipped_colour_scale_by_default():
+    """By default every head is on one scale clipped at -CLIP_LOGITS; 'each head its own'
+    spans [-1, 0] of each panel's largest penalty; 'one for all heads' puts the bias itself on
+    one scale, down to -m_max (L - 1)."""
+    from alibi_viz.figures.bias import CLIP_LOGITS
+
     at = run_app(params={"heads": "8", "len": "64"})
+    assert grid(at)["layout"]["coloraxis"]["cmin"] == -CLIP_LOGITS
+    at.radio(key="be_scale").set_value("per_head").run()
     assert grid(at)["layout"]["coloraxis"]["cmin"] == -1.0
     assert "darkest" in panel_titles(at)[7]
     at.radio(key="be_scale").set_value("shared").run()

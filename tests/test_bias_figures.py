@@ -34,11 +34,11 @@ def test_bias_grid_is_an_image_with_a_colour_bar():
 
 
 def test_per_head_scale_divides_each_panel_by_its_own_largest_penalty():
-    """Per head (the default), head h's panel is the bias divided by m_h (L - 1): every head
-    spans [-1, 0], so the gentlest head's gradient is as visible as the steepest one's."""
+    """Per head, head h's panel is the bias divided by m_h (L - 1): every head spans [-1, 0],
+    so the gentlest head's gradient is as visible as the steepest one's."""
     slopes = alibi_slopes(8)
     values, _, _, _ = bias_display_values(slopes, 100)
-    fig = bias_grid_figure(slopes, 100)
+    fig = bias_grid_figure(slopes, 100, scale="per_head")
     assert fig.layout.coloraxis.cmin == -1.0
     scaled = values / (slopes[:, None, None] * 99)
     assert np.nanmin(np.where(np.isfinite(scaled), scaled, np.nan), axis=(1, 2)) == pytest.approx(
@@ -132,3 +132,51 @@ def test_display_size_is_the_size_of_the_display_values(heads, rows, keys):
 
     values = bias_display_values(alibi_slopes(heads), rows, "causal", key_len=keys)[0]
     assert bias_display_size(rows, heads, keys) == values.size
+
+
+def panel_pixels(fig, n: int) -> list[np.ndarray]:
+    """The mosaic image of a bias grid decoded back to pixels, cut into its n panels (equal
+    cells of the grid_columns(n) x rows layout), each (h, w, 3) uint8."""
+    import base64
+    import io
+    import math
+
+    from PIL import Image
+
+    from alibi_viz.figures.render import grid_columns
+
+    source = next(t.source for t in fig.data if t.type == "image")
+    png = base64.b64decode(source.split(",", 1)[1])
+    mosaic = np.asarray(Image.open(io.BytesIO(png)).convert("RGB"))
+    columns = grid_columns(n)
+    rows = math.ceil(n / columns)
+    h, w = mosaic.shape[0] // rows, mosaic.shape[1] // columns
+    return [mosaic[(p // columns) * h:(p // columns + 1) * h, (p % columns) * w:(p % columns + 1) * w]
+            for p in range(n)]
+
+
+@pytest.mark.parametrize("heads,length", [(8, 16), (8, 512), (12, 512), (32, 2048), (64, 4096)])
+def test_by_default_a_steep_and_a_gentle_head_look_different(heads, length):
+    """Drawn by default, the steepest and the gentlest head's panels differ clearly in the
+    pixels a student sees (mean |RGB difference| over 20 of 255), at real head counts; each head
+    on its own scale they are the same picture, which is why that is not the default."""
+    slopes = alibi_slopes(heads)
+    steep, gentle = int(np.argmax(slopes)), int(np.argmin(slopes))
+
+    def difference(scale):
+        panels = panel_pixels(bias_grid_figure(slopes, length, scale=scale), heads)
+        return np.abs(panels[steep].astype(int) - panels[gentle].astype(int)).mean()
+
+    assert difference("clipped") > 20
+    assert difference("per_head") == 0
+
+
+def test_clipped_scale_stops_at_the_clip_and_keeps_the_mask():
+    """One colour bar from -CLIP_LOGITS to 0 for every head; keys after the query stay masked."""
+    from alibi_viz.figures.bias import CLIP_LOGITS
+
+    fig = bias_grid_figure(alibi_slopes(8), 100)
+    assert (fig.layout.coloraxis.cmin, fig.layout.coloraxis.cmax) == (-CLIP_LOGITS, 0)
+    panel = panel_pixels(fig, 8)[0]
+    grey = np.all(panel == (215, 215, 215), axis=-1)  # MASK_RGB
+    assert grey.any()

@@ -139,7 +139,7 @@ def test_per_head_colours_do_not_depend_on_the_slopes():
     from alibi_viz.figures.bias import bias_grid_figure
 
     def image(max_bias):
-        fig = bias_grid_figure(alibi_slopes(8, "official", max_bias), 2048)
+        fig = bias_grid_figure(alibi_slopes(8, "official", max_bias), 2048, scale="per_head")
         return next(t.source for t in fig.data if t.type == "image")
 
     assert image(8.0) == image(4.0)

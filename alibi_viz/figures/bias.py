@@ -81,20 +81,26 @@ def bias_display_size(seq_len: int, num_heads: int, key_len: int | None = None) 
     return num_heads * min(seq_len, side) * min(key_len, side)
 
 
-COLOR_SCALES = ("per_head", "shared")  # how the bias grid colours its panels
+# How the bias grid colours its panels. "clipped" (the default) is one scale for every head,
+# down to -CLIP_LOGITS: a steep head turns dark within a few tokens, a gentle one stays pale
+# (on its own scale every linear panel is the same picture, so the heads would look alike).
+COLOR_SCALES = ("clipped", "per_head", "shared")
+CLIP_LOGITS = 10.0  # e^-10: a key this far down keeps 1/22,026 of the weight of the query's own
 
 
 def bias_grid_figure(slopes, seq_len: int, mode: str = "causal", head_ids=None,
                      key_len: int | None = None, pixel_budget: int = IMAGE_PIXEL_BUDGET,
-                     hover_budget: int = HOVER_CELL_BUDGET, scale: str = "per_head") -> go.Figure:
+                     hover_budget: int = HOVER_CELL_BUDGET, scale: str = "clipped") -> go.Figure:
     """Per-head ALiBi bias matrices, evaluated at display resolution (cost independent of L).
 
     head_ids: 0-based head indices to draw (default all). key_len > seq_len draws the last
     seq_len queries against key_len keys (a cached decoding step: the bottom rows of the full
-    matrix). scale "per_head" divides each panel by its own largest penalty m_h (key_len - 1),
-    so a gentle head shows its gradient instead of a flat colour (the panel title gives the
-    divisor); "shared" puts every head on one scale, where a gentle head looks flat beside a
-    steep one, as it is in logits. Hover always shows the bias itself.
+    matrix). scale "clipped" (default) puts every head on one scale from 0 down to
+    -CLIP_LOGITS, where the bias leaves a key almost no weight: how far each head reaches is
+    where its panel turns dark (at distance CLIP_LOGITS / m_h). "per_head" divides each panel
+    by its own largest penalty m_h (key_len - 1): every head then shows the same gradient and
+    only the titles differ. "shared" puts every head on one unclipped scale, down to the
+    steepest head's largest penalty. Hover always shows the bias itself.
     """
     if scale not in COLOR_SCALES:
         raise AlibiVizError(_("scale must be one of {choices}, got {value!r}.")
@@ -120,6 +126,15 @@ def bias_grid_figure(slopes, seq_len: int, mode: str = "causal", head_ids=None,
             for h, lg in zip(head_ids, largest, strict=True)]
         cmin, bar = -1.0, _("bias ÷ m(L−1)")
         scale_text = _("each head on its own scale")
+    elif scale == "clipped":
+        # (H, R, C) in [-CLIP_LOGITS, 0]; masked cells (-inf) stay masked
+        images = np.where(np.isfinite(images), np.maximum(images, -CLIP_LOGITS), images)
+        titles = [_("head {h}: m={m}").format(h=h + 1, m=significant(slopes[h], 3))
+                  for h in head_ids]
+        cmin = -CLIP_LOGITS
+        bar = _("bias (clipped at −{clip})").format(clip=number(CLIP_LOGITS))
+        scale_text = _("one scale for all heads, clipped at −{clip}").format(
+            clip=number(CLIP_LOGITS))
     else:
         titles = [_("head {h}: m={m}").format(h=h + 1, m=significant(slopes[h], 3))
                   for h in head_ids]

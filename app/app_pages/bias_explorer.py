@@ -16,6 +16,7 @@ from alibi_viz.alibi import (
 from alibi_viz.errors import AlibiVizError
 from alibi_viz.export import MAX_CSV_CELLS, matrices_to_csv, to_npy_bytes
 from alibi_viz.figures.bias import (
+    CLIP_LOGITS,
     COLOR_SCALES,
     bias_display_size,
     bias_display_values,
@@ -36,11 +37,12 @@ PARAMS = [
     UrlParam("schedule", "choice", "official", choices=SCHEDULES),
     UrlParam("max_bias", "float", 8.0, 0.5, 16.0),
     UrlParam("show", "head_selection", "all"),
-    UrlParam("scale", "choice", "per_head", choices=COLOR_SCALES),
+    UrlParam("scale", "choice", "clipped", choices=COLOR_SCALES),
     UrlParam("decode", "choice", "0", choices=("0", "1")),
 ]
 DECODE_QUERIES = 16  # a decoding view draws this many newest queries against every cached key
-SCALE_TITLES = {"per_head": N_("each head its own"), "shared": N_("one for all heads")}
+SCALE_TITLES = {"clipped": N_("one for all, clipped"), "per_head": N_("each head its own"),
+                "shared": N_("one for all heads")}
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -113,9 +115,13 @@ def controls_ui():
                              help=_('"all", or a list like 1-4,8 (1-based).'))
         scale = st.radio(_("Colour scale"), COLOR_SCALES, key="be_scale", horizontal=True,
                          format_func=ui.labels(SCALE_TITLES),
-                         help=_("each head its own: every panel spans its own largest penalty, "
-                                "so gentle heads show their gradient. one for all heads: the "
-                                "true sizes in logits, where gentle heads look flat."))
+                         help=_("one for all, clipped: every head on one scale down to −{clip} "
+                                "logits, where a key keeps almost no weight, so each panel "
+                                "turns dark where its head stops reaching. each head its own: "
+                                "every panel spans its own largest penalty, the same picture "
+                                "for every slope. one for all heads: the true sizes in logits, "
+                                "down to the steepest head's largest penalty.").format(
+                                    clip=number(CLIP_LOGITS)))
         decode = st.toggle(_("Decoding step (KV cache)"), key="be_decode",
                            help=_("Draw only the newest {n} queries against every cached key: "
                                   "the bias rows a cached decoding step needs.").format(

@@ -30,7 +30,12 @@ from alibi_viz.evaluate import (
     train_seq_len_of,
     useful_context,
 )
-from alibi_viz.figures.bias import bias_grid_figure, decay_figure, slope_schedule_figure
+from alibi_viz.figures.bias import (
+    CLIP_LOGITS,
+    bias_grid_figure,
+    decay_figure,
+    slope_schedule_figure,
+)
 from alibi_viz.figures.lesson import (
     enlarge_figure,
     head_vs_bias_figure,
@@ -283,8 +288,13 @@ def step_bias(step: int, present: bool) -> None:
                                back=number(matrix[10, 0])), present):
         show(bias_fig(seq_len), "bias", present)
     if not present:
-        st.caption(_("Heads 1, 3, 5 and 8 of 8, with the paper's slopes, each on its own colour "
-                     "scale (the darkest value is in each title). Hover for the values."))
+        slopes = alibi_slopes(8)
+        st.caption(_("Heads 1, 3, 5 and 8 of 8, with the paper's slopes, on one colour scale from "
+                     "0 down to −{clip} (clipped there: a key that far down keeps almost no "
+                     "weight). Head 1 (m = 1/2) reaches −{clip} {steep} tokens back, head 8 "
+                     "(m = 1/256) only {gentle} tokens back. Hover for the values.").format(
+                         clip=number(CLIP_LOGITS), steep=number(CLIP_LOGITS / slopes[0]),
+                         gentle=number(CLIP_LOGITS / slopes[-1])))
 
 
 def step_slopes(step: int, present: bool) -> None:
