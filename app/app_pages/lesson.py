@@ -3,11 +3,11 @@
 Presentation mode (URL present=1) is built for a 1024x768 projector: the sidebar starts
 collapsed, each step shows a short text and one figure sized to fit the screen, and the step
 poses its question first and reveals the answer (computed from the step's own figure) on a
-click. A presenter's clicker moves the lesson: the navigation buttons carry Streamlit's own
-keyboard shortcuts (`st.button(shortcut=...)`: PageDown/PageUp, the arrow keys, Space, Home,
-End), which Streamlit ignores while a text input has the focus.
+click. A presenter's clicker moves the lesson (PageDown/PageUp, the arrow keys, Space, Home,
+End: `CLICKER_JS`), whatever control has the focus, except while typing in a text box.
 """
 
+import json
 import math
 
 import numpy as np
@@ -75,13 +75,49 @@ h2 { font-size: 26px !important; padding: 0.2rem 0 !important; }
 .katex { font-size: 1.25em; }
 </style>
 """
-SLOPE_CHOICES = (0.0,) + tuple(2.0 ** -k for k in range(0, 9))  # 0 = no position at all
+# From no bias at all (0) through the gentlest slope to the steepest: moving the slider right
+# always makes the bias steeper.
+SLOPE_CHOICES = (0.0,) + tuple(2.0 ** -k for k in range(8, -1, -1))
 LESSON_HEADS = (0, 2, 4, 7)  # step 2 shows 4 of the 8 heads: m = 1/2, 1/8, 1/32, 1/256
 LESSON_TEXT = data.CODE_EXAMPLE  # in the shipped models' domain: Python source
-# The clicker's keys: Streamlit's button shortcuts (one key per button, so Next and Previous
-# each have companions that do the same thing under another key).
-NEXT_KEYS = ("PageDown", "Right", "Space")
-PREV_KEYS = ("PageUp", "Left")
+# The clicker's keys (a presenter's clicker sends PageDown/PageUp, some send the arrows), each
+# with a hidden companion button that the script below clicks.
+NEXT_KEYS = ("PageDown", "ArrowRight", " ")
+PREV_KEYS = ("PageUp", "ArrowLeft")
+# A capture-phase key listener on the page, installed once per browser tab: the clicker's keys
+# move the steps whatever has focus (a slider just dragged, a dropdown just picked, a number just
+# typed), except while typing in a text box; in a number box only PageDown/PageUp move (the
+# arrows move its caret). Streamlit's own button shortcuts stop when a widget has focus, so a
+# teacher who touched a control lost the clicker without seeing why.
+CLICKER_JS = """<script>
+(() => {
+  if (window.__alibiVizClicker) return;
+  window.__alibiVizClicker = true;
+  const companions = %s;
+  window.addEventListener("keydown", (event) => {
+    const name = companions[event.key];
+    if (!name || event.ctrlKey || event.altKey || event.metaKey || event.repeat) return;
+    const target = event.target || document.body;
+    const tag = (target.tagName || "").toLowerCase();
+    const type = (target.type || "").toLowerCase();
+    const paging = event.key === "PageDown" || event.key === "PageUp";
+    if (target.isContentEditable || tag === "textarea") return;
+    if (tag === "input" && !["number", "range", "checkbox", "radio"].includes(type)
+        && !(target.getAttribute("role") === "combobox" || target.readOnly)) return;
+    if (tag === "input" && type === "number" && !paging) return;
+    if (tag === "button" && event.key === " ") return;  // Space presses a focused button
+    const button = document.querySelector(".st-key-" + name + " button");
+    if (!button) return;
+    event.preventDefault();
+    event.stopImmediatePropagation();
+    if (button.disabled) return;
+    if (document.activeElement && document.activeElement !== document.body) {
+      document.activeElement.blur();
+    }
+    button.click();
+  }, true);
+})();
+</script>"""
 # The evaluation protocols as the radio of step 6 shows them (values stay the results' keys).
 PROTOCOL_LABELS = {"both": N_("both"), "nonoverlapping": N_("nonoverlapping"),
                    "sliding": N_("sliding")}
@@ -182,19 +218,20 @@ def navigation_ui(step: int) -> None:
     last.button("", icon=":material/last_page:", key="ls_last", on_click=go_to,
                 args=(len(STEPS),), disabled=step == len(STEPS), help=_("Last step (End)"),
                 width="stretch")
-    with st.container(key="ls_keys"):  # hidden by the CSS below
-        for key in NEXT_KEYS:
-            st.button(_("next ({key})").format(key=key), key=f"ls_key_{key.lower()}",
-                      on_click=go_to, args=(step + 1,), disabled=step == len(STEPS),
-                      shortcut=key)
-        for key in PREV_KEYS:
-            st.button(_("back ({key})").format(key=key), key=f"ls_key_{key.lower()}",
-                      on_click=go_to, args=(step - 1,), disabled=step == 1, shortcut=key)
+    with st.container(key="ls_keys"):  # hidden by the CSS below, clicked by CLICKER_JS
+        st.button(_("next"), key="ls_key_next", on_click=go_to, args=(step + 1,),
+                  disabled=step == len(STEPS))
+        st.button(_("back"), key="ls_key_back", on_click=go_to, args=(step - 1,),
+                  disabled=step == 1)
         st.button(_("first (Home)"), key="ls_key_home", on_click=go_to, args=(1,),
-                  disabled=step == 1, shortcut="Home")
+                  disabled=step == 1)
         st.button(_("last (End)"), key="ls_key_end", on_click=go_to, args=(len(STEPS),),
-                  disabled=step == len(STEPS), shortcut="End")
-    st.html("<style>.st-key-ls_keys { display: none; }</style>")
+                  disabled=step == len(STEPS))
+    companions = ({key: "ls_key_next" for key in NEXT_KEYS}
+                  | {key: "ls_key_back" for key in PREV_KEYS}
+                  | {"Home": "ls_key_home", "End": "ls_key_end"})
+    st.html("<style>.st-key-ls_keys { display: none; }</style>"
+            + CLICKER_JS % json.dumps(companions), unsafe_allow_javascript=True)
 
 
 def show(fig, name: str, present: bool) -> None:
