@@ -155,7 +155,7 @@ def tokens(value: float, shown: str | None = None) -> str:
     shown = number(value) if shown is None else shown
     if plotly_separators()[0] in shown or "e" in shown:
         # TRANSLATORS: {fraction} is a number with decimals, e.g. 1.39.
-        return _("{fraction} tokens").format(fraction=shown)
+        return gettext("{fraction} tokens").format(fraction=shown)
     return ngettext("{n} token", "{n} tokens", round(value)).format(n=shown)
 
 

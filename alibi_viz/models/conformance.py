@@ -1,8 +1,8 @@
-"""Is this model applying ALiBi correctly? A conformance check for ALiBi checkpoints.
+"""Is this model applying ALiBi correctly? A conformance check for ALiBi checkpoints and ports.
 
-`check_alibi(model, tokenizer)` answers, for every layer and head: is the positional bias the
-model really applies the one its config says it should, in prefill and in cached decoding,
-with left padding too?
+`check_alibi(model, tokenizer)` answers, for the model and for every layer and head: is the
+positional bias the model really applies the one its config says it should, in prefill and in
+cached decoding, with left padding too? And when it is not, which bug explains it?
 
 The applied-bias probe. Feed one token repeated T times. A model without position embeddings
 then keeps every position's hidden state identical in every layer (each attention output is
@@ -11,39 +11,87 @@ and its pre-softmax logits are that constant plus exactly the bias it applies. A
 probabilities therefore give the applied bias back: log p_ij - log p_ii = b(i - j) - b(0).
 That reads what the model really computes, bugs included, in its own attention path (eager:
 `output_attentions`; sdpa: the inputs of torch's scaled_dot_product_attention, recorded and
-softmaxed as sdpa does). `tests/test_conformance.py` checks the identical-states claim.
+softmaxed in float64 as sdpa does). The check verifies the identical-states premise on the
+probe itself and raises AlibiVizError when it fails (a model that also adds learned or
+sinusoidal positions). From each head's averaged curve y(d) = b(d) - b(0) it fits, weighting
+each distance by the queries that saw it, the applied slope m (y = a - m d), the offset a (a
+jump between d = 0 and d = 1) and a clip point (y stops changing after N tokens).
 
-From the averaged curve y(d) = b(d) - b(0) of each head the check fits the applied slope and
-names one verdict:
+Diagnose the model first, then the heads. The whole set of applied slopes of a layer is fitted
+to the explanations a port can have, simplest first, and the first that fits every head is the
+diagnosis (`AlibiCheck.diagnosis`, a list of `Finding`s; layers with the same explanation are
+merged):
 
-  conforms      slope within tolerance of the expected one.
-  scaled        slope = ratio x expected, the ratio the same for every head (e.g. 1/sqrt(d)
-                or 2/sqrt(d)); with a ratio that varies per head, the slopes follow another
-                schedule (`AlibiCheck.schedule` says which).
-  sign_flipped  the bias grows with distance instead of falling.
-  permuted      the head applies another head's expected slope (which one is in `detail`).
-  offset        y(d) jumps between d = 0 and d = 1: a constant added to every key but the
-                query's own, which changes attention. A constant added to a whole row is
-                harmless, invisible to softmax and to this probe, and passes as it should.
-  missing       no bias at all.
-  clipped       the bias stops growing after N tokens (`clip_at`).
+  conforms      the configured slopes (in the architecture's documented form, below).
+  missing       no positional bias at all.
+  scaled        one constant factor k for every head: k = 2 is "the bias is added twice"
+                (transformers' eager Falcon does this), k = 1/sqrt(head_dim) "divided by
+                sqrt(head_dim)" (a Falcon-RW port), k = sqrt(head_dim) "multiplied by it".
+  sign_flipped  k < 0: the bias grows with distance.
+  schedule      another schedule: the geometric formula 2^(-8h/n) of the paper instead of the
+                official rule (they differ when n is not a power of two), the first n slopes of
+                another head count's schedule (e.g. truncated from the next power of two), or
+                another max_bias; also with one of the named factors above.
+  permuted      the configured slopes in another head order: reversed, sorted, or permuted
+                (which head got which slope is in the evidence).
+Orthogonal to the slopes, per layer:
+  offset        y(d) jumps between d = 0 and d = 1: every key but the query's own gets a
+                constant. When it is an integer c times each head's slope, the distance is off
+                by c for every key but the query's own. A distance off by one for every key,
+                the diagonal included, is a constant per row: harmless, invisible to softmax
+                and to this probe, and it passes as it should.
+  clipped       the bias stops growing after N tokens (in every head whose probe reaches N).
+Heads that no explanation covers keep a verdict of their own (conforms, missing, sign_flipped,
+permuted: another head's slope, or scaled: its own ratio). `HeadCheck.verdict` is the verdict
+of the finding that covers the head ("conforms" for a head whose slope happens to be right).
 
-Expected slopes are the config's documented form: the official schedule m_h for BLOOM and MPT
-(bias added unscaled), and m_h / sqrt(d) for Falcon with alibi=True (the original Falcon-RW
-code: softmax((QK^T + alibi) / sqrt(d))). transformers' eager Falcon adds the bias twice, so it
-is flagged `scaled` with ratio 2 and the reason.
+Expected slopes are the configured schedule in the form the architecture documents, exactly as
+transformers' own builder makes them (`loading.model_alibi_slopes`): m_h for BLOOM and MPT (bias
+added unscaled), and m_h / sqrt(d) for Falcon with alibi=True (the original Falcon-RW code:
+softmax((QK^T + alibi) / sqrt(d))), whose builder rounds m_h to bfloat16. transformers' eager
+Falcon adds the bias twice, so it is diagnosed `scaled` by 2, with the reason; its sdpa path
+conforms. Any other causal LM whose attention can be read is checked against `expected=`
+(slopes, or a schedule name of `alibi_slopes`).
+
+Resolution (`Thresholds`, in `AlibiCheck.thresholds`). What the probe can tell apart depends
+on the dtype, and every tolerance is derived from it (eps: the dtype's machine epsilon; the
+probabilities are read in the model's dtype on the eager path, recomputed in float64 on sdpa):
+  slope_rtol    max(2^-10, 2 eps, 2 u) relative, u the schedule's own rounding (Falcon's
+                bfloat16 slopes: 2^-8; exact schedules: 0). Bugs move slopes by 8 % or more
+                (two neighbouring slopes of 64 heads), a factor 2 or a sign.
+  slope_atol    1e-6 + 4 eps of the probabilities' dtype: a 16-bit model rounds its
+                probabilities and its hidden states to eps, so positions that should be
+                identical are not quite, and slopes smaller than this are below resolution
+                (they fit any explanation; a note says how many).
+  offset_tol    max(2^-10, 32 eps of the probabilities' dtype, u x the steepest slope).
+  min_log_prob  log of the dtype's smallest normal probability: farther keys, whose
+                probabilities are subnormal or zero (fp16 underflows after a few tens of
+                tokens in the steep heads), are not read; nor are distances seen by fewer
+                than `min_queries` queries.
+  decode_rtol   per layer, on logits, relative to max(1, max |logits|): 2^9 eps for float32
+                (fp32 sums of products round at every step) and 4 eps (bfloat16) or 8 eps
+                (float16), whose products torch accumulates in float32 and rounds once.
+  attention_tol 2 x decode_rtol, absolute, on the first layer's attention rows.
 
 Prefill vs decode: the same text through one full forward and token by token through the KV
-cache (`use_cache=True`, transformers' `cache`), comparing logits and each layer's attention row; and a batch of two
-texts of different lengths, the shorter left-padded, against each text alone.
+cache (`use_cache=True`, transformers' `cache`), comparing logits and each layer's attention row;
+and a batch of two texts of different lengths, the shorter left-padded, against each text
+alone. The first layer sees identical inputs on both paths, so its attention rows must agree
+to the dtype's rounding; deeper layers inherit the rounding differences of the layers before
+them (which grow fast in random models) and are reported, not judged; the logits are judged
+with a tolerance that grows with depth. decode=False skips all of this (the tokenizer is then
+not needed, and `AlibiCheck.decode` is None).
+
+The command line `alibi-viz check MODEL` (alibi_viz/cli.py) runs this check for CI.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from unittest import mock
 
 import numpy as np
@@ -53,27 +101,47 @@ from alibi_viz.alibi import SCHEDULES, alibi_slopes
 from alibi_viz.errors import AlibiVizError
 from alibi_viz.i18n import N_, _, formatted, ngettext
 
-VERDICTS = ("conforms", "scaled", "sign_flipped", "permuted", "offset", "missing", "clipped")
+VERDICTS = ("conforms", "scaled", "sign_flipped", "schedule", "permuted", "offset", "missing",
+            "clipped")
+# The model's verdict (AlibiCheck.verdict) is one of VERDICTS or one of these two.
+MODEL_VERDICTS = (*VERDICTS, "decode", "padding")
 # Verdict names as the app shows them (translated where shown: `_(VERDICT_TITLES[v])`).
 VERDICT_TITLES = {"conforms": N_("conforms"), "scaled": N_("scaled"),
-                  "sign_flipped": N_("sign flipped"), "permuted": N_("permuted"),
-                  "offset": N_("offset"), "missing": N_("missing"), "clipped": N_("clipped")}
+                  "sign_flipped": N_("sign flipped"), "schedule": N_("other schedule"),
+                  "permuted": N_("permuted"), "offset": N_("offset"), "missing": N_("missing"),
+                  "clipped": N_("clipped")}
 PROBE_LENGTH = 128
-SLOPE_RTOL = 1e-3  # fp32: the probe reads slopes to about 1e-6; bugs move them by 2x or more
-SLOPE_RTOL_16BIT = 0.05
-OFFSET_TOL = 1e-3  # logits: a jump between d = 0 and d = 1 bigger than this is an offset
-# Prefill vs decode tolerances on logits and attention, by dtype. float32: the full and the
-# cached paths sum the same products in another order, about 1e-6 relative on logits of
-# order 10; 1e-4 leaves 10x margin. 16-bit: every layer rounds its output to 8 (bf16) or 11
-# (fp16) bits, and the two paths round differently; 0.1 logits still catches a wrong bias,
-# which moves logits by whole units.
-DECODE_TOL = {torch.float32: 1e-4, torch.float64: 1e-8, torch.bfloat16: 0.1, torch.float16: 0.1}
+MIN_QUERIES = 16  # a distance seen by fewer queries (the probe's last ones) is not read
+CLIP_TAIL = 8  # a clip is only called with at least this many flat distances after it
+# Per layer decode tolerance on logits, in units of the dtype's eps (module docstring).
+DECODE_EPS = {torch.float64: 2.0**20, torch.float32: 2.0**9, torch.bfloat16: 4.0,
+              torch.float16: 8.0}
+FALCON_ROUNDING = 2.0**-8  # Falcon's builder rounds slopes and m*j to bfloat16 (unit roundoff)
 DEFAULT_TEXTS = ("def add(a, b):\n    return a + b\n", "x = [i * i for i in range(9)]")
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """The probe's resolution for one model and path: every tolerance the check used, derived
+    from the dtype's precision and the schedule's own rounding (module docstring)."""
+
+    dtype: str                # the model's dtype, e.g. "bfloat16"
+    read_dtype: str           # the dtype the probabilities are read in (sdpa: float64)
+    eps: float                # machine epsilon of `dtype`
+    schedule_rounding: float  # relative rounding of the bias builder (Falcon: 2^-8), else 0
+    slope_rtol: float         # relative tolerance on slopes
+    slope_atol: float         # absolute tolerance on slopes (logits per token)
+    offset_tol: float         # a jump between d = 0 and d = 1 larger than this is an offset
+    min_log_prob: float       # probabilities below exp(this) are not read
+    min_queries: int          # distances seen by fewer queries are not read
+    decode_rtol: float        # per layer, relative to max(1, max |logits|)
+    attention_tol: float      # first layer's attention rows, prefill vs decode and padding
 
 
 @dataclass
 class HeadCheck:
-    """One head's verdict. Slopes are per token, on the pre-softmax logits."""
+    """One head: what it applies and its verdict. Slopes are per token, on the pre-softmax
+    logits; layer and head are 0-based."""
 
     layer: int
     head: int
@@ -85,36 +153,70 @@ class HeadCheck:
     offset: float
     clip_at: int | None = None
     detail: str = ""
+    reach: int = 0  # the farthest distance the probe could read for this head
+
+
+@dataclass
+class Finding:
+    """One explanation of the diagnosis: what it is, where it holds, and its evidence."""
+
+    verdict: str          # one of MODEL_VERDICTS
+    summary: str          # one sentence, in the language the check ran in
+    layers: list[int]     # 0-based layers where it holds ([] for decode and padding)
+    heads: int            # how many heads it covers
+    evidence: dict = field(default_factory=dict)  # plain numbers and names (see the CLI schema)
 
 
 @dataclass
 class DecodeCheck:
-    """Largest absolute differences, cached decoding and left padding vs one full forward."""
+    """Largest absolute differences, cached decoding and left padding vs one full forward.
+
+    NaN or infinite outputs count as an infinite difference."""
 
     logits: float
     layers: list[float]
     padding_logits: float
     padding_layers: list[float]
-    tolerance: float
+    logits_tolerance: float     # decode_rtol x layers x max(1, max |logits|)
+    attention_tolerance: float  # on the first layer's attention rows
     ok: bool
     padding_ok: bool
+
+    @property
+    def tolerance(self) -> float:
+        """The attention tolerance (the name earlier versions used)."""
+        return self.attention_tolerance
 
 
 @dataclass
 class AlibiCheck:
-    """The result of `check_alibi`: heads[layer][head], the decode check, and context."""
+    """The result of `check_alibi`: heads[layer][head], the diagnosis, the decode check, and
+    the context (form, path, dtype, thresholds)."""
 
     heads: list[list[HeadCheck]]
     decode: DecodeCheck | None
     expected_form: str
-    schedule: str | None  # the standard schedule the applied slopes match, if any
+    schedule: str | None  # the standard schedule the applied slopes follow, if one does
     probe_length: int
     notes: list[str] = field(default_factory=list)
+    diagnosis: list[Finding] = field(default_factory=list)  # empty when the model conforms
+    attn: str = "eager"   # the attention path checked: "eager" or "sdpa"
+    dtype: str = "float32"
+    model_type: str = ""
+    thresholds: Thresholds | None = None
 
     @property
     def ok(self) -> bool:
-        heads_ok = all(h.ok for row in self.heads for h in row)
-        return heads_ok and (self.decode is None or (self.decode.ok and self.decode.padding_ok))
+        return not self.diagnosis
+
+    @property
+    def verdict(self) -> str:
+        """The model's verdict: "conforms", else the first finding's (one of MODEL_VERDICTS)."""
+        return self.diagnosis[0].verdict if self.diagnosis else "conforms"
+
+    def problems(self) -> list[str]:
+        """The diagnosis as sentences, most important first ([] when the model conforms)."""
+        return [f.summary for f in self.diagnosis]
 
     def verdicts(self) -> np.ndarray:
         """(layers, heads) array of verdict names."""
@@ -124,33 +226,108 @@ class AlibiCheck:
         """(layers, heads) applied slopes."""
         return np.array([[h.applied_slope for h in row] for row in self.heads])
 
+    def to_dict(self) -> dict:
+        """Plain JSON-ready values (the schema is in alibi_viz/cli.py); non-finite numbers are
+        None."""
+        data = {
+            "conforms": self.ok, "verdict": self.verdict, "model_type": self.model_type,
+            "attn": self.attn, "dtype": self.dtype, "expected_form": self.expected_form,
+            "schedule": self.schedule, "probe_length": self.probe_length,
+            "diagnosis": [asdict(f) for f in self.diagnosis], "notes": list(self.notes),
+            "thresholds": asdict(self.thresholds) if self.thresholds else None,
+            "heads": [asdict(h) for row in self.heads for h in row],
+            "decode": None,
+        }
+        if self.decode is not None:
+            data["decode"] = {k: v for k, v in asdict(self.decode).items()}
+        return _finite(data)
+
+
+def _finite(value):
+    """`value` with every NaN or infinite float replaced by None (JSON has neither)."""
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    if isinstance(value, (float, np.floating)):
+        return float(value) if math.isfinite(value) else None
+    if isinstance(value, np.integer):
+        return int(value)
+    return value
+
 
 # ----------------------------------------------------------------------------- expected bias
 
+def _num_heads(model) -> int:
+    return int(model.config.num_attention_heads)
+
+
+def _head_dim(model) -> int:
+    config = model.config
+    return int(getattr(config, "head_dim", None) or config.hidden_size // _num_heads(model))
+
+
 def expected_slopes(model) -> tuple[np.ndarray, str, str | None]:
     """(expected per-token slopes (heads,), the form in words, a warning or None) for the
-    model's config, in the form the architecture documents (see the module docstring)."""
+    model's config, in the form the architecture documents (see the module docstring), as
+    transformers' own builder makes them (Falcon's rounded to bfloat16)."""
+    from alibi_viz.models.loading import model_alibi_slopes
+
     config = model.config
     kind = config.model_type
     if kind == "bloom":
-        return (alibi_slopes(config.n_head), _("BLOOM: m_h added unscaled (official schedule)"),
+        return (model_alibi_slopes(model), _("BLOOM: m_h added unscaled (official schedule)"),
                 None)
     if kind == "mpt":
-        heads = config.n_heads
-        return (alibi_slopes(heads, "mpt"), _("MPT: m_h added unscaled (alibi_bias_max 8)"), None)
+        return (model_alibi_slopes(model), _("MPT: m_h added unscaled (alibi_bias_max 8)"),
+                None)
     if kind == "falcon" and getattr(config, "alibi", False):
-        heads = config.num_attention_heads
-        head_dim = config.hidden_size // heads
-        expected = alibi_slopes(heads) / math.sqrt(head_dim)
-        eager = getattr(config, "_attn_implementation", "eager") == "eager"
-        warning = _("transformers' eager Falcon adds the ALiBi bias twice (inside "
-                    "(QK^T + alibi)/sqrt(d) and again through the attention mask), so its "
-                    "heads apply 2 m/sqrt(d): expect `scaled` with ratio 2 here; the sdpa path "
-                    "and the original Falcon-RW code apply m/sqrt(d).") if eager else None
-        return (expected, _("Falcon-RW: m_h/sqrt(d) (bias inside the 1/sqrt(d) scaling)"),
-                warning)
+        expected = model_alibi_slopes(model) / math.sqrt(_head_dim(model))
+        return (expected, _("Falcon-RW: m_h/sqrt(d) (bias inside the 1/sqrt(d) scaling)"), None)
     raise AlibiVizError(_("'{kind}' is not an ALiBi architecture this check knows (BLOOM, MPT, "
-                          "Falcon with alibi=True).").format(kind=kind))
+                          "Falcon with alibi=True): pass the slopes it should apply with "
+                          "expected=.").format(kind=kind))
+
+
+def _given_slopes(expected, heads: int) -> tuple[np.ndarray, str]:
+    """Expected slopes from the caller: a schedule name of `alibi_slopes` or (heads,) slopes."""
+    if isinstance(expected, str):
+        if expected not in SCHEDULES:
+            raise AlibiVizError(_("expected must be slopes or one of {choices}, got {value}.")
+                                .format(choices=", ".join(SCHEDULES), value=repr(expected)))
+        return (alibi_slopes(heads, expected),
+                _("the {schedule} schedule for {n} heads, as given").format(schedule=expected,
+                                                                            n=heads))
+    try:
+        slopes = np.asarray(expected, dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError):
+        raise AlibiVizError(_("expected must be slopes (one number per head) or a schedule "
+                              "name, got {value}.").format(value=repr(expected))) from None
+    if slopes.size != heads or not np.isfinite(slopes).all():
+        raise AlibiVizError(_("expected has {given} finite slopes, but the model's attention has "
+                              "{heads} heads.").format(given=slopes.size, heads=heads))
+    return slopes, _("slopes as given")
+
+
+# ----------------------------------------------------------------------------- thresholds
+
+def thresholds(dtype: torch.dtype, attn: str, schedule_rounding: float = 0.0,
+               max_slope: float = 1.0) -> Thresholds:
+    """The check's tolerances for a model in `dtype` read on `attn` ("eager" or "sdpa"); the
+    module docstring says where each comes from. max_slope: the steepest slope (logits per
+    token) of the probe, which scales the schedule's rounding into an offset."""
+    eps = float(torch.finfo(dtype).eps)
+    read = dtype if attn == "eager" else torch.float64
+    eps_read = float(torch.finfo(read).eps)
+    decode_rtol = DECODE_EPS.get(dtype, 8.0) * eps
+    return Thresholds(
+        dtype=str(dtype).removeprefix("torch."), read_dtype=str(read).removeprefix("torch."),
+        eps=eps, schedule_rounding=schedule_rounding,
+        slope_rtol=max(2.0**-10, 2 * eps, 2 * schedule_rounding),
+        slope_atol=1e-6 + 4 * eps_read,
+        offset_tol=max(2.0**-10, 32 * eps_read, schedule_rounding * max_slope),
+        min_log_prob=math.log(torch.finfo(read).tiny), min_queries=MIN_QUERIES,
+        decode_rtol=decode_rtol, attention_tol=2 * decode_rtol)
 
 
 # ----------------------------------------------------------------------------- attention probes
@@ -169,7 +346,7 @@ def _record_sdpa(records: list):
         logits = q @ k.transpose(-1, -2) * (scale if scale is not None else q.shape[-1] ** -0.5)
         if is_causal:
             Q, K = logits.shape[-2:]
-            future = torch.ones(Q, K, dtype=torch.bool).triu(K - Q + 1)
+            future = torch.ones(Q, K, dtype=torch.bool, device=logits.device).triu(K - Q + 1)
             logits = logits.masked_fill(future, -math.inf)
         if attn_mask is not None:
             if attn_mask.dtype == torch.bool:
@@ -184,17 +361,55 @@ def _record_sdpa(records: list):
         yield
 
 
-def _run(model, input_ids, attention_mask=None, cache=None, use_cache=False):
+def _attn_of(model) -> str:
+    return getattr(model.config, "_attn_implementation", None) or "eager"
+
+
+@contextmanager
+def _attention_path(model, attn: str | None):
+    """Run the model on `attn` ("eager", "sdpa", None: its config's) while active; yields the
+    path in use. Raises AlibiVizError for a path the architecture does not have."""
+    current = _attn_of(model)
+    wanted = attn or current
+    if wanted not in ("eager", "sdpa"):
+        raise AlibiVizError(_("attn must be 'eager' or 'sdpa', got {value}.").format(
+            value=repr(wanted)))
+    if wanted == "sdpa" and not getattr(model, "_supports_sdpa", False):
+        raise AlibiVizError(_("{architecture} has no sdpa attention in transformers: only its "
+                              "eager path can be checked.").format(
+                                  architecture=type(model).__name__))
+    model.config._attn_implementation = wanted  # read at every forward (Falcon's branches)
+    try:
+        yield wanted
+    finally:
+        model.config._attn_implementation = current
+
+
+def _input_device(model) -> torch.device:
+    """Where inputs go: the embeddings' device. Raises AlibiVizError for a model whose weights
+    are all on the meta device (offloaded wholly to disk by accelerate)."""
+    real = [p.device for p in model.parameters() if p.device.type != "meta"]
+    if not real:
+        raise AlibiVizError(_("Every weight of this model is offloaded to disk (device_map): the "
+                              "check runs hundreds of forwards and needs the weights in memory. "
+                              "Load it without device_map, or give device_map room on the CPU "
+                              "or GPU (max_memory)."))
+    embeddings = model.get_input_embeddings().weight.device
+    return embeddings if embeddings.type != "meta" else real[0]
+
+
+def _run(model, input_ids, attention_mask=None, cache=None, use_cache=False,
+         hidden_states=False):
     """One forward returning (output, per-layer probabilities (B, H, Q, K)): the model's own
-    float32 (eager) or float64 (recorded from sdpa's inputs)."""
-    eager = getattr(model.config, "_attn_implementation", "eager") == "eager"
+    (eager) or float64 ones recorded from sdpa's inputs."""
+    eager = _attn_of(model) == "eager"
     records: list = []
     kwargs = dict(input_ids=input_ids, attention_mask=attention_mask, use_cache=use_cache,
-                  cache=cache)  # transformers 5: `cache` (formerly past_key_values)
+                  cache=cache, output_hidden_states=hidden_states)  # transformers 5: `cache`
     with torch.inference_mode():
         if eager:
             out = model(**kwargs, output_attentions=True)
-            probs = list(out.attentions)
+            probs = list(out.attentions or [])
         else:
             with _record_sdpa(records):
                 out = model(**kwargs)
@@ -204,106 +419,523 @@ def _run(model, input_ids, attention_mask=None, cache=None, use_cache=False):
     return out, probs
 
 
+def _curves(probs: torch.Tensor, min_log_prob: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """(y, n) of one layer's probabilities (H, T, T): y[h, d] = mean over the queries i that
+    read d of log p_{i, i-d} - log p_{i, i}; n[h, d] = how many did (both probabilities in
+    the normal range of their dtype, i - d >= 0)."""
+    H, T, _T = probs.shape
+    logp = probs.double().log()  # zeros give -inf, which fails the range test below
+    i = torch.arange(T, device=probs.device)[:, None]  # (T, 1) query
+    j = i - torch.arange(T, device=probs.device)[None, :]  # (T, T) key at distance d
+    other = logp[:, i, j.clamp_min(0)]  # (H, T, T) [h, i, d]: log p_{i, i-d}
+    own = torch.diagonal(logp, dim1=1, dim2=2)[:, :, None]  # (H, T, 1): log p_{i, i}
+    valid = (j >= 0) & (other >= min_log_prob) & (own >= min_log_prob)  # (H, T, T)
+    diff = torch.where(valid, other - own, torch.zeros((), dtype=logp.dtype,
+                                                       device=logp.device))
+    n = valid.sum(dim=1)  # (H, T)
+    y = diff.sum(dim=1) / n.clamp_min(1)
+    return torch.where(n > 0, y, torch.full_like(y, math.nan)), n
+
+
+def _probe(model, length: int, token_id: int | None, tokenizer, min_log_prob: float,
+           premise_tol: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(y, n), each (layers, heads, length): the probe's curves and query counts (`_curves`).
+
+    premise_tol: when given, the largest relative spread of the hidden states between the
+    positions of the repeated token; beyond it AlibiVizError (the probe's premise fails)."""
+    if token_id is None:  # an ordinary token: the tokenizer's "a", else id 10
+        ids = tokenizer("a", add_special_tokens=False)["input_ids"] if tokenizer else [10]
+        token_id = int(ids[0])
+    ids = torch.full((1, length), token_id, dtype=torch.long, device=_input_device(model))
+    out, probs = _run(model, ids, hidden_states=premise_tol is not None)
+    if premise_tol is not None and out.hidden_states:
+        last = out.hidden_states[-1][0].double()  # (T, hidden)
+        spread = float((last - last[:1]).abs().max() / last.abs().max().clamp_min(1e-30))
+        if not spread <= premise_tol:
+            raise AlibiVizError(_("The hidden states of one repeated token differ between "
+                                  "positions (by {spread} of their size): this model also "
+                                  "encodes position some other way (learned or sinusoidal "
+                                  "positions?), so the probe cannot read its bias.").format(
+                                      spread=formatted(spread, ".2g")))
+    curves, counts = [], []
+    for k in range(len(probs)):
+        y, n = _curves(probs[k][0], min_log_prob)
+        probs[k] = None  # free each layer's maps once read
+        curves.append(y)
+        counts.append(n)
+    return torch.stack(curves).cpu().numpy(), torch.stack(counts).cpu().numpy()
+
+
 def probe_bias(model, length: int = PROBE_LENGTH, token_id: int | None = None,
                tokenizer=None) -> np.ndarray:
     """The bias every head applies, read from one token repeated `length` times.
 
     Returns y of shape (layers, heads, length): y[l, h, d] = mean over queries i >= d of
-    log p_{i, i-d} - log p_{i, i}, i.e. b(d) - b(0) in logits (textbook ALiBi: -m d).
+    log p_{i, i-d} - log p_{i, i}, i.e. b(d) - b(0) in logits (textbook ALiBi: -m d); NaN
+    where every query's probability underflows the dtype it is read in.
     """
-    if token_id is None:  # an ordinary token: the tokenizer's "a", else id 10
-        ids = tokenizer("a", add_special_tokens=False)["input_ids"] if tokenizer else [10]
-        token_id = int(ids[0])
-    device = next(model.parameters()).device
-    ids = torch.full((1, length), token_id, dtype=torch.long, device=device)
-    _out, probs = _run(model, ids)
-    curves = []
-    for k in range(len(probs)):
-        logp = probs[k][0].double().clamp_min(1e-300).log()  # (H, T, T)
-        probs[k] = None  # free each layer's maps once read
-        own = torch.diagonal(logp, dim1=1, dim2=2)  # (H, T)
-        per_d = [torch.diagonal(logp, offset=-d, dim1=1, dim2=2) - own[:, d:]
-                 for d in range(length)]  # each (H, T - d)
-        curves.append(torch.stack([x.mean(dim=1) for x in per_d], dim=1))  # (H, T)
-    return torch.stack(curves).cpu().numpy()
+    dtype = torch.float64 if _attn_of(model) != "eager" else next(model.parameters()).dtype
+    return _probe(model, length, token_id, tokenizer, math.log(torch.finfo(dtype).tiny))[0]
 
 
-# ----------------------------------------------------------------------------- verdicts
+# ----------------------------------------------------------------------------- per-head fits
 
-def _fit(y: np.ndarray, upto: int) -> tuple[float, float]:
-    """(slope m, intercept a) of y(d) = a - m d over d = 1 .. upto, least squares."""
-    d = np.arange(1, upto + 1, dtype=np.float64)
-    v = y[1:upto + 1]
-    if d.size < 2:
-        return float(-(v[0] if v.size else 0.0)), 0.0
-    m, a = np.polyfit(d, v, 1)
-    return float(-m), float(a)
-
-
-def _clip_point(y: np.ndarray, slope_tol: float) -> int | None:
-    """The distance N after which y stops changing while it changed before, or None."""
-    steps = np.abs(np.diff(y))  # steps[d - 1] = |y(d) - y(d - 1)|
-    if steps.size < 4 or steps[0] < slope_tol:
-        return None
-    flat = steps < 0.05 * steps[0]
-    for n in range(1, steps.size):
-        if flat[n:].all() and not flat[:n].any():
-            return n
-    return None
+def _wls(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> tuple[float, float, float]:
+    """(slope, intercept, weighted residual sum of squares) of y = intercept + slope x."""
+    W = w.sum()
+    xm, ym = (w * x).sum() / W, (w * y).sum() / W
+    sxx = (w * (x - xm) ** 2).sum()
+    slope = (w * (x - xm) * (y - ym)).sum() / sxx if sxx > 0 else 0.0
+    a = ym - slope * xm
+    return float(slope), float(a), float((w * (y - a - slope * x) ** 2).sum())
 
 
-UNDERFLOW = -60.0  # logits: farther keys' probabilities leave float32's normal range
+def _clip_point(x, y, w, rss_line: float, th: Thresholds) -> tuple[int | None, float, float]:
+    """(N, slope, intercept) of the hinge y = a - m min(d, N) when it explains the curve far
+    better than a line and the bias is flat after N (at least CLIP_TAIL distances); else
+    (None, nan, nan)."""
+    candidates = x[(x >= 2) & (x <= x.max() - CLIP_TAIL)]
+    if candidates.size == 0:
+        return None, math.nan, math.nan
+    X = np.minimum(x[None, :], candidates[:, None])  # (N, D): min(d, N) for every candidate
+    W = w.sum()
+    xm, ym = (X * w).sum(1) / W, (w * y).sum() / W  # (N,), scalar
+    sxx = (w * (X - xm[:, None]) ** 2).sum(1)
+    slopes = (w * (X - xm[:, None]) * (y - ym)).sum(1) / np.where(sxx > 0, sxx, 1.0)
+    rss_all = (w * (y - (ym - slopes * xm)[:, None] - slopes[:, None] * X) ** 2).sum(1)
+    best = int(np.argmin(rss_all))
+    n, slope, a, rss = int(candidates[best]), slopes[best], ym - slopes[best] * xm[best], \
+        rss_all[best]
+    tail = x >= n
+    tail_slope = _wls(x[tail], y[tail], w[tail])[0]
+    steep = abs(slope) > th.slope_atol
+    flat = abs(tail_slope) <= max(0.1 * abs(slope), th.slope_atol)
+    if steep and flat and rss <= 0.25 * rss_line:
+        return n, -slope, a
+    return None, math.nan, math.nan
 
 
-def judge_head(y: np.ndarray, expected: float, expected_layer: np.ndarray, head: int,
-               rtol: float) -> tuple[str, float, float, int | None, str]:
-    """(verdict, applied slope, offset, clip point, detail) for one head's curve y(d).
-
-    Only distances whose bias is above UNDERFLOW logits are used: beyond, float32
-    probabilities are denormal or zero and their logarithms say nothing."""
-    usable = np.nonzero(y > UNDERFLOW)[0]
-    y = y[: int(usable.max()) + 1] if usable.size else y[:2]
-    clip = _clip_point(y, rtol * expected)
-    slope, offset = _fit(y, clip if clip else y.size - 1)
+def _fit_head(y: np.ndarray, n: np.ndarray, th: Thresholds) -> tuple[float, float, int | None,
+                                                                      int]:
+    """(applied slope, offset, clip point or None, reach) of one head's curve, fitted over the
+    distances d >= 1 that at least th.min_queries queries read (or half the most any distance
+    got, when underflow leaves fewer: a steep head read in float16), weighted by their count."""
+    d = np.arange(y.size)
+    use = (d >= 1) & (n >= min(th.min_queries, max(2, n[1:].max(initial=0) // 2)))
+    if use.sum() < 2:
+        return math.nan, math.nan, None, int(d[use].max()) if use.any() else 0
+    x, v, w = d[use].astype(np.float64), y[use], n[use].astype(np.float64)
+    slope, a, rss = _wls(x, v, w)
+    clip, clip_slope, clip_a = _clip_point(x, v, w, rss, th)
     if clip is not None:
-        return ("clipped", slope, offset, clip,
-                ngettext("the bias stops growing after {n} token",
-                         "the bias stops growing after {n} tokens", clip).format(n=clip))
-    if abs(offset) > OFFSET_TOL and abs(offset) > 10 * rtol * expected:
-        return ("offset", slope, offset, None,
-                _("keys other than the query's own get {offset} logits: not a row constant")
-                .format(offset=formatted(offset, "+.3g")))
-    if abs(slope) <= rtol * expected * 10 and abs(slope) < 1e-4:
-        return "missing", slope, offset, None, _("no positional bias at all")
-    if math.isclose(slope, expected, rel_tol=rtol):
-        return "conforms", slope, offset, None, ""
-    if slope < 0 and math.isclose(-slope, expected, rel_tol=rtol):
-        return "sign_flipped", slope, offset, None, _("the bias grows with distance")
-    for other, value in enumerate(expected_layer):
-        if other != head and math.isclose(slope, value, rel_tol=rtol):
-            return ("permuted", slope, offset, None,
-                    _("applies head {head}'s slope {slope}").format(head=other + 1,
-                                                                    slope=formatted(value, ".4g")))
-    return ("scaled", slope, offset, None,
-            _("ratio {ratio} to the expected slope").format(ratio=formatted(slope / expected, ".4g")))
+        return clip_slope, clip_a, clip, int(x.max())
+    return -slope, a, None, int(x.max())
 
 
-def _schedule_of(applied: np.ndarray, scale: float, rtol: float) -> str | None:
-    """The standard schedule whose slopes (times `scale`) the applied ones match, in head
-    order or as a set; None if none."""
-    heads = applied.size
-    for name in ("official", "geometric"):
-        ref = alibi_slopes(heads, name) * scale
-        if np.allclose(applied, ref, rtol=rtol) or np.allclose(np.sort(applied), np.sort(ref),
-                                                                rtol=rtol):
+# ----------------------------------------------------------------------------- diagnosis
+
+def _close(a, b, th: Thresholds) -> np.ndarray:
+    """Elementwise: are slopes a and b the same within the probe's resolution?"""
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    return np.abs(a - b) <= th.slope_rtol * np.maximum(np.abs(a), np.abs(b)) + th.slope_atol
+
+
+def _factor(applied: np.ndarray, reference: np.ndarray, th: Thresholds) -> float:
+    """The constant k that best maps reference onto applied, each head weighted by how
+    precisely the probe reads it (so slopes below resolution barely count)."""
+    w = 1.0 / (th.slope_rtol * np.abs(reference) + th.slope_atol) ** 2
+    den = (w * reference * reference).sum()
+    return float((w * applied * reference).sum() / den) if den > 0 else math.nan
+
+
+def _named_factors(head_dim: int) -> list[tuple[str, float]]:
+    """Factors a port can get wrong, in the order they are named."""
+    root = math.sqrt(head_dim)
+    return [("twice", 2.0), ("inv_sqrt_d", 1 / root), ("sqrt_d", root), ("half", 0.5),
+            ("inv_d", 1.0 / head_dim)]
+
+
+def _factor_name(k: float, head_dim: int, th: Thresholds) -> str | None:
+    for name, value in _named_factors(head_dim):
+        if abs(k - value) <= 2 * th.slope_rtol * abs(value) + 1e-9:
             return name
     return None
 
 
-def _decode_check(model, tokenizer, texts, tolerance: float) -> DecodeCheck:
+def _schedule_candidates(heads: int, scale: float, reference: np.ndarray, th: Thresholds):
+    """(key, evidence, slopes) of the schedules a port can apply instead of the configured one,
+    simplest first, each in the architecture's form (times `scale`); ones equal to the
+    reference are left out."""
+    out = []
+
+    def add(key, evidence, slopes):
+        slopes = slopes * scale
+        if not _close(slopes, reference, th).all():
+            out.append((key, evidence, slopes))
+
+    add(("geometric",), {"schedule": "geometric", "num_heads": heads},
+        alibi_slopes(heads, "geometric"))
+    add(("official",), {"schedule": "official", "num_heads": heads}, alibi_slopes(heads))
+    nxt = 2 ** math.ceil(math.log2(heads))
+    nxt = nxt if nxt != heads else 2 * heads
+    counts = [nxt] + sorted((n for n in range(heads + 1, 4 * heads + 1) if n != nxt),
+                            key=lambda n: (abs(n - heads), n))
+    for n in counts:
+        add(("count", n), {"schedule": "official", "num_heads": n, "next_power_of_two":
+                           n == 2 ** math.ceil(math.log2(heads))}, alibi_slopes(n)[:heads])
+    return out
+
+
+def _max_bias_candidate(applied, configured, scale, heads, th):
+    """(key, evidence, slopes) of the official schedule with the max_bias that fits, or None.
+    Official slopes are 2^(-max_bias x e_h): log2 of the slopes scale with max_bias."""
+    ref = configured / scale
+    if (applied <= 0).any() or (ref <= 0).any() or (ref >= 1).any():
+        return None
+    r = _factor(np.log2(applied / scale), np.log2(ref), th)
+    if not math.isfinite(r) or r <= 0:
+        return None
+    max_bias = float(round(8 * r))  # ports set max_bias to a whole number (4, 16, ...)
+    if abs(8 * r - max_bias) > 0.02 * max_bias or max_bias == 8 or not 0 < max_bias <= 64:
+        return None
+    return (("max_bias", max_bias), {"schedule": "official", "max_bias": max_bias},
+            alibi_slopes(heads, "official", max_bias) * scale)
+
+
+def _explain_slopes(applied, expected, scale, head_dim, th):
+    """(verdict, key, evidence, predicted slopes) of the simplest explanation of one layer's
+    applied slopes, or None when none fits every head."""
+    heads = expected.size
+    if _close(applied, expected, th).all():
+        return "conforms", ("conforms",), {}, expected
+    if _close(applied, 0.0, th).all():
+        return "missing", ("missing",), {}, np.zeros_like(expected)
+    k = _factor(applied, expected, th)
+    if (math.isfinite(k) and abs(k - 1) > 2 * th.slope_rtol
+            and _close(applied, k * expected, th).all()):
+        verdict = "sign_flipped" if k < 0 else "scaled"
+        name = None if abs(abs(k) - 1) <= 2 * th.slope_rtol else _factor_name(abs(k), head_dim,
+                                                                               th)
+        label = name or ("one" if abs(abs(k) - 1) <= 2 * th.slope_rtol else f"{abs(k):.2g}")
+        return verdict, (verdict, label), {"factor": k, "factor_name": name}, k * expected
+    schedules = _schedule_candidates(heads, scale, expected, th)
+    extra = _max_bias_candidate(applied, expected, scale, heads, th)
+    if extra is not None:
+        schedules.append(extra)
+    for key, evidence, slopes in schedules:
+        if _close(applied, slopes, th).all():
+            return "schedule", ("schedule", *key), dict(evidence), slopes
+    permutation = _explain_order(applied, expected, th)
+    if permutation is not None:
+        key, evidence, slopes = permutation
+        return "permuted", ("permuted", *key), evidence, slopes
+    for name, value in _named_factors(head_dim):  # a named factor on top of another schedule
+        if value < 0:
+            continue
+        for key, evidence, slopes in schedules:
+            if _close(applied, value * slopes, th).all():
+                return ("schedule", ("schedule", *key, name),
+                        {**evidence, "factor": value, "factor_name": name}, value * slopes)
+        permutation = _explain_order(applied, value * expected, th)
+        if permutation is not None:
+            key, evidence, slopes = permutation
+            return ("permuted", ("permuted", *key, name),
+                    {**evidence, "factor": value, "factor_name": name}, slopes)
+    return None
+
+
+def _explain_order(applied, expected, th):
+    """(key, evidence, slopes) when the applied slopes are the expected ones in another head
+    order: reversed, sorted, or a permutation (evidence["sources"][h]: the 0-based head whose
+    expected slope head h applies); else None."""
+    if not _close(np.sort(applied), np.sort(expected), th).all():
+        return None
+    for key, slopes in (("reversed", expected[::-1]), ("sorted_desc", np.sort(expected)[::-1]),
+                        ("sorted_asc", np.sort(expected))):
+        if _close(applied, slopes, th).all():
+            return (key,), {"order": key}, slopes.copy()
+    sources = np.argsort(expected)[np.argsort(np.argsort(applied))]  # rank of applied -> head
+    return ("permutation", tuple(int(s) for s in sources)), {
+        "order": "permutation", "sources": [int(s) for s in sources]}, expected[sources]
+
+
+def _explain_offsets(applied, offsets, th):
+    """(key, evidence) of one layer's offsets: None when every offset is within tolerance;
+    ("off_by", c) when offset_h = c m_h for an integer c; ("constant", a) when all are one
+    constant; ("heads",) otherwise."""
+    offsets = np.nan_to_num(offsets, nan=0.0)
+    if (np.abs(offsets) <= th.offset_tol).all():
+        return None
+    den = (applied * applied).sum()
+    if den > 0:
+        c = round(float((applied * offsets).sum() / den))
+        fit = np.abs(offsets - c * applied) <= th.offset_tol + 2 * th.slope_rtol * np.abs(
+            c * applied)
+        if c != 0 and fit.all():
+            return ("off_by", c), {"distance_off_by": c}
+    middle = float(np.median(offsets))
+    if (np.abs(offsets - middle) <= th.offset_tol).all():
+        return ("constant", round(middle, 3)), {"offset": middle}
+    return ("heads",), {}
+
+
+def _explain_clips(clips, reach):
+    """(N, heads clipped) when the clipped heads stop at one N and every head whose probe
+    reaches past N + CLIP_TAIL is clipped; else None."""
+    points = [c for c in clips if c is not None]
+    if not points:
+        return None
+    n = int(np.median(points))
+    same = [c is not None and abs(c - n) <= max(1, n // 32) for c in clips]
+    far = [r >= n + CLIP_TAIL for r in reach]
+    if all(s or not f for s, f in zip(same, far, strict=True)) and sum(same) == len(points):
+        return n, sum(same)
+    return None
+
+
+def _head_verdict(slope, expected, h, th) -> tuple[str, str]:
+    """(verdict, detail) of one head that no explanation of its layer covers."""
+    e = expected[h]
+    if not math.isfinite(slope):
+        return "missing", _("the probe could not read this head")
+    if _close(slope, e, th):
+        return "conforms", ""
+    if _close(slope, 0.0, th):
+        return "missing", _("no positional bias at all")
+    if _close(slope, -e, th):
+        return "sign_flipped", _("the bias grows with distance")
+    for other, value in enumerate(expected):
+        if other != h and _close(slope, value, th):
+            return "permuted", _("applies head {head}'s slope {slope}").format(
+                head=other + 1, slope=formatted(value, ".4g"))
+    return "scaled", _ratio_detail(slope / e)
+
+
+def _ratio_detail(ratio: float) -> str:
+    return _("ratio {ratio} to the expected slope").format(ratio=formatted(ratio, ".4g"))
+
+
+def _layer_list(layers: list[int]) -> str:
+    return ", ".join(str(k + 1) for k in layers)
+
+
+def _factor_phrase(name: str | None, k: float, head_dim: int, falcon_eager: bool) -> str:
+    """What a constant factor means, in words."""
+    if name == "twice":
+        return (_("the bias is added twice (transformers' Falcon eager path does this)")
+                if falcon_eager else _("the bias is added twice"))
+    if name == "inv_sqrt_d":
+        return _("the bias is divided by sqrt(head_dim) = {root}").format(
+            root=formatted(math.sqrt(head_dim), ".4g"))
+    if name == "sqrt_d":
+        return _("the bias is multiplied by sqrt(head_dim) = {root} (its 1/sqrt(d) scaling is "
+                 "missing or applied the wrong way)").format(
+                     root=formatted(math.sqrt(head_dim), ".4g"))
+    if name == "half":
+        return _("the bias is halved")
+    if name == "inv_d":
+        return _("the bias is divided by head_dim = {d}").format(d=head_dim)
+    return _("one constant factor for every head")
+
+
+def _schedule_phrase(evidence: dict, heads: int) -> str:
+    """Which schedule the slopes follow, in words."""
+    if evidence.get("max_bias") is not None:
+        return _("the official schedule with max_bias {value} instead of 8").format(
+            value=formatted(evidence["max_bias"], "g"))
+    if evidence.get("schedule") == "geometric":
+        return _("the paper's geometric formula 2^(-8h/n) instead of the official rule "
+                 "(they differ when the head count is not a power of two)")
+    n = evidence["num_heads"]
+    if n == heads:
+        return _("the official rule (fairseq, BLOOM)")
+    if evidence.get("next_power_of_two"):
+        return _("the first {heads} slopes of the {n}-head schedule (truncated from the next "
+                 "power of two)").format(heads=heads, n=n)
+    return _("the first {heads} slopes of the {n}-head schedule").format(heads=heads, n=n)
+
+
+def _order_phrase(evidence: dict) -> str:
+    order = evidence["order"]
+    if order == "reversed":
+        return _("the slopes are in reverse head order")
+    if order == "sorted_desc":
+        return _("the slopes are sorted steepest first (the official order is not monotonic "
+                 "for this head count)")
+    if order == "sorted_asc":
+        return _("the slopes are sorted shallowest first")
+    moved = [f"{h + 1}<-{s + 1}" for h, s in enumerate(evidence["sources"]) if h != s]
+    shown = ", ".join(moved[:6]) + (", ..." if len(moved) > 6 else "")
+    return _("the slopes are permuted (head<-slope of head: {moves})").format(moves=shown)
+
+
+def _summary(verdict: str, evidence: dict, context: dict) -> str:
+    """The sentence of one finding, for every head it covers."""
+    head_dim, heads = context["head_dim"], context["heads"]
+    if "counts" in evidence:
+        listed = ", ".join(ngettext("{n} head {verdict}", "{n} heads {verdict}", n).format(
+            n=n, verdict=_(VERDICT_TITLES[v])) for v, n in evidence["counts"].items())
+        return _("No single explanation fits: {counts} (see the table).").format(counts=listed)
+    if verdict == "missing":
+        return _("No head applies a positional bias.")
+    if verdict in ("scaled", "sign_flipped"):
+        k = evidence["factor"]
+        phrase = _factor_phrase(evidence.get("factor_name"), abs(k), head_dim,
+                                context["falcon_eager"])
+        if verdict == "sign_flipped":
+            if abs(abs(k) - 1) <= 0.05:
+                return _("Every head's bias has the wrong sign: it grows with distance.")
+            return _("Every head's bias has the wrong sign and {factor}x its size: {reason}.") \
+                .format(factor=formatted(abs(k), ".4g"), reason=phrase)
+        return _("Every head applies {factor}x its slope: {reason}.").format(
+            factor=formatted(k, ".4g"), reason=phrase)
+    if verdict == "schedule":
+        text = _("The slopes follow {schedule}, not the configured schedule.").format(
+            schedule=_schedule_phrase(evidence, heads))
+        if evidence.get("factor_name"):
+            text += " " + _("On top of that, every head applies {factor}x its slope: "
+                            "{reason}.").format(
+                factor=formatted(evidence["factor"], ".4g"),
+                reason=_factor_phrase(evidence["factor_name"], evidence["factor"], head_dim,
+                                      context["falcon_eager"]))
+        return text
+    if verdict == "permuted":
+        text = _("Every head applies the slope of another head: {order}.").format(
+            order=_order_phrase(evidence))
+        if evidence.get("factor_name"):
+            text += " " + _("On top of that, every head applies {factor}x its slope: "
+                            "{reason}.").format(
+                factor=formatted(evidence["factor"], ".4g"),
+                reason=_factor_phrase(evidence["factor_name"], evidence["factor"], head_dim,
+                                      context["falcon_eager"]))
+        return text
+    if verdict == "clipped":
+        return ngettext("The bias stops growing after {n} token in every head whose probe "
+                        "reaches that far.",
+                        "The bias stops growing after {n} tokens in every head whose probe "
+                        "reaches that far.", evidence["clip_at"]).format(n=evidence["clip_at"])
+    if verdict == "offset" and "distance_off_by" in evidence:
+        c = evidence["distance_off_by"]
+        return ngettext("The distance is off by {n} token for every key but the query's own "
+                        "({direction}): not a constant per row, so attention changes.",
+                        "The distance is off by {n} tokens for every key but the query's own "
+                        "({direction}): not a constant per row, so attention changes.",
+                        abs(c)).format(n=abs(c), direction=_("keys look closer") if c > 0
+                                       else _("keys look farther"))
+    if verdict == "offset" and "offset" in evidence:
+        return _("Keys other than the query's own get {offset} logits in every head: not a "
+                 "constant per row, so attention changes.").format(
+                     offset=formatted(evidence["offset"], "+.3g"))
+    raise AssertionError(f"no summary for {verdict!r}")  # every finding kind is handled above
+
+
+def _diagnose(fits, expected, scale, head_dim, th, context):
+    """(heads[layer][head] as HeadChecks, findings, schedule) from the per-head fits:
+    fits[layer][head] = (slope, offset, clip_at, reach). Each layer is explained on its own;
+    layers with the same explanation make one finding; what no explanation covers is counted
+    per layer."""
+    groups: dict = {}  # key -> [verdict, evidence, layers, heads covered]
+    leftovers: list[Counter] = []  # per layer: verdicts of the heads nothing explains
+    heads_out = []
+    schedule = None
+
+    def note(key, verdict, evidence, layer, count):
+        group = groups.setdefault(key, [verdict, evidence, [], 0])
+        group[2].append(layer)
+        group[3] += count
+
+    for layer, row in enumerate(fits):
+        applied = np.array([f[0] for f in row])
+        offsets = np.array([f[1] for f in row])
+        clips = [f[2] for f in row]
+        reach = [f[3] for f in row]
+        verdicts, details = ["conforms"] * len(row), [""] * len(row)
+        left: Counter = Counter()
+        explained = (_explain_slopes(applied, expected, scale, head_dim, th)
+                     if np.isfinite(applied).all() else None)
+        if explained is not None:
+            verdict, key, evidence, predicted = explained
+            for h in range(len(row)):  # a head the explanation leaves as it was conforms
+                if verdict != "conforms" and not math.isclose(predicted[h], expected[h],
+                                                              rel_tol=1e-6):
+                    verdicts[h], details[h] = verdict, _ratio_detail(applied[h] / expected[h])
+            if verdict != "conforms":
+                note(key, verdict, evidence, layer, sum(v != "conforms" for v in verdicts))
+            if layer == 0:
+                schedule = (context["schedule"] if verdict in ("conforms", "scaled",
+                                                               "sign_flipped")
+                            else "geometric" if key[:2] == ("schedule", "geometric") else None)
+        else:
+            for h in range(len(row)):
+                verdicts[h], details[h] = _head_verdict(applied[h], expected, h, th)
+            left.update(v for v in verdicts if v != "conforms")
+        clip = _explain_clips(clips, reach)
+        for h, c in enumerate(clips):
+            if c is not None:
+                verdicts[h] = "clipped"
+                details[h] = ngettext("the bias stops growing after {n} token",
+                                      "the bias stops growing after {n} tokens", c).format(n=c)
+        if clip is not None:
+            note(("clipped", clip[0]), "clipped", {"clip_at": clip[0]}, layer, clip[1])
+        else:
+            left.update("clipped" for c in clips if c is not None)
+        offset = _explain_offsets(np.nan_to_num(applied), offsets, th)
+        if offset is not None:
+            key, evidence = offset
+            flagged = [h for h in range(len(row)) if abs(offsets[h]) > th.offset_tol]
+            for h in flagged:
+                if verdicts[h] != "clipped":
+                    verdicts[h] = "offset"
+                    details[h] = _("keys other than the query's own get {offset} logits: not a "
+                                   "row constant").format(offset=formatted(offsets[h], "+.3g"))
+            if key == ("heads",):
+                left.update("offset" for _h in flagged)
+            else:
+                note(("offset", *key), "offset", evidence, layer, len(flagged))
+        leftovers.append(left)
+        heads_out.append([
+            HeadCheck(layer, h, verdicts[h] == "conforms", verdicts[h], float(expected[h]),
+                      float(applied[h]), float(applied[h] / expected[h]) if expected[h] else
+                      math.nan, float(offsets[h]), clips[h], details[h], int(reach[h]))
+            for h in range(len(row))])
+
+    order = {v: i for i, v in enumerate(("missing", "scaled", "sign_flipped", "schedule",
+                                         "permuted", "clipped", "offset"))}
+    found = [(order[verdict], layers[0], verdict, evidence, layers, count)
+             for verdict, evidence, layers, count in groups.values()]
+    merged: dict = {}  # the leftovers of layers with the same counts make one finding
+    for layer, left in enumerate(leftovers):
+        if left:
+            merged.setdefault(tuple(sorted(left.items())), []).append(layer)
+    for counts, layers in merged.items():
+        counts = dict(sorted(counts, key=lambda item: -item[1]))
+        found.append((len(order), layers[0], next(iter(counts)), {"counts": counts}, layers,
+                      sum(counts.values()) * len(layers)))
+    found.sort(key=lambda f: (f[0], f[1]))
+    findings = []
+    for _rank, _first, verdict, evidence, layers, count in found:
+        text = _summary(verdict, evidence, context)
+        if len(layers) != len(fits):
+            text = ngettext("Layer {layers}: {finding}", "Layers {layers}: {finding}",
+                            len(layers)).format(layers=_layer_list(layers), finding=text)
+        findings.append(Finding(verdict, text, list(layers), int(count), _finite(dict(evidence))))
+    return heads_out, findings, schedule
+
+
+# ----------------------------------------------------------------------------- decoding
+
+def _max_diff(a: torch.Tensor, b: torch.Tensor) -> float:
+    """max |a - b| in float64; NaN or infinite entries count as infinite."""
+    diff = (a.double() - b.double()).abs()
+    if diff.numel() == 0:
+        return 0.0
+    return float(torch.nan_to_num(diff, nan=math.inf).max())
+
+
+def _decode_check(model, tokenizer, texts, th: Thresholds) -> DecodeCheck:
     """Full forward vs token-by-token decoding of texts[0]; left-padded batch of both texts
     vs each alone. Maxima of |difference| on logits and per layer on attention rows."""
-    device = next(model.parameters()).device
+    device = _input_device(model)
     ids = torch.tensor([tokenizer(texts[0])["input_ids"]], device=device)  # (1, T)
     full, full_probs = _run(model, ids)
     T = ids.shape[1]
@@ -311,13 +943,13 @@ def _decode_check(model, tokenizer, texts, tolerance: float) -> DecodeCheck:
     past = None
     for t in range(T):
         out, probs = _run(model, ids[:, t:t + 1], cache=past, use_cache=True)
-        past = out.cache
-        logit_diff = max(logit_diff, (out.logits[0, -1].double()
-                                      - full.logits[0, t].double()).abs().max().item())
+        past = getattr(out, "cache", None)
+        if past is None:
+            past = getattr(out, "past_key_values", None)
+        logit_diff = max(logit_diff, _max_diff(out.logits[0, -1], full.logits[0, t]))
         for layer, p in enumerate(probs):
-            row = p[0, :, -1, : t + 1].double()
-            ref = full_probs[layer][0, :, t, : t + 1].double()
-            layer_diff[layer] = max(layer_diff[layer], (row - ref).abs().max().item())
+            layer_diff[layer] = max(layer_diff[layer], _max_diff(
+                p[0, :, -1, : t + 1], full_probs[layer][0, :, t, : t + 1]))
 
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     a = tokenizer(texts[0])["input_ids"]
@@ -328,65 +960,123 @@ def _decode_check(model, tokenizer, texts, tolerance: float) -> DecodeCheck:
     mask = torch.tensor([[1] * len(long), [0] * pad + [1] * len(short)], device=device)
     padded, padded_probs = _run(model, batch, attention_mask=mask)
     alone, alone_probs = _run(model, torch.tensor([short], device=device))
-    pad_logits = (padded.logits[1, pad:].double() - alone.logits[0].double()).abs().max().item()
-    pad_layers = [(p[1, :, pad:, pad:].double() - q[0].double()).abs().max().item()
+    pad_logits = _max_diff(padded.logits[1, pad:], alone.logits[0])
+    pad_layers = [_max_diff(p[1, :, pad:, pad:], q[0])
                   for p, q in zip(padded_probs, alone_probs, strict=True)]
+    scale = max(1.0, float(torch.nan_to_num(full.logits.double().abs(), nan=0.0).max()))
+    logits_tol = th.decode_rtol * len(full_probs) * scale
     return DecodeCheck(logits=logit_diff, layers=layer_diff, padding_logits=pad_logits,
-                       padding_layers=pad_layers, tolerance=tolerance,
-                       ok=logit_diff <= tolerance and max(layer_diff) <= tolerance,
-                       padding_ok=pad_logits <= tolerance and max(pad_layers) <= tolerance)
+                       padding_layers=pad_layers, logits_tolerance=logits_tol,
+                       attention_tolerance=th.attention_tol,
+                       ok=logit_diff <= logits_tol and layer_diff[0] <= th.attention_tol,
+                       padding_ok=pad_logits <= logits_tol and pad_layers[0] <= th.attention_tol)
 
+
+def _decode_finding(kind: str, logits: float, attention: float) -> Finding:
+    """The finding of a failed prefill-vs-decode ("decode") or left-padding ("padding") check."""
+    if not (math.isfinite(logits) and math.isfinite(attention)):
+        text = (_("Cached decoding makes the outputs NaN or infinite (an overflow in this "
+                  "dtype?).") if kind == "decode" else
+                _("Left padding makes the outputs NaN or infinite (an overflow in the padded "
+                  "rows, in this dtype?)."))
+    else:
+        template = (_("Cached decoding differs from the full forward (logits by {logits}, "
+                      "first layer's attention by {attention}).") if kind == "decode" else
+                    _("Left padding changes the outputs (logits by {logits}, first layer's "
+                      "attention by {attention})."))
+        text = template.format(logits=formatted(logits, ".3g"),
+                               attention=formatted(attention, ".3g"))
+    return Finding(kind, text, [], 0, _finite({"logits": logits, "attention": attention}))
+
+
+# ----------------------------------------------------------------------------- the check
 
 def check_alibi(model, tokenizer=None, probe_length: int = PROBE_LENGTH, texts=DEFAULT_TEXTS,
-                decode: bool = True,
-                progress: Callable[[float, str], None] | None = None) -> AlibiCheck:
+                decode: bool = True, progress: Callable[[float, str], None] | None = None, *,
+                expected: str | Sequence[float] | np.ndarray | None = None,
+                attn: str | None = None) -> AlibiCheck:
     """Check every layer and head of an ALiBi model against its config (module docstring).
 
-    tokenizer: needed for the prefill-vs-decode check (decode=True). progress(fraction, what)
-    is called as the check goes. Raises AlibiVizError for a model that is not ALiBi.
+    tokenizer: needed for the prefill-vs-decode check. decode=False skips that check (and the
+    left-padding one): faster, no tokenizer needed, `AlibiCheck.decode` is None and the
+    verdict rests on the probe alone. progress(fraction, what) is called as the check goes.
+    expected: the slopes the model should apply (heads,), per token on the pre-softmax
+    logits, or a schedule name of `alibi_slopes` ("official", "geometric", "mpt") for the
+    probe's head count; needed for an architecture the check does not know, and it overrides
+    the config of one it knows. attn: "eager" or "sdpa", the attention path to check (default:
+    what the model's config uses); `AlibiCheck.attn` says which was checked.
+    Raises AlibiVizError for a model it cannot check (no ALiBi and no `expected`, a path the
+    architecture lacks, weights offloaded to disk, position encoded some other way too).
     """
     model.eval()
-    expected, form, warning = expected_slopes(model)
-    if model.config.model_type == "mpt":  # its bias is built at max_seq_len keys, no more
-        probe_length = min(probe_length, int(model.config.max_seq_len))
+    config = model.config
+    if expected is None:
+        configured, form, _warning = expected_slopes(model)
+    if config.model_type == "mpt":  # its bias is built at max_seq_len keys, no more
+        probe_length = min(probe_length, int(config.max_seq_len))
     dtype = next(model.parameters()).dtype
-    rtol = SLOPE_RTOL if dtype in (torch.float32, torch.float64) else SLOPE_RTOL_16BIT
-    if progress:
-        progress(0.05, _("probing the bias with one repeated token"))
-    curves = probe_bias(model, probe_length, tokenizer=tokenizer)  # (L, H, T)
-    heads = []
-    for layer, layer_curves in enumerate(curves):
-        row = []
-        for h, y in enumerate(layer_curves):
-            verdict, slope, offset, clip, detail = judge_head(y, float(expected[h]), expected, h,
-                                                              rtol)
-            row.append(HeadCheck(layer, h, verdict == "conforms", verdict, float(expected[h]),
-                                 slope, slope / float(expected[h]), offset, clip, detail))
-        heads.append(row)
-    applied = np.array([[h.applied_slope for h in row] for row in heads])
-    base = float(expected[0] / alibi_slopes(expected.size)[0])
-    ratios = applied / expected
-    schedule = _schedule_of(applied[0], base, rtol)
-    notes = [warning] if warning else []
-    if schedule is None:
-        scale = float(np.median(ratios))
-        if np.allclose(ratios, scale, rtol=rtol) and not math.isclose(scale, 1, rel_tol=rtol):
-            schedule = _schedule_of(applied[0], base * scale, rtol)
-            if schedule:
-                notes.append(_("The slopes follow the {schedule} schedule scaled by {scale}.")
-                             .format(schedule=schedule, scale=formatted(scale, ".4g")))
-    elif schedule != "official":
-        notes.append(_("The slopes follow the {schedule} schedule, not the official one "
-                       "({official}) the config implies.").format(schedule=schedule,
-                                                                  official=SCHEDULES[0]))
-    result = None
-    if decode:
-        if tokenizer is None:
-            raise AlibiVizError("The prefill-vs-decode check needs the tokenizer.")
+    falcon = config.model_type == "falcon" and getattr(config, "alibi", False)
+    _input_device(model)
+    with _attention_path(model, attn) as path:
+        base = thresholds(dtype, path, FALCON_ROUNDING if falcon else 0.0)
         if progress:
-            progress(0.5, _("decoding token by token through the KV cache"))
-        result = _decode_check(model, tokenizer, texts, DECODE_TOL.get(dtype, 0.1))
+            progress(0.05, _("probing the bias with one repeated token"))
+        curves, counts = _probe(model, probe_length, None, tokenizer, base.min_log_prob,
+                                premise_tol=max(1e-3, 64 * base.eps))
+        heads = curves.shape[1]
+        if expected is not None:
+            configured, form = _given_slopes(expected, heads)
+        if configured.size != heads:
+            raise AlibiVizError(_("The config names {config} heads, but the attention has "
+                                  "{heads}.").format(config=configured.size, heads=heads))
+        fits = [[_fit_head(y, n, base) for y, n in zip(layer_curves, layer_counts,
+                                                       strict=True)]
+                for layer_curves, layer_counts in zip(curves, counts, strict=True)]
+        steepest = float(np.nanmax(np.abs([[f[0] for f in row] for row in fits] +
+                                          [list(configured)])))
+        th = thresholds(dtype, path, base.schedule_rounding, steepest)
+        try:
+            head_dim = _head_dim(model)
+        except (AttributeError, TypeError, ZeroDivisionError):
+            head_dim = 1
+        scale = 1 / math.sqrt(head_dim) if (falcon and expected is None) else 1.0
+        context = {"head_dim": head_dim, "heads": heads, "falcon_eager": falcon and
+                   path == "eager", "schedule": "official" if expected is None else expected
+                   if isinstance(expected, str) else None}
+        head_checks, findings, schedule = _diagnose(fits, configured, scale, head_dim, th,
+                                                    context)
+        notes = []
+        faint = int((np.abs(configured) <= 4 * th.slope_atol).sum())
+        if faint:
+            notes.append(ngettext(
+                "In {dtype} the probe resolves slopes above about {atol}: {n} head whose "
+                "expected slope is smaller fits any explanation.",
+                "In {dtype} the probe resolves slopes above about {atol}: {n} heads whose "
+                "expected slope is smaller fit any explanation.", faint).format(
+                    dtype=th.dtype, atol=formatted(4 * th.slope_atol, ".2g"), n=faint))
+        result = None
+        if decode:
+            if tokenizer is None:
+                raise AlibiVizError(_("The prefill-vs-decode check needs the tokenizer (or pass "
+                                      "decode=False)."))
+            if progress:
+                progress(0.5, _("decoding token by token through the KV cache"))
+            result = _decode_check(model, tokenizer, texts, th)
+            if not result.ok:
+                findings.append(_decode_finding("decode", result.logits, result.layers[0]))
+            if not result.padding_ok:
+                findings.append(_decode_finding("padding", result.padding_logits,
+                                                result.padding_layers[0]))
     if progress:
         progress(1.0, _("done"))
-    return AlibiCheck(heads=heads, decode=result, expected_form=form, schedule=schedule,
-                      probe_length=probe_length, notes=notes)
+    return AlibiCheck(heads=head_checks, decode=result, expected_form=form, schedule=schedule,
+                      probe_length=probe_length, notes=notes, diagnosis=findings, attn=path,
+                      dtype=th.dtype, model_type=config.model_type, thresholds=th)
+
+
+if __name__ == "__main__":  # python -m alibi_viz.models.conformance MODEL [options]
+    import sys
+
+    from alibi_viz.cli import main
+
+    sys.exit(main(["check", *sys.argv[1:]]))

@@ -1,0 +1,117 @@
+"""The command line `alibi-viz check MODEL` for CI, run as a subprocess on tiny models saved to
+temporary folders: exit 0 for a conforming model, 1 for one that does not, 2 for a usage or
+load error (one line on stderr, never a traceback), and the JSON report's schema."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from model_factory import byte_tokenizer
+
+from alibi_viz.cli import SCHEMA
+from alibi_viz.models.zoo import tiny_model
+
+ROOT = Path(__file__).resolve().parents[1]
+REV = "0123456789abcdef0123456789abcdef01234567"
+
+
+def run_cli(*args, env=None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "alibi_viz.cli", *map(str, args)],
+                          capture_output=True, text=True, cwd=ROOT, timeout=300,
+                          env={**os.environ, **(env or {})})
+
+
+def save(folder: Path, kind: str, heads: int = 8) -> Path:
+    tiny_model(kind, heads).save_pretrained(folder)
+    byte_tokenizer().save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def hub_cache(tmp_path_factory) -> Path:
+    """A Hugging Face cache holding org/bloom: a correct 8-head BLOOM under snapshots/<rev>."""
+    cache = tmp_path_factory.mktemp("hub")
+    repo = cache / "models--org--bloom"
+    save(repo / "snapshots" / REV, "bloom")
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(REV)
+    return cache
+
+
+def test_conforming_cached_model_exits_0_with_a_json_report(hub_cache, tmp_path):
+    """A correct BLOOM named by its cached repo id: exit 0, "verdict: CONFORMS", decode and
+    padding results in the text, and a JSON report with the documented fields."""
+    report = tmp_path / "report.json"
+    done = run_cli("check", "org/bloom", "--json", report, env={"HF_HUB_CACHE": str(hub_cache)})
+    assert done.returncode == 0, done.stderr
+    assert "verdict: CONFORMS" in done.stdout
+    assert "decode: pass" in done.stdout and "padding: pass" in done.stdout
+    data = json.loads(report.read_text())
+    assert data["schema"] == SCHEMA and data["conforms"] is True and data["verdict"] == "conforms"
+    assert data["model"] == "org/bloom" and data["architecture"] == "BloomForCausalLM"
+    assert {"dtype", "attn", "diagnosis", "heads", "decode", "thresholds", "notes", "seconds",
+            "versions"} <= set(data)
+    assert len(data["heads"]) == 16 and data["decode"]["ok"] is True
+
+
+def test_model_that_does_not_conform_exits_1_with_its_diagnosis(tmp_path):
+    """transformers' eager Falcon adds its bias twice: exit 1, the diagnosis sentence, the
+    per-head table, and decode marked as not checked with --no-decode."""
+    folder = save(tmp_path / "falcon", "falcon")
+    report = tmp_path / "falcon.json"
+    done = run_cli("check", folder, "--no-decode", "--json", report)
+    assert done.returncode == 1, done.stderr
+    assert "DOES NOT CONFORM (scaled)" in done.stdout
+    assert "the bias is added twice (transformers' Falcon eager path does this)" in done.stdout
+    assert "decode: not checked" in done.stdout
+    assert sum(line.strip().startswith(("1 ", "2 ")) for line in done.stdout.splitlines()) == 16
+    data = json.loads(report.read_text())
+    assert data["diagnosis"][0]["evidence"]["factor_name"] == "twice" and data["decode"] is None
+
+
+def test_sdpa_and_dtype_options_reach_the_check(tmp_path):
+    """--attn sdpa --dtype bfloat16 on a Falcon: its sdpa path conforms in bfloat16."""
+    folder = save(tmp_path / "falcon", "falcon")
+    report = tmp_path / "sdpa.json"
+    done = run_cli("check", folder, "--attn", "sdpa", "--dtype", "bfloat16", "--json", report)
+    assert done.returncode == 0, done.stdout + done.stderr
+    data = json.loads(report.read_text())
+    assert (data["attn"], data["dtype"]) == ("sdpa", "bfloat16")
+
+
+@pytest.mark.parametrize("args,message", [
+    (("check",), "the following arguments are required: MODEL"),
+    (("check", "x", "--dtype", "int8"), "invalid choice: 'int8'"),
+    ((), "give a command"),
+])
+def test_usage_errors_exit_2_with_one_line(args, message):
+    """A bad command line: exit 2, one line on stderr, no usage dump, no traceback."""
+    done = run_cli(*args)
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and message in done.stderr
+    assert done.stderr.startswith("alibi-viz: error:") and not done.stdout
+
+
+def test_load_error_exits_2_with_one_line(tmp_path):
+    """A folder that does not exist: exit 2 and the loader's message in one line."""
+    done = run_cli("check", tmp_path / "nowhere")
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and "No model folder at" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_path_the_model_lacks_exits_2(tmp_path):
+    """--attn sdpa on BLOOM, which has no sdpa path in transformers: exit 2, one line."""
+    done = run_cli("check", save(tmp_path / "bloom", "bloom"), "--attn", "sdpa", "--no-decode")
+    assert done.returncode == 2 and done.stderr.count("\n") == 1
+    assert "no sdpa attention" in done.stderr
+
+
+def test_script_is_declared():
+    """pyproject.toml declares the alibi-viz script as alibi_viz.cli:main."""
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts["alibi-viz"] == "alibi_viz.cli:main"
