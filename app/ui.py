@@ -19,6 +19,7 @@ import streamlit as st
 from alibi_viz import i18n
 from alibi_viz.errors import AlibiVizError
 from alibi_viz.figures.extrapolation import perplexity_figure, reach_figure
+from alibi_viz.figures.lesson import projector_figure
 from alibi_viz.figures.render import figure_spec, sendable
 from alibi_viz.i18n import _
 from alibi_viz.params import UrlParam, parse_param
@@ -162,10 +163,15 @@ def cached_figure(max_entries: int = 16, width: int | None = None):
 
     The builder's own arguments are the cache key, except those named with a leading `_`
     (Streamlit's rule: pass a hashed key beside them). The language and the number format
-    are set here, once, so no call site can show an unfitted or wrongly localised figure."""
+    are set here, once, so no call site can show an unfitted or wrongly localised figure.
+    `projector=True` (a keyword of the decorated builder) gives the lesson's projector version
+    instead (`figures.lesson.projector_figure`), cached apart."""
     def decorate(build):
-        def cached(lang, *args, **kwargs):
-            return figure_spec(build(*args, **kwargs), **({"width": width} if width else {}))
+        def cached(lang, projector, *args, **kwargs):
+            fig = build(*args, **kwargs)
+            if projector:
+                return figure_spec(projector_figure(fig), fit=False)
+            return figure_spec(fig, **({"width": width} if width else {}))
 
         # Streamlit keys a cache by the function's module and qualified name (and source, here
         # always this wrapper's), and hashes the arguments by the names in its signature: both
@@ -174,6 +180,7 @@ def cached_figure(max_entries: int = 16, width: int | None = None):
         signature = inspect.signature(build)
         cached.__signature__ = signature.replace(parameters=[
             inspect.Parameter("lang", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+            inspect.Parameter("projector", inspect.Parameter.POSITIONAL_OR_KEYWORD),
             *signature.parameters.values()])
         code = build.__code__
         cached.__module__ = build.__module__
@@ -181,8 +188,8 @@ def cached_figure(max_entries: int = 16, width: int | None = None):
         cached = st.cache_data(max_entries=max_entries, show_spinner=False)(cached)
 
         @functools.wraps(build)
-        def figure(*args, **kwargs) -> dict:
-            return cached(i18n.get_language(), *args, **kwargs)
+        def figure(*args, projector: bool = False, **kwargs) -> dict:
+            return cached(i18n.get_language(), bool(projector), *args, **kwargs)
 
         figure.clear = cached.clear
         return figure

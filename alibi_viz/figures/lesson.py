@@ -20,7 +20,7 @@ from plotly.subplots import make_subplots
 from alibi_viz.alibi import check_int, implied_attention_map
 from alibi_viz.errors import AlibiVizError
 from alibi_viz.figures.extrapolation import MARKER_COLOR, attention_pair_figure
-from alibi_viz.figures.render import fit_texts
+from alibi_viz.figures.render import CHAR_EM, fit_texts
 from alibi_viz.i18n import _, significant, tokens
 from alibi_viz.models.heads import check_attention
 
@@ -102,6 +102,9 @@ def score_pipeline_figure(slope: float, num_keys: int = 32, seed: int = 0,
 
 
 PRESENT_WIDTH = 940  # px a figure spans on a 1024-pixel-wide projector (page padding aside)
+PRESENT_SCALE = 1.35  # figure fonts grow by this much on a projector
+PRESENT_HEIGHT = 330  # figure height (px) on a projector: fits 1024x768 under the step's text
+PROJECTOR_MIN_FONT = 14  # px: no figure text smaller on a projector (read from the back row)
 
 
 def enlarge_figure(fig: go.Figure, scale: float = 1.5, min_height: int = 450,
@@ -133,7 +136,44 @@ def enlarge_figure(fig: go.Figure, scale: float = 1.5, min_height: int = 450,
         textfont = getattr(trace, "textfont", None)
         if textfont is not None and textfont.size:
             textfont.size = grow(textfont.size, 12)
-    fit_texts(fig, width, total, font=font, title_font=title_font, place_legend=True)
+    # Fonts a figure set smaller than its base (a dense legend, tick labels) grow too, to at
+    # least PROJECTOR_MIN_FONT.
+    if layout.legend.font.size:
+        layout.legend.font.size = max(PROJECTOR_MIN_FONT, grow(layout.legend.font.size, 12))
+    for name in [key for key in layout.to_plotly_json() if key.startswith(("xaxis", "yaxis"))]:
+        axis = layout[name]
+        if axis.tickfont.size:
+            axis.tickfont.size = max(PROJECTOR_MIN_FONT, grow(axis.tickfont.size, 12))
+    fit_texts(fig, width, total, font=font, title_font=title_font, place_legend=True,
+              min_font=PROJECTOR_MIN_FONT)
     return fig
 
+
+def projector_figure(fig: go.Figure) -> go.Figure:
+    """`fig` as the lesson shows it on a 1024x768 projector: without its title (the step's
+    heading and question say it, and at 768 px the room is the plot's), fonts PRESENT_SCALE
+    larger, the height PRESENT_HEIGHT, its texts fitted to PRESENT_WIDTH (`enlarge_figure`),
+    and no more tick labels on an axis than its length holds at that size. Built from the
+    figure itself, not from one already fitted to a page, so its titles are broken once."""
+    fig = enlarge_figure(go.Figure(fig).update_layout(title_text=""), PRESENT_SCALE,
+                         height=PRESENT_HEIGHT, width=PRESENT_WIDTH)
+    layout = fig.layout
+    font = layout.font.size
+    margin = layout.margin
+    # A colour bar's title beside the bar, not on top of it, where it met the top tick label.
+    bars = [layout[k].colorbar for k in layout.to_plotly_json() if k.startswith("coloraxis")]
+    bars += [t.colorbar for t in fig.data if getattr(t, "colorbar", None) is not None]
+    for bar in bars:
+        if bar.title and bar.title.text:
+            bar.title.side = "right"
+    plot_h = PRESENT_HEIGHT - (margin.t or 80) - (margin.b or 80)
+    plot_w = PRESENT_WIDTH - (margin.l or 80) - (margin.r or 80)
+    for name in [key for key in layout.to_plotly_json() if key.startswith(("xaxis", "yaxis"))]:
+        axis = layout[name]
+        span = (axis.domain[1] - axis.domain[0]) if axis.domain else 1.0
+        if name.startswith("y"):  # a label every 2.5 lines of text
+            axis.nticks = max(2, int(span * plot_h / (2.5 * font)))
+        elif axis.type in ("linear", "log"):  # numbers: a label every 10 characters' width
+            axis.nticks = max(2, int(span * plot_w / (10 * CHAR_EM * font)))
+    return fig
 

@@ -154,13 +154,16 @@ def wrap_text(text: str, font_px: float, width_px: float, max_lines: int = 3) ->
 
 
 def fit_texts(fig: go.Figure, width: int, height: int | None = None, *, font: int | None = None,
-              title_font: int | None = None, place_legend: bool = False) -> None:
+              title_font: int | None = None, place_legend: bool = False,
+              min_font: float = 0) -> None:
     """Break the title, subplot titles and axis titles of `fig` where they would overflow a
     `width` x `height` px figure (plotly neither wraps nor moves text, and Spanish and Russian
     run a fifth longer than English), growing the top margin to hold them. A legend under the
     plot is pinned to the figure's bottom edge, below the axis title (in paper coordinates a
     short plot pulls it onto the title). With `place_legend`, a side legend too tall for the
-    plot moves under it too (the lesson's projector figures, lesson_figures.enlarge_figure)."""
+    plot moves under it too (the lesson's projector figures, lesson_figures.enlarge_figure).
+    An axis title too long for its axis is set in a smaller font, down to 3/4 of its size and
+    never below `min_font` px, and broken over two lines only past that."""
     layout = fig.layout
     font = font or layout.font.size or 12
     title_font = title_font or layout.title.font.size or 17
@@ -187,6 +190,7 @@ def fit_texts(fig: go.Figure, width: int, height: int | None = None, *, font: in
     titles = [a for a in layout.annotations
               if a.yref == "paper" and a.yanchor == "bottom" and a.showarrow is False]
     plot_width = width - margin["l"] - margin["r"]
+    top_row = 0
     for annotation in titles:
         row = sum(1 for other in titles if other.y == annotation.y)
         size = annotation.font.size or 16
@@ -198,9 +202,19 @@ def fit_texts(fig: go.Figure, width: int, height: int | None = None, *, font: in
         text, lines = wrap_text(old, size, room)
         annotation.text = text
         if annotation.y == 1.0:
-            extra_top = max(extra_top, added_lines(old, lines) * round(1.2 * size))
+            top_row = max(top_row, added_lines(old, lines) * round(1.2 * size))
+            # clear of the panel's top tick label, half of which stands above the panel
+            shift = round(0.6 * font)
+            if (annotation.yshift or 0) < shift:
+                top_row = max(top_row, shift - (annotation.yshift or 0))
+                annotation.yshift = shift
+    # The title sits above the top row of subplot titles: their added lines stack.
+    extra_top += top_row
     if extra_top:
         fig.update_layout(margin_t=margin["t"] + extra_top)
+    if titles and layout.title.text:  # pinned to the figure's top edge, clear of the panels'
+        fig.update_layout(title=dict(yref="container", y=1.0, yanchor="top",
+                                     pad=dict(t=round(0.4 * title_font))))
     plot_height = height - margin["t"] - extra_top - margin["b"]
     for name in [key for key in layout.to_plotly_json() if key.startswith(("xaxis", "yaxis"))]:
         axis = layout[name]
@@ -208,7 +222,18 @@ def fit_texts(fig: go.Figure, width: int, height: int | None = None, *, font: in
             continue
         span = (axis.domain[1] - axis.domain[0]) if axis.domain else 1.0
         room = span * (width - margin["l"] - margin["r"] if name.startswith("x") else plot_height)
-        axis.title.text = wrap_text(axis.title.text, font, room - 10, max_lines=2)[0]
+        # One line, in a smaller font if need be (a title broken over lines grows toward its
+        # tick labels and covers them); broken only when even 3/4 of the font will not fit.
+        size = axis.title.font.size or font
+        length = len(re.sub(r"<[^>]+>", "", axis.title.text)) * CHAR_EM
+        if "<br>" not in axis.title.text and length * size > room - 10:
+            floor = max(0.75 * size, min_font)
+            fitted = (room - 10) / length
+            if fitted >= floor:
+                axis.title.font.size = math.floor(fitted)
+            else:
+                axis.title.font.size = math.ceil(floor)
+                axis.title.text = wrap_text(axis.title.text, floor, room - 10, max_lines=2)[0]
     legend = layout.legend
     names = [t.name for t in fig.data if t.name and t.showlegend is not False]
     beside = (place_legend and legend.orientation in (None, "v")
@@ -224,7 +249,7 @@ def fit_texts(fig: go.Figure, width: int, height: int | None = None, *, font: in
                           margin_b=round((4 + 1.5 * rows) * font))
 
 
-def figure_spec(fig: go.Figure, width: int = PAGE_WIDTH_PX) -> dict:
+def figure_spec(fig: go.Figure, width: int = PAGE_WIDTH_PX, fit: bool = True) -> dict:
     """A figure as the plain dict plotly.js reads (arrays still numpy): what a page caches and
     shows. Pickling it (st.cache_data copies every cached value on every read) costs
     microseconds per array; pickling a go.Figure validates every property again on the way
@@ -236,7 +261,8 @@ def figure_spec(fig: go.Figure, width: int = PAGE_WIDTH_PX) -> dict:
         return fig
     if fig.layout.separators is None:  # numbers in hovers and ticks follow the language
         fig.update_layout(separators=plotly_separators())
-    fit_texts(fig, width)
+    if fit:  # fit=False: fitted already, e.g. for a projector (lesson.projector_figure)
+        fit_texts(fig, width)
     return _spec_of(fig)
 
 

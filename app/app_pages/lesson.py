@@ -37,7 +37,6 @@ from alibi_viz.figures.bias import (
     slope_schedule_figure,
 )
 from alibi_viz.figures.lesson import (
-    enlarge_figure,
     head_vs_bias_figure,
     score_pipeline_figure,
     toy_content_scores,
@@ -60,8 +59,6 @@ STEPS = (  # translated where shown: _(STEPS[k])
     N_("How far back does it look?"),
     N_("Common misconceptions"),
 )
-PRESENT_SCALE = 1.35  # figure fonts grow by this much in presentation mode
-PRESENT_HEIGHT = 330  # figure height (px) in presentation mode: fits 1024x768 under the text
 PRESENT_CSS = """
 <style>
 [data-testid="stMarkdownContainer"] p, [data-testid="stMarkdownContainer"] li {
@@ -234,10 +231,9 @@ def navigation_ui(step: int) -> None:
             + CLICKER_JS % json.dumps(companions), unsafe_allow_javascript=True)
 
 
-def show(fig, name: str, present: bool) -> None:
-    """The step's one figure; in presentation mode larger fonts at a height that fits."""
-    if present:
-        fig = enlarge_figure(fig, PRESENT_SCALE, height=PRESENT_HEIGHT)
+def show(fig, name: str) -> None:
+    """The step's one figure (built with `projector=present`: on a projector, larger fonts at
+    a height that fits)."""
     ui.show_figure(fig, f"lesson_{name}", key=f"ls_fig_{name}")
 
 
@@ -294,7 +290,7 @@ def step_position(step: int, present: bool) -> None:
            _("{verdict}: {with_bias} with the bias, {without_bias} without (the blue and grey "
              "bars of the last 4 keys).").format(verdict=verdict, with_bias=percent(share_with),
                                                  without_bias=percent(share_without)), present):
-        show(pipeline_fig(slope), "position", present)
+        show(pipeline_fig(slope, projector=present), "position")
     if not present:
         st.caption(_("Made-up content scores for one query (the last token) against 24 keys. "
                      "With m = 0 both attention rows are the same: a far key with a good score "
@@ -323,7 +319,7 @@ def step_bias(step: int, present: bool) -> None:
            _("{diagonal} on the diagonal and {back} ten tokens back (hover over the first "
              "panel).").format(diagonal=number(matrix[10, 10] + 0.0),
                                back=number(matrix[10, 0])), present):
-        show(bias_fig(seq_len), "bias", present)
+        show(bias_fig(seq_len, projector=present), "bias")
     if not present:
         slopes = alibi_slopes(8)
         st.caption(_("Heads 1, 3, 5 and 8 of 8, with the paper's slopes, on one colour scale from "
@@ -356,7 +352,7 @@ def step_slopes(step: int, present: bool) -> None:
                                              earlier_m=significant(slopes[rise - 1])))
     if ask(step, _("With {n} heads, do the slopes fall steadily from head 1 to head "
                    "{n}?").format(n=num_heads), answer, present):
-        show(slopes_fig(num_heads), "slopes", present)
+        show(slopes_fig(num_heads, projector=present), "slopes")
 
 
 def step_decay(step: int, present: bool) -> None:
@@ -385,7 +381,7 @@ def step_decay(step: int, present: bool) -> None:
              "{half_life}.").format(head=far + 1, denominator=round(1 / slopes[far]),
                                     half_life=tokens(lives[far], number(lives[far], 0))),
            present):
-        show(decay_fig(int(seq_len)), "decay", present)
+        show(decay_fig(int(seq_len), projector=present), "decay")
     if not present:
         spans = mean_distance(slopes, "causal", int(seq_len))
         st.caption(_("For the last of {seq_len} tokens, the bias alone gives a mean attended "
@@ -426,7 +422,8 @@ def step_real_head(step: int, present: bool) -> None:
         return
     slope = float(info.slopes[head - 1])
     try:
-        fig = head_fig(str(path), stamp, train_seq_len, layer - 1, head - 1, slope)
+        fig = head_fig(str(path), stamp, train_seq_len, layer - 1, head - 1, slope,
+                       projector=present)
         measured, prior = head_distances(str(path), stamp, train_seq_len, layer - 1, head - 1, slope)
     except AlibiVizError as exc:
         st.error(str(exc))
@@ -440,7 +437,7 @@ def step_real_head(step: int, present: bool) -> None:
     if ask(step, _("Does layer {layer}, head {head} look further back or nearer than its "
                    "slope alone would make it?").format(layer=layer, head=head),
            answer, present):
-        show(fig, "real_head", present)
+        show(fig, "real_head")
     if not present:
         st.caption(_("Distance from query to key, averaged over each row's attention and then "
                      "over the queries. The text: `{start} ...`").format(
@@ -489,7 +486,7 @@ def step_extrapolation(step: int, present: bool) -> None:
              "{changes}.").format(changes="; ".join(moves)) if moves else _("See the figure."),
            present):
         try:
-            show(ui.perplexity_fig(results, protocols), "extrapolation", present)
+            show(ui.perplexity_fig(results, protocols, projector=present), "extrapolation")
         except AlibiVizError as exc:
             st.error(_("The shipped results could not be drawn: {error}").format(error=exc))
             return
@@ -554,7 +551,7 @@ def step_reach(step: int, present: bool) -> None:
     if ask(step, _("Beyond how many tokens of context does the ALiBi model stop improving?"),
            answer, present):
         try:
-            show(ui.reach_fig(reach, train_seq_len), "reach", present)
+            show(ui.reach_fig(reach, train_seq_len, projector=present), "reach")
         except AlibiVizError as exc:
             st.error(str(exc))
             return
