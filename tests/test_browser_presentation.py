@@ -48,6 +48,59 @@ FIGURE_TEXT_JS = """() => {
   }
   return bad;
 }"""
+# Every pair of figure texts that lie on each other (titles, subplot titles and other
+# annotations, axis titles, tick labels, legend entries, colour-bar title and ticks, text
+# traces such as the bias grid's panel titles), by their boxes on screen; the sizes of all of
+# them are left in window.__figureTextSizes as [kind, text, px].
+FIGURE_OVERLAP_JS = """() => {
+  // Every piece of text a figure draws, with its box on screen: titles, subplot titles and
+  // other annotations, axis titles, tick labels, legend entries, colour-bar title and ticks,
+  // and text traces (the bias grid's panel titles).
+  const found = [];
+  const plots = [...document.querySelectorAll('.js-plotly-plot')].filter(p => p.offsetParent);
+  plots.forEach((plot, index) => {
+    const texts = [];
+    const add = (selector, kind) => {
+      for (const t of plot.querySelectorAll(selector)) {
+        const r = t.getBoundingClientRect();
+        if (!r.width || !r.height || !t.textContent.trim()) continue;
+        if (getComputedStyle(t).opacity === '0' || t.closest('[style*="opacity: 0"]')) continue;
+        texts.push({kind, text: t.textContent.trim().slice(0, 40), r,
+                    size: parseFloat(getComputedStyle(t).fontSize)});
+      }
+    };
+    add('.g-gtitle text', 'title');
+    add('.annotation-text', 'annotation');
+    add('.infolayer g[class$="title"] text, .g-xtitle text, .g-ytitle text', 'axis title');
+    add('.xaxislayer-above .xtick text, .yaxislayer-above .ytick text, ' +
+        '.xaxislayer-above text, .yaxislayer-above text', 'tick');
+    add('.legendtext', 'legend');
+    add('.cbtitle text, .colorbar .cbaxis text, .colorbar text', 'colour bar');
+    add('.textpoint text', 'text trace');
+    // one box per element (a selector may match twice)
+    const seen = new Set();
+    const boxes = texts.filter(t => {
+      const key = [t.r.left, t.r.top, t.r.width, t.r.height, t.text].map(String).join('|');
+      if (seen.has(key)) return false;
+      seen.add(key);
+      return true;
+    });
+    for (let a = 0; a < boxes.length; a++) {
+      for (let b = a + 1; b < boxes.length; b++) {
+        const p = boxes[a].r, q = boxes[b].r;
+        const w = Math.min(p.right, q.right) - Math.max(p.left, q.left);
+        const h = Math.min(p.bottom, q.bottom) - Math.max(p.top, q.top);
+        if (w > 1.5 && h > 1.5) {
+          found.push(`figure ${index + 1}: ${boxes[a].kind} "${boxes[a].text}" on ` +
+                     `${boxes[b].kind} "${boxes[b].text}"`);
+        }
+      }
+    }
+    window.__figureTextSizes = (window.__figureTextSizes || []).concat(
+      boxes.map(t => [t.kind, t.text, t.size]));
+  });
+  return found;
+}"""
 # Font sizes of the main area's paragraphs (outside buttons and captions), in page order.
 BODY_TEXT_SIZES_JS = """() => [...document.querySelectorAll(
     '[data-testid="stMain"] [data-testid="stMarkdownContainer"] p')]
@@ -88,10 +141,17 @@ def open_step(page, server_url: str, step: int, lang: str = "en") -> None:
 
 def assert_fits(page) -> None:
     """No label, button or heading is cut; the step's figure (after the answer is revealed)
-    lies inside the viewport without scrolling; body text >= 20 px."""
+    lies inside the viewport without scrolling, no two of its texts overlap and none but tick
+    labels is under 14 px; body text >= 20 px."""
     assert page.locator("[data-testid='stException']").count() == 0
     assert page.evaluate(CUT_LABELS_JS) == []
     assert page.evaluate(FIGURE_TEXT_JS) == []
+    assert page.evaluate(FIGURE_OVERLAP_JS) == []
+    # From the back of a room: no title, legend or colour-bar text under 14 px (plotly's minor
+    # labels on log axes, "2" and "5" between powers of ten, stay smaller).
+    small = [(kind, text, size) for kind, text, size in page.evaluate("() => window.__figureTextSizes")
+             if size < 14 and kind != "tick"]
+    assert small == []
     box = page.evaluate(FIGURE_BOX_JS)
     if box is not None:  # the misconceptions step has no figure until "Show me"
         assert box["top"] >= 0 and box["left"] >= 0, box
@@ -207,6 +267,23 @@ def test_the_clicker_works_after_a_control_was_touched(browser, server_url, step
             wait_for_app(page)
             page.keyboard.press("PageDown")
             wait_for_step(page, step + 1)
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize("path", ["", "compare", "model", "inspect", "extrapolation", "lesson"])
+def test_no_page_is_wider_than_a_phone(browser, server_url, path):
+    """At 390x844 (a phone) in Spanish, no page scrolls sideways: nothing is wider than the
+    screen."""
+    context = browser.new_context(viewport={"width": 390, "height": 844})
+    page = context.new_page()
+    page.set_default_timeout(60_000)
+    try:
+        page.goto(f"{server_url}/{path}?lang=es")
+        page.wait_for_selector("[data-testid='stMain'] h1", timeout=FIRST_LOAD_MS)
+        wait_for_app(page)
+        page.wait_for_timeout(1000)
+        assert page.evaluate("() => document.documentElement.scrollWidth") <= 390
     finally:
         context.close()
 

@@ -160,12 +160,6 @@ def projector_figure(fig: go.Figure) -> go.Figure:
     layout = fig.layout
     font = layout.font.size
     margin = layout.margin
-    # A colour bar's title beside the bar, not on top of it, where it met the top tick label.
-    bars = [layout[k].colorbar for k in layout.to_plotly_json() if k.startswith("coloraxis")]
-    bars += [t.colorbar for t in fig.data if getattr(t, "colorbar", None) is not None]
-    for bar in bars:
-        if bar.title and bar.title.text:
-            bar.title.side = "right"
     plot_h = PRESENT_HEIGHT - (margin.t or 80) - (margin.b or 80)
     plot_w = PRESENT_WIDTH - (margin.l or 80) - (margin.r or 80)
     for name in [key for key in layout.to_plotly_json() if key.startswith(("xaxis", "yaxis"))]:

@@ -234,6 +234,12 @@ def fit_texts(fig: go.Figure, width: int, height: int | None = None, *, font: in
             else:
                 axis.title.font.size = math.ceil(floor)
                 axis.title.text = wrap_text(axis.title.text, floor, room - 10, max_lines=2)[0]
+    # A colour bar's title beside the bar, not on top of it, where it met the top tick label.
+    bars = [layout[k].colorbar for k in layout.to_plotly_json() if k.startswith("coloraxis")]
+    bars += [t.colorbar for t in fig.data if getattr(t, "colorbar", None) is not None]
+    for bar in bars:
+        if bar.title and bar.title.text:
+            bar.title.side = "right"
     legend = layout.legend
     names = [t.name for t in fig.data if t.name and t.showlegend is not False]
     beside = (place_legend and legend.orientation in (None, "v")
