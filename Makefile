@@ -9,7 +9,7 @@ PORT   ?= 8501
 CLASS_REPLICAS ?= 2
 CLASS_PORT     ?= 8080
 
-.PHONY: run test install install-dev chromium nginx lint bench clean models serve-class stop-class messages
+.PHONY: run test install install-dev chromium nginx lint bench clean corpus models serve-class stop-class messages
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -83,10 +83,27 @@ bench: install-dev chromium
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache test-artifacts
 
+# The four-kind training corpus (alibi_viz/corpus.py): pinned Debian 12 packages fetched with
+# `apt-get download` (nothing installed), unpacked and extracted under corpus/ (git-ignored),
+# checked against assets/corpus/manifest.json. Needs apt-get and dpkg-deb; as root it first runs
+# `apt-get update` when apt has no package lists, as `chromium` does. About 300 MB on disk.
+CORPUS_PROBE := gimp-help-ru
+corpus: install
+	@command -v apt-get >/dev/null && command -v dpkg-deb >/dev/null || { \
+		echo "make corpus needs apt-get and dpkg-deb (Debian 12 bookworm, or a container of it)"; \
+		exit 1; }
+	@if apt-cache show $(CORPUS_PROBE) >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ]; then \
+		echo "apt has no package lists: running apt-get update for the corpus packages"; \
+		apt-get update -qq; \
+	else echo "apt knows no $(CORPUS_PROBE): run 'apt-get update' as root (Debian 12 bookworm" \
+		"archive in /etc/apt/sources.list), then make corpus again"; exit 1; fi
+	$(BIN)/python -m alibi_viz.corpus build
+
 # Retrain the shipped model family (about 15 min a model on an idle 2-core machine; run nothing
 # else meanwhile) and re-evaluate it. The model cards record the exact commands.
 ARCHS := alibi sinusoidal rope learned nope
-models: install-dev
+models: install-dev corpus
 	for a in $(ARCHS); do rm -rf assets/models/$$a && \
 		$(BIN)/python -m alibi_viz.train --arch $$a --out assets/models/$$a || exit 1; done
 	$(BIN)/python -m alibi_viz.evaluate

@@ -16,8 +16,10 @@ from transformers.models.mpt.modeling_mpt import build_mpt_alibi_tensor
 
 from alibi_viz.alibi import alibi_slopes, implied_attention_map, mean_distance
 from alibi_viz.errors import AlibiVizError, BudgetError
+from alibi_viz.figures.heads import highlight_html
 from alibi_viz.models import heads as heads_module
 from alibi_viz.models.heads import (
+    CONTINUATION,
     AttentionResult,
     analyze_heads,
     attention_maps,
@@ -27,6 +29,7 @@ from alibi_viz.models.heads import (
     mean_distance_against_bias,
     mean_mass_beyond,
     score_decomposition,
+    token_labels,
     tokenize_capped,
 )
 from alibi_viz.models.loading import describe_model, load_model
@@ -85,11 +88,79 @@ def test_maps_from_a_loaded_checkpoint(tmp_path, tokenizer):
 
 
 def test_tokens_are_readable_labels(models, tokenizer):
-    """Tokens are the text's characters with whitespace made visible; multi-byte pieces are named."""
+    """Tokens are the text's characters with whitespace made visible; a two-byte letter is
+    shown on its first byte, its second byte marked as a continuation."""
     result = attention_maps(models["bloom"], tokenizer, "a b\né")
     assert isinstance(result, AttentionResult) and result.truncated is None
     assert result.tokens[:4] == ["a", "␣", "b", "⏎"]
-    assert result.tokens[4:] == ["<0xC3>", "<0xA9>"]  # é is two bytes
+    assert result.tokens[4:] == ["é", CONTINUATION]  # é is two bytes
+
+
+def byte_ids(payload: bytes) -> list[int]:
+    """ByT5 ids of raw bytes (valid UTF-8 or not)."""
+    return [b + 3 for b in payload]
+
+
+@pytest.mark.parametrize("text, labels", [
+    ("año", ["a", "ñ", "◦", "o"]),  # ñ: two bytes
+    ("мама", ["м", "◦", "а", "◦", "м", "◦", "а", "◦"]),  # Cyrillic: two bytes a letter
+    ("a😀 b", ["a", "😀", "◦", "◦", "◦", "␣", "b"]),  # an emoji: four bytes
+    ("€\t\n", ["€", "◦", "◦", "⇥", "⏎"]),  # three bytes, then the special labels
+])
+def test_multibyte_characters_are_labelled_on_their_first_byte(tokenizer, text, labels):
+    """Each character's first byte shows the character and each later byte the continuation
+    mark: one short label per byte token, so a student reads the letter, not <0xD0> <0xBC>."""
+    ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+    assert token_labels(tokenizer, ids) == labels
+    assert len(labels) == len(text.encode())
+
+
+@pytest.mark.parametrize("payload, labels", [
+    (b"\xbca", ["<0xBC>", "a"]),  # a lone continuation byte
+    (b"a\xd0", ["a", "<0xD0>"]),  # a character cut off by the end of the text
+    (b"\xd0a\xbc", ["<0xD0>", "a", "<0xBC>"]),  # a lead byte that nothing continues
+    (b"\xf0\x9f\x98", ["<0xF0>", "<0x9F>", "<0x98>"]),  # three of an emoji's four bytes
+    (b"\xd0\xbc\xbc", ["м", "◦", "<0xBC>"]),  # one continuation byte too many
+])
+def test_invalid_utf8_gets_hex_labels(tokenizer, payload, labels):
+    """A byte that begins no character keeps a readable hex label, and never takes a
+    neighbour's character (ByT5 decodes a stray byte before "a" to "a")."""
+    assert token_labels(tokenizer, byte_ids(payload)) == labels
+
+
+def test_special_tokens_keep_their_names_beside_characters(tokenizer):
+    """A special token is never read as part of a character: </s> after a lead byte stays."""
+    assert token_labels(tokenizer, byte_ids(b"\xd0") + [tokenizer.eos_token_id]) == [
+        "<0xD0>", "</s>"]
+
+
+class PieceTokenizer:
+    """A stand-in BPE-like tokenizer whose tokens are byte strings of any length; decode
+    replaces invalid bytes with U+FFFD, as GPT-2's does."""
+
+    all_special_ids = [0]
+    pieces = {1: b"a", 2: b"\xc3", 3: b"\xb1o", 4: b"\xd0\xbc", 5: b" "}
+
+    def convert_ids_to_tokens(self, ids):
+        return [self.pieces[i].decode("latin-1") for i in ids]
+
+    def decode(self, ids):
+        return b"".join(self.pieces[i] for i in ids).decode("utf-8", errors="replace")
+
+
+def test_a_token_that_goes_on_after_the_character_keeps_its_text():
+    """With tokens of several bytes, "a" + b"\\xc3" + b"\\xb1o" reads a, ñ, ◦o: the character on
+    the token where it begins, the rest of the last token after the mark."""
+    assert token_labels(PieceTokenizer(), [1, 2, 3, 5, 4]) == ["a", "ñ", "◦o", "␣", "м"]
+
+
+def test_highlight_reads_as_text_with_a_bar_per_continuation_byte():
+    """The highlighted text shows each character once (no continuation marks) and keeps one
+    span, with its weight, per byte token."""
+    labels = ["м", CONTINUATION, "а", CONTINUATION]
+    page = highlight_html(labels, np.array([0.1, 0.2, 0.3, 0.4]), query=3)
+    assert page.count("<span") == 4 and CONTINUATION not in page
+    assert "м" in page and "а" in page and page.count("inline-block") == 2
 
 
 def test_other_causal_lms_give_maps_but_no_decomposition(tokenizer):

@@ -37,7 +37,12 @@ from alibi_viz.figures.render import (
     subplot_row,
 )
 from alibi_viz.i18n import N_, _, ngettext, number, significant
-from alibi_viz.models.heads import DECOMPOSITION_PARTS, DecompositionView, HeadStatistics
+from alibi_viz.models.heads import (
+    CONTINUATION,
+    DECOMPOSITION_PARTS,
+    DecompositionView,
+    HeadStatistics,
+)
 
 LABEL_MAX_TOKENS = 48        # up to this many tokens, maps are heatmaps with token labels
 SMALL_GRID_CELLS = 20_000    # ... and the grid only if heads x T^2 stays below this
@@ -602,7 +607,11 @@ def single_map_figure(attention, title: str, height: int = 380) -> go.Figure:
 
 def highlight_html(tokens: list[str], weights, query: int) -> str:
     """The text with each token's background as dark as the attention `query` gives it, the
-    query itself outlined: HTML (escaped), for st.html. weights: (T,) attention of that row."""
+    query itself outlined: HTML (escaped), for st.html. weights: (T,) attention of that row.
+
+    tokens are `token_labels`: a token that continues a character (CONTINUATION, "◦") is drawn
+    as a thin shaded bar after the character instead of the mark, so the text reads as text
+    ("мама", not "м◦а◦м◦а◦") and every byte still shows its weight."""
     weights = np.asarray(weights, dtype=np.float64)
     top = float(weights[: query + 1].max()) or 1.0
     spans = []
@@ -610,6 +619,10 @@ def highlight_html(tokens: list[str], weights, query: int) -> str:
         label = {"⏎": "⏎<br>", "␣": "&nbsp;"}.get(token, _escape(token))
         alpha = 0.0 if j > query else min(1.0, weights[j] / top)
         style = f"background: rgba(31,119,180,{alpha:.2f});"
+        if token.startswith(CONTINUATION):
+            label = _escape(token[len(CONTINUATION):])
+            style += (" display: inline-block; min-width: 0.25em; height: 1.2em;"
+                      " vertical-align: text-bottom;")
         if j == query:
             style += " outline: 2px solid #d62728;"
         spans.append(f'<span title="{number(weights[j] if j <= query else 0, 3)}" '
@@ -622,7 +635,7 @@ def highlight_html(tokens: list[str], weights, query: int) -> str:
 
 VERDICT_COLORS = {"conforms": "#2ca02c", "scaled": "#ff7f0e", "sign_flipped": "#d62728",
                   "permuted": "#9467bd", "offset": "#8c564b", "missing": "#7f7f7f",
-                  "clipped": "#e377c2"}
+                  "clipped": "#e377c2", "schedule": "#bcbd22"}
 
 
 def verdict_grid_figure(check, height: int | None = None) -> go.Figure:

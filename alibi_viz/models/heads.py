@@ -47,6 +47,8 @@ REPRODUCE_TOL_16BIT = 2e-2  # the same for bfloat16/float16 models (probabilitie
 FIT_ROWS = 512            # query rows used to fit a head's fitted slope
 CHECK_ROWS = 256          # query rows on which score_decomposition checks its reproduction
 VISIBLE = {" ": "␣", "\n": "⏎", "\t": "⇥", "\r": "␍"}
+CONTINUATION = "◦"  # label of a token that continues a character begun on an earlier token
+MAX_CHARACTER_TOKENS = 4  # a UTF-8 character is at most 4 bytes, so at most 4 tokens
 DECOMPOSITION_PARTS = ("content", "bias", "total", "probs")
 DECOMP_PANEL_PIXELS = 300    # per side of each decomposition panel (about its width on screen)
 DECOMP_HOVER_SIDE = 64       # hover samples per side of each decomposition panel
@@ -65,25 +67,70 @@ class TokenizedText:
 
 
 def token_labels(tokenizer, ids) -> list[str]:
-    """One readable label per token id, for axis labels: whitespace made visible (␣ ⏎ ⇥).
+    """One short readable label per token id, for axis labels: whitespace made visible (␣ ⏎ ⇥).
 
-    A token that is not text on its own (part of a multi-byte character) shows the
-    tokenizer's own name for it, a lone byte as "<0xC3>" (the name LLaMA's byte fallback
-    uses). Labels can repeat, so plot against positions, not labels.
+    A character spread over several tokens (a byte-level model reads "ñ" and "м" as two
+    bytes, an emoji as four) is shown whole on its first token and each later one is labelled
+    CONTINUATION: "año" -> a ñ ◦ o, "мама" -> м ◦ а ◦ м ◦ а ◦. A token that begins no
+    character (a lone continuation byte, a character cut off by the end of the text, invalid
+    UTF-8) keeps the tokenizer's own name for it, a lone byte as its hex "<0xBC>" (the name
+    LLaMA's byte fallback uses). Labels can repeat, so plot against positions, not labels.
     """
+    ids = [int(i) for i in ids]
     special = set(tokenizer.all_special_ids)
-    names = tokenizer.convert_ids_to_tokens(list(ids))
-    labels = []
-    for token_id, name in zip(ids, names, strict=True):
-        text = name if token_id in special else tokenizer.decode([token_id])
-        if not text or "\ufffd" in text:  # a piece of a multi-byte character
-            name = str(name)
+    names = tokenizer.convert_ids_to_tokens(ids)
+    texts = [name if token_id in special else tokenizer.decode([token_id])
+             for token_id, name in zip(ids, names, strict=True)]
+    labels, pos = [], 0
+    while pos < len(ids):
+        if ids[pos] in special or _is_text(texts[pos]):
+            labels.append(_visible(texts[pos]))
+            pos += 1
+            continue
+        span = _character_span(tokenizer, ids, pos, special)
+        if not span:
+            name = str(names[pos])
             lone_byte = len(name) == 1 and 0x80 <= ord(name) <= 0xFF
             labels.append(f"<0x{ord(name):02X}>" if lone_byte else name)
+            pos += 1
+            continue
+        whole = tokenizer.decode(ids[pos:pos + span])
+        # a token of several bytes can go on after the character ends ("©s" in "é" + "s")
+        tail = texts[pos + span - 1].lstrip("\ufffd")
+        if tail and len(whole) > len(tail) and whole.endswith(tail):
+            whole = whole[: -len(tail)]
         else:
-            labels.append("".join(VISIBLE.get(c, c if c.isprintable() else f"\\x{ord(c):02x}")
-                                  for c in text))
+            tail = ""
+        labels += [_visible(whole)] + [CONTINUATION] * (span - 1)
+        labels[-1] += _visible(tail)
+        pos += span
     return labels
+
+
+def _is_text(text: str) -> bool:
+    """Whether one token decodes to text of its own (not "" nor a replacement character)."""
+    return bool(text) and "\ufffd" not in text
+
+
+def _visible(text: str) -> str:
+    return "".join(VISIBLE.get(c, c if c.isprintable() else f"\\x{ord(c):02x}") for c in text)
+
+
+def _character_span(tokenizer, ids: list[int], pos: int, special: set[int]) -> int:
+    """How many tokens from `pos` on make up the character that begins there (2 to
+    MAX_CHARACTER_TOKENS), or 0 when no character begins at `pos`.
+
+    The shortest run that decodes to text without a replacement character, and to more than
+    the run without its first token (tokenizers that drop invalid bytes, such as ByT5's,
+    decode a stray byte followed by "a" to "a": that "a" is not the stray byte's)."""
+    for span in range(2, MAX_CHARACTER_TOKENS + 1):
+        run = ids[pos:pos + span]
+        if len(run) < span or run[-1] in special:
+            return 0
+        whole = tokenizer.decode(run)
+        if _is_text(whole):
+            return span if whole != tokenizer.decode(run[1:]) else 0
+    return 0
 
 
 def _special_prefix(tokenizer) -> list[int]:
