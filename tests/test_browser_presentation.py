@@ -149,7 +149,7 @@ def assert_fits(page) -> None:
     assert page.evaluate(FIGURE_OVERLAP_JS) == []
     # From the back of a room: no title, legend or colour-bar text under 14 px (plotly's minor
     # labels on log axes, "2" and "5" between powers of ten, stay smaller).
-    small = [(kind, text, size) for kind, text, size in page.evaluate("() => window.__figureTextSizes")
+    small = [(kind, text, size) for kind, text, size in page.evaluate("() => window.__figureTextSizes || []")
              if size < 14 and kind != "tick"]
     assert small == []
     box = page.evaluate(FIGURE_BOX_JS)

@@ -212,9 +212,12 @@ def fit_texts(fig: go.Figure, width: int, height: int | None = None, *, font: in
     extra_top += top_row
     if extra_top:
         fig.update_layout(margin_t=margin["t"] + extra_top)
-    if titles and layout.title.text:  # pinned to the figure's top edge, clear of the panels'
-        fig.update_layout(title=dict(yref="container", y=1.0, yanchor="top",
-                                     pad=dict(t=round(0.4 * title_font))))
+    top_titles = [a for a in titles if a.y == 1.0]
+    if top_titles and layout.title.text:  # just above the panels' titles, however many lines
+        block = max((a.text or "").count("<br>") + 1 for a in top_titles)
+        size = max(a.font.size or 16 for a in top_titles)
+        fig.update_layout(title=dict(yref="paper", y=1.0, yanchor="bottom",
+                                     pad=dict(b=round(1.2 * size * block + 0.6 * font + 4))))
     plot_height = height - margin["t"] - extra_top - margin["b"]
     for name in [key for key in layout.to_plotly_json() if key.startswith(("xaxis", "yaxis"))]:
         axis = layout[name]
