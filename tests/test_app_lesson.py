@@ -133,3 +133,13 @@ def test_missing_model_and_results_give_messages(monkeypatch, tmp_path):
     at.button(key="ls_next").click().run()
     assert "python -m alibi_viz.evaluate" in at.info[0].value
     assert not at.exception
+
+
+def test_outside_presentation_the_answer_waits_in_a_closed_box():
+    """A student following on a laptop sees the question and the figure; the answer is in an
+    'Answer' box that starts closed, not in the text under the question."""
+    at = run_app("lesson", {"step": "3"})
+    assert any(m.value.startswith("**Question.**") and "Yes" not in m.value for m in at.markdown)
+    (box,) = [e for e in at.expander if e.label == "Answer"]
+    assert not box.proto.expanded
+    assert any("Yes" in m.value for m in box.markdown)  # 8 heads: the slopes fall steadily

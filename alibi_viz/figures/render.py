@@ -163,7 +163,8 @@ def fit_texts(fig: go.Figure, width: int, height: int | None = None, *, font: in
     short plot pulls it onto the title). With `place_legend`, a side legend too tall for the
     plot moves under it too (the lesson's projector figures, lesson_figures.enlarge_figure).
     An axis title too long for its axis is set in a smaller font, down to 3/4 of its size and
-    never below `min_font` px, and broken over two lines only past that."""
+    never below `min_font` px; past that it loses a qualifier in brackets at its end, and only
+    then is broken over two lines (which can reach its tick labels)."""
     layout = fig.layout
     font = font or layout.font.size or 12
     title_font = title_font or layout.title.font.size or 17
@@ -231,9 +232,13 @@ def fit_texts(fig: go.Figure, width: int, height: int | None = None, *, font: in
         length = len(re.sub(r"<[^>]+>", "", axis.title.text)) * CHAR_EM
         if "<br>" not in axis.title.text and length * size > room - 10:
             floor = max(0.75 * size, min_font)
+            short = re.sub(r"\s*\([^()]*\)$", "", axis.title.text)  # "(tokens, log2 scale)"
+            if short != axis.title.text and (room - 10) / (len(short) * CHAR_EM) >= floor:
+                # a qualifier in brackets goes before the words would have to break
+                axis.title.text, length = short, len(short) * CHAR_EM
             fitted = (room - 10) / length
             if fitted >= floor:
-                axis.title.font.size = math.floor(fitted)
+                axis.title.font.size = min(size, math.floor(fitted))
             else:
                 axis.title.font.size = math.ceil(floor)
                 axis.title.text = wrap_text(axis.title.text, floor, room - 10, max_lines=2)[0]

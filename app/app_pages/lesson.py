@@ -244,12 +244,14 @@ def text(full: str, short: str, present: bool) -> None:
 
 def ask(step: int, question: str, answer: str, present: bool) -> bool:
     """Predict, then reveal. In presentation mode the question comes first and the figure and
-    answer only after a click (returns False until then); otherwise all is shown at once.
+    answer only after a click (returns False until then); otherwise the figure is shown and the
+    answer waits in a closed "Answer" box, so a student following on a laptop predicts first.
     The answer is computed by the step from the same numbers its figure draws."""
     key = f"ls_revealed_{step}"
-    if not present:
-        st.markdown(_("**Question.** {question} **Answer.** {answer}").format(
-            question=question, answer=answer))
+    if not present:  # students on laptops: the answer folded away until they open it
+        st.markdown(_("**Question.** {question}").format(question=question))
+        with st.expander(_("Answer"), icon=":material/visibility:"):
+            st.markdown(answer)
         return True
     if not st.session_state.get(key):
         st.markdown(_("**Predict:** {question}").format(question=question))
