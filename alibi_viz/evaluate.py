@@ -373,6 +373,13 @@ def result_curve(entry: dict, protocol: str, lengths) -> tuple[list[int], list[f
     return xs, [float(values[str(n)]) for n in xs]
 
 
+def comparison_length(results: dict, train_seq_len: int, factor: int = 8) -> int:
+    """The length the lesson compares with the training length: `factor` times it when the
+    results hold that length, else the longest evaluated."""
+    lengths = [int(n) for n in results.get("lengths", [])]
+    return factor * train_seq_len if factor * train_seq_len in lengths else max(lengths)
+
+
 def shipped_cell(results: dict | None, name: str, protocol: str, length: int):
     """(perplexity, tokens scored) of model `name` at `length` under `protocol` in the shipped
     results, each None where the results hold no such cell."""

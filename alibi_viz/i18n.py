@@ -159,6 +159,17 @@ def tokens(value: float, shown: str | None = None) -> str:
     return ngettext("{n} token", "{n} tokens", round(value)).format(n=shown)
 
 
+def small_percent(fraction: float) -> str:
+    """A share as a percentage that keeps small shares readable: "52%", "2.1%", "0.031%" (two
+    significant digits below 10%), or "under 0.01%", in the current language."""
+    if 100 * fraction < 0.01:
+        return gettext("under {share}").format(share=percent(0.0001, 2))
+    if 100 * fraction >= 10:
+        return percent(fraction, 0)
+    digits = f"{100 * fraction:.2g}"
+    return percent(float(digits) / 100, len(digits.partition(".")[2]))
+
+
 def plotly_separators(code: str | None = None) -> str:
     """plotly's layout.separators for the language: decimal mark, then thousands mark."""
     from babel.numbers import get_decimal_symbol, get_group_symbol

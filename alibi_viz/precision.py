@@ -91,6 +91,13 @@ def row_constant_error_table(head_counts=(8, 112), seq_len: int = 2048,
 FORMS = ("row_constant", "textbook", "falcon")
 
 
+def default_lens(model_type: str, dtype: str) -> tuple[str, str]:
+    """(dtype, form) the precision lens opens on for a model: its own dtype (bfloat16 when it
+    is none of DTYPES), and Falcon's own builder for Falcon, BLOOM's row-constant m·j else."""
+    return (dtype if dtype in DTYPES else "bfloat16",
+            "falcon" if model_type == "falcon" else "row_constant")
+
+
 def precision_lens(num_heads: int, seq_len: int, dtype="bfloat16", form: str = "row_constant",
                    head_dim: int = 64) -> dict:
     """What `dtype` does to the bias of the last of `seq_len` queries, per head.

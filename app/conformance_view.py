@@ -12,7 +12,7 @@ from alibi_viz.errors import AlibiVizError
 from alibi_viz.figures.heads import precision_figure, verdict_grid_figure
 from alibi_viz.i18n import _, formatted
 from alibi_viz.models.conformance import check_alibi
-from alibi_viz.precision import DTYPES, FORMS, precision_lens
+from alibi_viz.precision import DTYPES, FORMS, default_lens, precision_lens
 from app import ui
 
 
@@ -91,17 +91,14 @@ def show(prefix: str, model, tokenizer, info, model_key: tuple,
         prefill_layer = _("prefill vs cached decode: layer {layer} attention")
         padding_layer = _("left padding: layer {layer} attention")
 
-        def row(label, value, tolerance):  # tolerance None: shown, not judged
-            return {check_col: label, diff_col: value, tol_col: tolerance,
-                    pass_col: None if tolerance is None else bool(value <= tolerance)}
-
-        rows = [row(_("prefill vs cached decode: logits"), d.logits, d.logits_tolerance)]
-        rows += [row(prefill_layer.format(layer=k + 1), v,
-                     d.attention_tolerance if k == 0 else None) for k, v in enumerate(d.layers)]
-        rows += [row(_("left padding: logits"), d.padding_logits, d.logits_tolerance)]
-        rows += [row(padding_layer.format(layer=k + 1), v,
-                     d.attention_tolerance if k == 0 else None)
-                 for k, v in enumerate(d.padding_layers)]
+        labels = {("decode", None): _("prefill vs cached decode: logits"),
+                  ("padding", None): _("left padding: logits")}
+        layer_labels = {"decode": prefill_layer, "padding": padding_layer}
+        rows = [{check_col: labels.get((check, layer)) or layer_labels[check].format(
+                     layer=layer + 1),
+                 diff_col: value, tol_col: tolerance,  # tolerance None: shown, not judged
+                 pass_col: None if tolerance is None else bool(value <= tolerance)}
+                for check, layer, value, tolerance in d.rows()]
         st.dataframe(rows, hide_index=True, key=f"{prefix}_decode_table")
         st.caption(_("The first layer sees the same inputs on both paths, so its attention must "
                      "agree to the dtype's rounding; deeper layers inherit the rounding "
@@ -109,9 +106,9 @@ def show(prefix: str, model, tokenizer, info, model_key: tuple,
                      "logits' tolerance grows with the depth and the logits' scale."))
     st.markdown(_("**Precision lens.** The bias a dtype really adds, against the exact one."))
     left, mid, right = st.columns(3)
-    dtype = left.selectbox("dtype", list(DTYPES), index=list(DTYPES).index(info.dtype)
-                           if info.dtype in DTYPES else 1, key=f"{prefix}_lens_dtype")
-    default_form = "falcon" if info.model_type == "falcon" else "row_constant"
+    default_dtype, default_form = default_lens(info.model_type, info.dtype)
+    dtype = left.selectbox("dtype", list(DTYPES), index=list(DTYPES).index(default_dtype),
+                           key=f"{prefix}_lens_dtype")
     form = mid.selectbox(_("form"), FORMS, index=FORMS.index(default_form),
                          key=f"{prefix}_lens_form",
                          help=_("row_constant: BLOOM's m·j cast to the dtype; textbook: −m(i−j) "

@@ -350,3 +350,16 @@ def test_app_banner_reads_as_the_diagnosis(bug, banner):
     assert at.error[0].value.startswith(banner) and ": ;" not in at.error[0].value
     table = at.dataframe[0].value
     assert list(table["pass"].isna()) == [False, False, True, False, False, True]
+
+
+def test_decode_rows_judge_the_logits_and_the_first_layer_only():
+    """The decode table: logits and every layer for both checks; deeper layers carry no
+    tolerance (shown, not judged)."""
+    from alibi_viz.models.conformance import DecodeCheck
+
+    d = DecodeCheck(logits=1e-5, layers=[1e-6, 2e-3], padding_logits=2e-5,
+                    padding_layers=[3e-6, 4e-3], logits_tolerance=1e-3,
+                    attention_tolerance=1e-4, ok=True, padding_ok=True)
+    assert d.rows() == [("decode", None, 1e-5, 1e-3), ("decode", 0, 1e-6, 1e-4),
+                        ("decode", 1, 2e-3, None), ("padding", None, 2e-5, 1e-3),
+                        ("padding", 0, 3e-6, 1e-4), ("padding", 1, 4e-3, None)]

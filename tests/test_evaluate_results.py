@@ -74,3 +74,11 @@ def test_paired_interval_is_tight_when_one_model_is_uniformly_better():
     a = [1.0, 2.0, 0.5, 3.0]
     ratio, low, high = paired_ratio_interval(a, [x - 0.1 for x in a])
     assert ratio == pytest.approx(math.exp(0.1)) and low == pytest.approx(high)
+
+
+def test_the_lesson_compares_at_8x_when_evaluated_there_else_at_the_longest():
+    """8 x the training length when the results hold it; the longest length otherwise."""
+    from alibi_viz.evaluate import comparison_length
+
+    assert comparison_length({"lengths": [128, 256, 1024, 4096]}, 128) == 1024
+    assert comparison_length({"lengths": [128, 256, 512]}, 128) == 512

@@ -276,3 +276,15 @@ def test_numbers_are_what_cldr_writes(code):
                 value, "0", locale=code), value
     finally:
         i18n.set_language("en")
+
+
+def test_small_percent_keeps_small_shares_readable():
+    """52%, 2.1%, 0.031%, and 'under 0.01%' for less, with the language's marks."""
+    from alibi_viz.i18n import small_percent
+
+    i18n.set_language("en")
+    assert [small_percent(x) for x in (0.52, 0.021, 0.00031, 0.0000001)] == [
+        "52%", "2.1%", "0.031%", "under 0.01%"]
+    i18n.set_language("es")
+    assert small_percent(0.021) == i18n.percent(0.021, 1) and "," in small_percent(0.021)
+    i18n.set_language("en")

@@ -51,3 +51,13 @@ def test_unknown_dtype_is_a_typed_error():
     """A dtype outside float32/bfloat16/float16 raises AlibiVizError."""
     with pytest.raises(AlibiVizError, match="bfloat16"):
         spacing(np.ones(2), "int8")
+
+
+def test_the_lens_opens_on_the_models_own_dtype_and_builder():
+    """Falcon's own bfloat16 builder for Falcon, BLOOM's row-constant m·j otherwise; a dtype
+    the lens lacks falls back to bfloat16."""
+    from alibi_viz.precision import default_lens
+
+    assert default_lens("falcon", "bfloat16") == ("bfloat16", "falcon")
+    assert default_lens("bloom", "float32") == ("float32", "row_constant")
+    assert default_lens("mpt", "float64") == ("bfloat16", "row_constant")

@@ -187,6 +187,19 @@ class DecodeCheck:
         """The attention tolerance (the name earlier versions used)."""
         return self.attention_tolerance
 
+    def rows(self) -> list[tuple[str, int | None, float, float | None]]:
+        """The table the app and the CLI show: (check, layer (0-based) or None for the logits,
+        largest |difference|, tolerance or None where the value is shown but not judged: the
+        layers after the first inherit the rounding of the layers before them). Checks are
+        "decode" (prefill vs cached decoding) and "padding" (a left-padded batch)."""
+        out = []
+        for check, logits, layers in (("decode", self.logits, self.layers),
+                                      ("padding", self.padding_logits, self.padding_layers)):
+            out.append((check, None, logits, self.logits_tolerance))
+            out += [(check, k, v, self.attention_tolerance if k == 0 else None)
+                    for k, v in enumerate(layers)]
+        return out
+
 
 @dataclass
 class AlibiCheck:

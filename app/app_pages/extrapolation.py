@@ -35,7 +35,7 @@ from alibi_viz.figures.extrapolation import (
     perplexity_figure,
     win_half_figure,
 )
-from alibi_viz.i18n import N_, _, number, percent, significant
+from alibi_viz.i18n import N_, _, number, significant, small_percent
 from alibi_viz.models.heads import attention_maps, mean_mass_beyond
 from alibi_viz.params import UrlParam
 from alibi_viz.reach import (
@@ -102,17 +102,6 @@ def attention_beyond(path: str, stamp: tuple, train_seq_len: int, layer: int, he
 
 
 # ----------------------------------------------------------------------------- controls
-
-def share(x: float) -> str:
-    """A fraction as a percentage: "52%", "2.1%", "0.031%", or "under 0.01%" (two significant
-    digits below 10%), in the current language."""
-    if 100 * x < 0.01:
-        return _("under {share}").format(share=percent(0.0001, 2))
-    if 100 * x >= 10:
-        return percent(x, 0)
-    digits = f"{100 * x:.2g}"
-    return percent(float(digits) / 100, len(digits.partition(".")[2]))
-
 
 def model_info(path):
     """(info, error message) of the ALiBi model through the shared model cache."""
@@ -439,12 +428,12 @@ else:
             text += " " + _("Queries past position {train_seq_len} give **{share}** of their "
                             "attention to keys more than {train_seq_len} tokens back; the bias alone "
                             "(m={m}, all content scores equal) would give {bias}.").format(
-                train_seq_len=number(train_seq_len), share=share(beyond), m=significant(slope),
-                bias=share(beyond_bias))
+                train_seq_len=number(train_seq_len), share=small_percent(beyond), m=significant(slope),
+                bias=small_percent(beyond_bias))
         elif beyond == beyond:
             text += " " + _("Queries past position {train_seq_len} give **{share}** of their "
                             "attention to keys more than {train_seq_len} tokens back.").format(
-                train_seq_len=number(train_seq_len), share=share(beyond))
+                train_seq_len=number(train_seq_len), share=small_percent(beyond))
         st.markdown(text)
 
 

@@ -25,6 +25,7 @@ from alibi_viz.alibi import (
 from alibi_viz.errors import AlibiVizError
 from alibi_viz.evaluate import (
     compare_cells,
+    comparison_length,
     describe_ratio,
     extrapolation_summary,
     train_seq_len_of,
@@ -468,8 +469,7 @@ def step_extrapolation(step: int, present: bool) -> None:
         st.info(_("No shipped results yet: assets/results/extrapolation.json is written by "
                   "`python -m alibi_viz.evaluate`."))
         return
-    factor = 8 if str(8 * train_seq_len) in next(iter(results["models"].values()))["perplexity"].get(
-        "nonoverlapping", {}) else longest // train_seq_len
+    factor = comparison_length(results, train_seq_len) // train_seq_len
     moves = []
     for name in ("alibi", "sinusoidal"):
         cmp = compare_cells(results, "nonoverlapping", (name, factor * train_seq_len),
