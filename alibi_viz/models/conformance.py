@@ -732,6 +732,17 @@ def _layer_list(layers: list[int]) -> str:
     return ", ".join(str(k + 1) for k in layers)
 
 
+def _and_a_factor(evidence: dict, head_dim: int, context: dict) -> str:
+    """" On top of that, every head applies Nx its slope: why." when the explanation found a
+    constant factor besides a schedule or an order, else ""."""
+    if not evidence.get("factor_name"):
+        return ""
+    return " " + _("On top of that, every head applies {factor}x its slope: {reason}.").format(
+        factor=formatted(evidence["factor"], ".4g"),
+        reason=_factor_phrase(evidence["factor_name"], evidence["factor"], head_dim,
+                              context["falcon_eager"]))
+
+
 def _factor_phrase(name: str | None, k: float, head_dim: int, falcon_eager: bool) -> str:
     """What a constant factor means, in words."""
     if name == "twice":
@@ -805,23 +816,11 @@ def _summary(verdict: str, evidence: dict, context: dict) -> str:
     if verdict == "schedule":
         text = _("The slopes follow {schedule}, not the configured schedule.").format(
             schedule=_schedule_phrase(evidence, heads))
-        if evidence.get("factor_name"):
-            text += " " + _("On top of that, every head applies {factor}x its slope: "
-                            "{reason}.").format(
-                factor=formatted(evidence["factor"], ".4g"),
-                reason=_factor_phrase(evidence["factor_name"], evidence["factor"], head_dim,
-                                      context["falcon_eager"]))
-        return text
+        return text + _and_a_factor(evidence, head_dim, context)
     if verdict == "permuted":
         text = _("Every head applies the slope of another head: {order}.").format(
             order=_order_phrase(evidence))
-        if evidence.get("factor_name"):
-            text += " " + _("On top of that, every head applies {factor}x its slope: "
-                            "{reason}.").format(
-                factor=formatted(evidence["factor"], ".4g"),
-                reason=_factor_phrase(evidence["factor_name"], evidence["factor"], head_dim,
-                                      context["falcon_eager"]))
-        return text
+        return text + _and_a_factor(evidence, head_dim, context)
     if verdict == "clipped":
         return ngettext("The bias stops growing after {n} token in every head whose probe "
                         "reaches that far.",
