@@ -74,15 +74,18 @@ def protocol_name(protocol: str) -> str:
     return _(PROTOCOL_NAMES[protocol]) if protocol in PROTOCOL_NAMES else protocol
 
 
+MINUS = "\u2212"  # the minus sign (−), as every other negative number on the pages is written
+
+
 def signed(value: float, decimals: int) -> str:
-    """`value` with its sign always written ("+0.012", "-0.300"), in the current language."""
-    return ("-" if math.copysign(1.0, value) < 0 else "+") + number(abs(value), decimals)
+    """`value` with its sign always written ("+0.012", "−0.300"), in the current language."""
+    return (MINUS if math.copysign(1.0, value) < 0 else "+") + number(abs(value), decimals)
 
 
 def relative_change(ratio: float, factor_decimals: int = 2) -> str:
     """A ratio of perplexities as a change: "+1.2%" below 2, "x2.31" from 2 on."""
     if ratio < 2:
-        return ("-" if ratio < 1 else "+") + percent(abs(ratio - 1), 1)
+        return (MINUS if ratio < 1 else "+") + percent(abs(ratio - 1), 1)
     return _("x{factor}").format(factor=number(ratio, factor_decimals))
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import concurrent.futures
 import json
 import re
 import subprocess
@@ -88,7 +89,12 @@ def storm(sessions: int, log_name: str) -> tuple[list[dict], str, float]:
     proc, _url = start_streamlit(port, log_name=log_name)
     try:
         started = time.monotonic()
-        results = asyncio.run(asyncio.wait_for(_storm(port, sessions), STORM_TIMEOUT_S))
+        # In a thread of its own: the browser tests' playwright (sync API) keeps an event
+        # loop running in the main thread for the whole session, and asyncio.run refuses to
+        # start a second one there.
+        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+            results = pool.submit(asyncio.run, asyncio.wait_for(
+                _storm(port, sessions), STORM_TIMEOUT_S)).result()
         seconds = time.monotonic() - started
     finally:
         stop_streamlit(proc)

@@ -77,13 +77,18 @@ def check_selection(selection, mode: str = "causal") -> dict[str, dict]:
 
 
 def format_params(method: str, params: dict) -> str:
-    """Short "name=value, ..." text of a method's parameters, for legends and titles (floats
-    with the language's decimal mark)."""
+    """Short "label = value, ..." text of a method's parameters, for legends and titles: each
+    parameter by its label in the current language, numbers with the language's marks; a
+    yes/no parameter only when it is off its default ("off: normalise to 1 at distance 0")."""
     parts = []
     for p in METHODS[method].params:
         value = params.get(p.name, p.default)
-        parts.append(f"{p.name}={significant(value, 4)}" if p.kind == "float"
-                     else f"{p.name}={value}")
+        if p.kind == "bool":
+            if bool(value) != bool(p.default):
+                parts.append(_(p.label) if value else _("off: {label}").format(label=_(p.label)))
+            continue
+        shown = significant(value, 4) if p.kind == "float" else number(int(value))
+        parts.append(f"{_(p.label)} = {shown}")
     return ", ".join(parts)
 
 
