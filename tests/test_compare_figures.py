@@ -170,3 +170,13 @@ def test_selection_errors_are_typed():
         score_vs_distance_figure({"sinusoidal": {"d_model": 7}}, 64)
 
 
+
+
+def test_legends_name_parameters_by_their_labels():
+    """A legend reads "slope m = 0.0625", not the code's "slope=0.0625"; a yes/no parameter
+    shows only when it is off its default."""
+    from alibi_viz.figures.compare import format_params
+
+    assert format_params("alibi", {"slope": 0.0625}) == "slope m = 0.0625"
+    assert "normalise" not in format_params("rope_bound", {})
+    assert "off: normalise to 1 at distance 0" in format_params("rope_bound", {"normalize": False})

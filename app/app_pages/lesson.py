@@ -67,10 +67,12 @@ PRESENT_CSS = """
 [data-testid="stCaptionContainer"] { font-size: 18px; }
 h1 { font-size: 30px !important; padding: 0 !important; }
 h2 { font-size: 26px !important; padding: 0.2rem 0 !important; }
-.block-container { padding-top: 3.2rem !important; padding-bottom: 1rem !important;
+.block-container { padding-top: 3.8rem !important; padding-bottom: 1rem !important;
                    padding-left: 1.2rem !important;
                    padding-right: 1.2rem !important; max-width: 100% !important; }
 .katex { font-size: 1.25em; }
+[data-testid="stMain"] input, [data-testid="stMain"] [data-baseweb="select"] div {
+    font-size: 20px !important; }
 </style>
 """
 # From no bias at all (0) through the gentlest slope to the steepest: moving the slider right
