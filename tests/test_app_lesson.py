@@ -143,3 +143,27 @@ def test_outside_presentation_the_answer_waits_in_a_closed_box():
     (box,) = [e for e in at.expander if e.label == "Answer"]
     assert not box.proto.expanded
     assert any("Yes" in m.value for m in box.markdown)  # 8 heads: the slopes fall steadily
+
+
+def test_on_a_projector_the_myths_come_one_at_a_time_claim_before_fact():
+    """Presentation mode, last step: myth 1's claim without its fact; Next reveals the fact
+    (with its demonstration), Next again moves to myth 2, and so on; after the sixth fact Next
+    is disabled; Back returns to the previous myth."""
+    at = run_app("lesson", {"step": str(LAST), "present": "1"})
+
+    def text():
+        return " ".join(m.value for m in at.markdown)
+
+    assert "**Myth 1 of 6:**" in text() and "**Fact:**" not in text()
+    at.button(key="ls_next").click().run()
+    assert "**Fact:** They are 1/2" in text()
+    assert list(at.dataframe[0].value["slope m"]) == [f"1/{2 ** k}" for k in range(1, 9)]
+    at.button(key="ls_next").click().run()
+    assert "**Myth 2 of 6:**" in text() and "**Fact:**" not in text()
+    for _ in range(9):
+        at.button(key="ls_next").click().run()
+    assert "**Myth 6 of 6:**" in text() and "**Fact:** The paper says 2,048." in text()
+    assert at.button(key="ls_next").disabled
+    at.button(key="ls_prev").click().run()
+    assert "**Myth 5 of 6:**" in text()
+    assert not at.exception

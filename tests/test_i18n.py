@@ -288,3 +288,17 @@ def test_small_percent_keeps_small_shares_readable():
     i18n.set_language("es")
     assert small_percent(0.021) == i18n.percent(0.021, 1) and "," in small_percent(0.021)
     i18n.set_language("en")
+
+
+@pytest.mark.parametrize("code", LANGS)
+def test_the_lessons_glossary_uses_the_catalogs_terms(code):
+    """The glossary the lesson shows names each term as the language's glossary.csv does."""
+    from alibi_viz.glossary import TERMS, glossary_rows
+
+    chosen = {row["english"]: row["term"] for row in i18n.glossary(code)}
+    i18n.set_language(code)
+    try:
+        shown = [row["term"] for row in glossary_rows()]
+    finally:
+        i18n.set_language("en")
+    assert shown == [chosen[english] for english, _msgid, _meaning in TERMS]

@@ -7,6 +7,7 @@ click. A presenter's clicker moves the lesson (PageDown/PageUp, the arrow keys, 
 End: `CLICKER_JS`), whatever control has the focus, except while typing in a text box.
 """
 
+import html
 import json
 import math
 
@@ -42,6 +43,7 @@ from alibi_viz.figures.lesson import (
     score_pipeline_figure,
     toy_content_scores,
 )
+from alibi_viz.glossary import glossary_rows
 from alibi_viz.i18n import N_, _, number, percent, significant, tokens
 from alibi_viz.models.heads import attention_maps, mean_distance_against_bias
 from alibi_viz.models.loading import position_parameter_count
@@ -176,10 +178,45 @@ def head_distances(path: str, stamp: tuple, n_tokens: int, layer: int, head: int
 # ----------------------------------------------------------------------------- controls
 
 def go_to(step: int) -> None:
-    """Move to `step` (clamped); every question is asked afresh on arrival."""
+    """Move to `step` (clamped); every question is asked afresh on arrival, and the myths
+    start again from the first."""
     st.session_state["ls_step"] = min(len(STEPS), max(1, step))
     for key in [k for k in st.session_state if str(k).startswith("ls_revealed_")]:
         del st.session_state[key]
+    st.session_state["ls_myth"], st.session_state["ls_myth_shown"] = 0, False
+
+
+MYTHS = 6  # the last step's myths, shown one at a time on a projector
+
+
+def forward(step: int, present: bool) -> None:
+    """The clicker's "next": the next step, except on the myths in presentation mode, where
+    each press first reveals the fact of the myth on screen, then moves to the next myth."""
+    if not (present and step == len(STEPS)):
+        return go_to(step + 1)
+    if not st.session_state.get("ls_myth_shown"):
+        st.session_state["ls_myth_shown"] = True
+    elif st.session_state.get("ls_myth", 0) < MYTHS - 1:
+        st.session_state["ls_myth"] = st.session_state.get("ls_myth", 0) + 1
+        st.session_state["ls_myth_shown"] = False
+
+
+def backward(step: int, present: bool) -> None:
+    """The clicker's "back": the previous myth (or step, from the first myth)."""
+    myth = st.session_state.get("ls_myth", 0)
+    if present and step == len(STEPS) and myth > 0:
+        st.session_state["ls_myth"], st.session_state["ls_myth_shown"] = myth - 1, False
+    else:
+        go_to(step - 1)
+
+
+def at_the_end(step: int, present: bool) -> bool:
+    """Nothing left to move forward to: the last step, and (on a projector) its last myth's
+    fact shown."""
+    if step < len(STEPS):
+        return False
+    return not present or (st.session_state.get("ls_myth", 0) == MYTHS - 1
+                           and bool(st.session_state.get("ls_myth_shown")))
 
 
 def controls_ui():
@@ -198,30 +235,33 @@ def controls_ui():
         step = st.radio(_("Steps"), list(range(1, len(STEPS) + 1)), key="ls_step",
                         format_func=ui.labels(range(1, len(STEPS) + 1),
                                            lambda k: f"{k}. {_(STEPS[k - 1])}"))
+        with st.expander(_("Glossary"), icon=":material/menu_book:"):
+            for row in glossary_rows():
+                st.markdown(f"**{row['term']}**: {row['meaning']}")
     return int(step), bool(present)
 
 
-def navigation_ui(step: int) -> None:
+def navigation_ui(step: int, present: bool) -> None:
     """First / Previous / step indicator / Next / Last. The clicker's keys are shortcuts of
     hidden companion buttons (one key per button in Streamlit), so the visible labels stay
     short enough for a 1024-pixel screen."""
     first, prev, middle, nxt, last = st.columns([1, 2, 3, 2, 1], vertical_alignment="center")
     first.button("", icon=":material/first_page:", key="ls_first", on_click=go_to, args=(1,),
                  disabled=step == 1, help=_("First step (Home)"), width="stretch")
-    prev.button(_("← Back"), key="ls_prev", on_click=go_to, args=(step - 1,),
+    prev.button(_("← Back"), key="ls_prev", on_click=backward, args=(step, present),
                 disabled=step == 1, help=_("Previous step (PageUp, ←)"), width="stretch")
     middle.progress(step / len(STEPS),
                     text=_("Step {step} of {total}").format(step=step, total=len(STEPS)))
-    nxt.button(_("Next →"), key="ls_next", on_click=go_to, args=(step + 1,),
-               disabled=step == len(STEPS), type="primary",
+    nxt.button(_("Next →"), key="ls_next", on_click=forward, args=(step, present),
+               disabled=at_the_end(step, present), type="primary",
                help=_("Next step (PageDown, →, Space)"), width="stretch")
     last.button("", icon=":material/last_page:", key="ls_last", on_click=go_to,
                 args=(len(STEPS),), disabled=step == len(STEPS), help=_("Last step (End)"),
                 width="stretch")
     with st.container(key="ls_keys"):  # hidden by the CSS below, clicked by CLICKER_JS
-        st.button(_("next"), key="ls_key_next", on_click=go_to, args=(step + 1,),
-                  disabled=step == len(STEPS))
-        st.button(_("back"), key="ls_key_back", on_click=go_to, args=(step - 1,),
+        st.button(_("next"), key="ls_key_next", on_click=forward, args=(step, present),
+                  disabled=at_the_end(step, present))
+        st.button(_("back"), key="ls_key_back", on_click=backward, args=(step, present),
                   disabled=step == 1)
         st.button(_("first (Home)"), key="ls_key_home", on_click=go_to, args=(1,),
                   disabled=step == 1)
@@ -230,8 +270,12 @@ def navigation_ui(step: int) -> None:
     companions = ({key: "ls_key_next" for key in NEXT_KEYS}
                   | {key: "ls_key_back" for key in PREV_KEYS}
                   | {"Home": "ls_key_home", "End": "ls_key_end"})
-    st.html("<style>.st-key-ls_keys { display: none; }</style>"
-            + CLICKER_JS % json.dumps(companions), unsafe_allow_javascript=True)
+    # On a projector the keys stand in a corner, in plain sight but taking no room.
+    keys_text = _("Keys: PageDown, → or Space next; PageUp or ← back; Home, End.")
+    keys_help = f'<div class="ls-keys-help">{html.escape(keys_text)}</div>' if present else ""
+    st.html("<style>.st-key-ls_keys { display: none; } .ls-keys-help { position: fixed; "
+            "right: 64px; top: 14px; font-size: 14px; color: #6b6b6b; z-index: 1000000; }</style>"
+            + keys_help + CLICKER_JS % json.dumps(companions), unsafe_allow_javascript=True)
 
 
 def show(fig, name: str) -> None:
@@ -567,12 +611,29 @@ def step_reach(step: int, present: bool) -> None:
                                         scored=reach["reach"]["tokens"]))
 
 
-def _misconception(key: str, claim: str, truth: str, demo) -> None:
-    """One myth, the fact, and a button that shows the computed demonstration."""
-    with st.container(border=True):
-        st.markdown(_("**Myth:** {claim}  \n**Fact:** {truth}").format(claim=claim, truth=truth))
-        if st.button(_("Show me"), key=f"ls_myth_{key}"):
-            demo()
+def show_myths(myths: list, present: bool) -> None:
+    """The myths, predict first. On a projector one at a time: the claim, then (next click or
+    clicker press) the fact with its computed demonstration. Elsewhere every claim, each with
+    its fact and a button for the demonstration in a closed box."""
+    if present:
+        k = min(st.session_state.get("ls_myth", 0), len(myths) - 1)
+        _key, claim, truth, demo = myths[k]
+        st.markdown(_("**Myth {k} of {n}:** {claim}").format(k=k + 1, n=len(myths), claim=claim))
+        if not st.session_state.get("ls_myth_shown"):
+            st.markdown(_("True or false? Vote, then reveal."))
+            st.button(_("Reveal the answer"), key="ls_myth_reveal", type="primary",
+                      on_click=lambda: st.session_state.__setitem__("ls_myth_shown", True))
+            return
+        st.markdown(_("**Fact:** {truth}").format(truth=truth))
+        demo()
+        return
+    for key, claim, truth, demo in myths:
+        with st.container(border=True):
+            st.markdown(_("**Myth:** {claim}").format(claim=claim))
+            with st.expander(_("Answer"), icon=":material/visibility:"):
+                st.markdown(_("**Fact:** {truth}").format(truth=truth))
+                if st.button(_("Show me"), key=f"ls_myth_{key}"):
+                    demo()
 
 
 def step_misconceptions(step: int, present: bool) -> None:
@@ -632,21 +693,24 @@ def step_misconceptions(step: int, present: bool) -> None:
                       "perplexity as a sinusoidal position embedding model trained on inputs of "
                       "length 2048\".").format(citation=paper.CITATION))
 
-    _misconception("slopes", _("With 8 heads the slopes are 1/8, 1/16, ..., 1/1024."),
-                   _("They are 1/2, 1/4, ..., 1/256: m_h = 2^(−8h/n)."), slopes_demo)
-    _misconception("context", _("Train at 1,024, run at 10K+ without loss."),
-                   _("It keeps working, but context beyond a few times the training length does "
-                     "not help: sliding-window perplexity stops improving."), context_demo)
-    _misconception("parameters", _("ALiBi is cheaper than RoPE in parameters."),
-                   _("Both add no parameters at all."), parameters_demo)
-    _misconception("linear", _("With ALiBi, attention becomes linear."),
-                   _("It is ordinary softmax attention over every key, quadratic in length; "
-                     "only the scores get a linear bias."), linear_demo)
-    _misconception("falcon", _("Falcon uses ALiBi."),
-                   _("Only the Falcon-RW models do; Falcon-7B/40B/180B use rotary embeddings."),
-                   falcon_demo)
-    _misconception("paper", _("A 1.3B model trained at 1,024 matches one trained at 3,072."),
-                   _("The paper says 2,048."), paper_demo)
+    myths = [
+        ("slopes", _("With 8 heads the slopes are 1/8, 1/16, ..., 1/1024."),
+         _("They are 1/2, 1/4, ..., 1/256: m_h = 2^(−8h/n)."), slopes_demo),
+        ("context", _("Train at 1,024, run at 10K+ without loss."),
+         _("It keeps working, but context beyond a few times the training length does "
+           "not help: sliding-window perplexity stops improving."), context_demo),
+        ("parameters", _("ALiBi is cheaper than RoPE in parameters."),
+         _("Both add no parameters at all."), parameters_demo),
+        ("linear", _("With ALiBi, attention becomes linear."),
+         _("It is ordinary softmax attention over every key, quadratic in length; "
+           "only the scores get a linear bias."), linear_demo),
+        ("falcon", _("Falcon uses ALiBi."),
+         _("Only the Falcon-RW models do; Falcon-7B/40B/180B use rotary embeddings."),
+         falcon_demo),
+        ("paper", _("A 1.3B model trained at 1,024 matches one trained at 3,072."),
+         _("The paper says 2,048."), paper_demo),
+    ]
+    show_myths(myths, present)
 
 
 STEP_VIEWS = (step_position, step_bias, step_slopes, step_decay, step_real_head,
@@ -661,7 +725,7 @@ if present:
 if not present:  # on a projector the step's own heading is the title
     st.title(_("Lesson: ALiBi in eight steps"))
 ui.show_url_warnings(PREFIX)
-navigation_ui(step)
+navigation_ui(step, present)
 st.header(f"{step}. {_(STEPS[step - 1])}")
 try:
     STEP_VIEWS[step - 1](step, present)
