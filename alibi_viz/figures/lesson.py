@@ -103,7 +103,7 @@ def score_pipeline_figure(slope: float, num_keys: int = 32, seed: int = 0,
 
 PRESENT_WIDTH = 940  # px a figure spans on a 1024-pixel-wide projector (page padding aside)
 PRESENT_SCALE = 1.35  # figure fonts grow by this much on a projector
-PRESENT_HEIGHT = 310  # figure height (px) on a projector: fits 1024x768 under the step's text
+PRESENT_HEIGHT = 300  # figure height (px) on a projector: fits 1024x768 under the step's text
 PROJECTOR_MIN_FONT = 14  # px: no figure text smaller on a projector (read from the back row)
 
 

@@ -69,7 +69,7 @@ PRESENT_CSS = """
 [data-testid="stCaptionContainer"] { font-size: 18px; }
 h1 { font-size: 30px !important; padding: 0 !important; }
 h2 { font-size: 26px !important; padding: 0.2rem 0 !important; }
-.block-container { padding-top: 3.8rem !important; padding-bottom: 1rem !important;
+.block-container { padding-top: 3.6rem !important; padding-bottom: 1rem !important;
                    padding-left: 1.2rem !important;
                    padding-right: 1.2rem !important; max-width: 100% !important; }
 .katex { font-size: 1.25em; }
