@@ -3,7 +3,9 @@
 The library behind the app: slopes and bias matrices (`alibi`), other positional schemes for
 comparison (`positional`), figures (`figures/`: each page's figures, built with the drawing kit `figures.render`), and,
 for real models (`models/`), loading, head inspection, behaviour scores and the ALiBi
-conformance check; context reach, training and evaluation stay at the top. It never imports streamlit, so every number the app shows can be tested
+conformance check; context reach, training and evaluation stay at the top. In a notebook,
+`show_heads`, `show_bias`, `show_check` and `show_gallery` return one plotly figure each
+(`notebook`); `report` writes all of it into one HTML file. It never imports streamlit, so every number the app shows can be tested
 plainly. The README's "How the code is laid out" names each module's one job.
 """
 
@@ -34,6 +36,9 @@ _LAZY = {
     "AlibiCheck": "models.conformance", "check_alibi": "models.conformance",
     "behaviour_scores": "models.behaviour", "context_reach": "reach", "copy_at_distance": "reach",
     "list_cached_models": "models.hub_cache",
+    # In a notebook: one call, one plotly figure shown inline (alibi_viz/notebook.py).
+    "show_heads": "notebook", "show_bias": "notebook", "show_check": "notebook",
+    "show_gallery": "notebook",
 }
 
 
@@ -69,6 +74,10 @@ __all__ = [
     "score_matrix",
     "score_matrix_sampled",
     "score_vs_distance",
+    "show_bias",
+    "show_check",
+    "show_gallery",
+    "show_heads",
     "alibi_bias",
     "alibi_bias_row_constant",
     "alibi_bias_sampled",

@@ -1,7 +1,9 @@
-"""alibi-viz on the command line: the ALiBi conformance check, for CI.
+"""alibi-viz on the command line: the ALiBi conformance check, for CI, and a report on a model.
 
     alibi-viz check MODEL [--dtype float32|bfloat16|float16] [--attn eager|sdpa]
                           [--no-decode] [--json FILE]
+    alibi-viz report MODEL [--out FILE] [--text TEXT | --text-file FILE] [--tokens N]
+                           [--dtype ...] [--attn ...] [--no-decode]
     python -m alibi_viz.cli check MODEL ...            (the same, without the installed script)
 
 MODEL is a model folder written by save_pretrained (config.json, safetensors weights, the
@@ -22,6 +24,15 @@ Exit status: 0 the model conforms; 1 it does not (the report says why); 2 a usag
 (not ALiBi, a path its architecture lacks, weights offloaded to disk).
 
 The output is English whatever the language settings: it is meant for CI logs.
+
+`report` writes one self-contained HTML file (default report.html) that opens offline, for a
+pull request: the model's facts and position scheme, its slopes against the schedules, the
+conformance check (verdict grid, diagnosis, per-head table), the head gallery and every
+layer's attention on a sample text (`alibi_viz.report`; English). --text or --text-file give
+the sample text (default: a held-out Python module shipped with alibi-viz), --tokens its
+length (default 256); --dtype, --attn and --no-decode as for `check`. Exit status: 0 written
+(whatever the verdict: the report says it), 2 a usage, load or write error (one line on
+stderr).
 
 JSON report, schema "alibi-viz.conformance/1" (layers and heads are 0-based; numbers that are
 not finite, NaN or infinite outputs, are null):
@@ -70,6 +81,7 @@ import warnings
 
 SCHEMA = "alibi-viz.conformance/1"
 DTYPE_NAMES = ("float32", "bfloat16", "float16")
+DEFAULT_REPORT_TOKENS, MAX_REPORT_TOKENS = 256, 2048
 EXIT_CONFORMS, EXIT_DOES_NOT_CONFORM, EXIT_ERROR = 0, 1, 2
 
 
@@ -98,7 +110,39 @@ def _parser() -> argparse.ArgumentParser:
                        help="skip the prefill-vs-decode and left-padding checks")
     check.add_argument("--json", metavar="FILE", default=None,
                        help="also write the report as JSON to FILE")
+    report = commands.add_parser(
+        "report", help="write a self-contained HTML report on a model",
+        description="Write one HTML file about a model (facts, slopes, conformance, head "
+                    "gallery, attention maps) that opens offline: exit 0 when written, 2 on "
+                    "errors.")
+    report.add_argument("model", metavar="MODEL",
+                        help="model folder or cached repo id (org/name[@revision])")
+    report.add_argument("--out", metavar="FILE", default="report.html",
+                        help="the HTML file to write (default report.html)")
+    sample = report.add_mutually_exclusive_group()
+    sample.add_argument("--text", default=None, help="the sample text for the attention maps")
+    sample.add_argument("--text-file", metavar="FILE", default=None,
+                        help="read the sample text from FILE (UTF-8)")
+    report.add_argument("--tokens", type=_tokens, default=DEFAULT_REPORT_TOKENS,
+                        help=f"tokens of the sample text (8-{MAX_REPORT_TOKENS}, default "
+                             f"{DEFAULT_REPORT_TOKENS})")
+    report.add_argument("--dtype", choices=DTYPE_NAMES, default="float32",
+                        help="dtype to load the weights in (default float32)")
+    report.add_argument("--attn", choices=("eager", "sdpa"), default=None,
+                        help="attention path to check (default: the model config's)")
+    report.add_argument("--no-decode", action="store_true",
+                        help="skip the prefill-vs-decode and left-padding checks")
     return parser
+
+
+def _tokens(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--tokens must be a whole number, got {text!r}") from None
+    if not 8 <= value <= MAX_REPORT_TOKENS:
+        raise argparse.ArgumentTypeError(f"--tokens must be 8-{MAX_REPORT_TOKENS}, got {value}")
+    return value
 
 
 def _quiet() -> None:
@@ -166,7 +210,6 @@ def check(model: str, dtype: str = "float32", attn: str | None = None, decode: b
     (ModelLoadError included) when it cannot."""
     start = time.perf_counter()
     import torch
-    import transformers
 
     from alibi_viz import i18n
     from alibi_viz.models.conformance import check_alibi
@@ -178,15 +221,73 @@ def check(model: str, dtype: str = "float32", attn: str | None = None, decode: b
     report = {"schema": SCHEMA, "model": model, "path": info.path,
               "architecture": info.architecture, **result.to_dict()}
     report["seconds"] = round(time.perf_counter() - start, 3)
+    report["versions"] = _versions()
+    return report
+
+
+def _versions() -> dict:
+    """{alibi_viz, torch, transformers} versions (alibi_viz None when not installed)."""
     from importlib.metadata import PackageNotFoundError, version
+
+    import torch
+    import transformers
 
     try:
         own = version("alibi-viz")
     except PackageNotFoundError:
         own = None
-    report["versions"] = {"alibi_viz": own, "torch": torch.__version__,
-                          "transformers": transformers.__version__}
-    return report
+    return {"alibi_viz": own, "torch": torch.__version__,
+            "transformers": transformers.__version__}
+
+
+def write_html_report(args) -> dict:
+    """`alibi-viz report`: load MODEL, write the HTML report to --out. Returns
+    write_report's {"path", "bytes", "seconds"} plus the verdict line. Raises AlibiVizError
+    (ModelLoadError included) or OSError."""
+    start = time.perf_counter()
+    import torch
+
+    from alibi_viz import i18n
+    from alibi_viz.errors import AlibiVizError
+    from alibi_viz.models.conformance import check_alibi
+    from alibi_viz.models.loading import load_model
+    from alibi_viz.report import write_report
+
+    folder = os.path.dirname(os.path.abspath(args.out))
+    if os.path.isdir(args.out) or not os.path.isdir(folder) or not os.access(folder, os.W_OK):
+        raise UsageError(f"cannot write --out {args.out}: "
+                         + ("it is a folder" if os.path.isdir(args.out) else
+                            f"no writable folder {folder}"))
+    text, source = args.text, "The given text" if args.text is not None else None
+    if args.text_file is not None:
+        try:
+            with open(args.text_file, encoding="utf-8") as handle:
+                text = handle.read()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(f"cannot read --text-file {args.text_file}: "
+                             f"{getattr(exc, 'strerror', None) or exc}") from None
+        source = f"The text of {os.path.basename(args.text_file)}"
+    i18n.set_language("en")  # the report is English, like the CI logs
+    net, tokenizer, info = load_model(args.model, dtype=getattr(torch, args.dtype))
+    check = check_error = None
+    if info.positional == "alibi":
+        try:
+            check = check_alibi(net, tokenizer, decode=not args.no_decode, attn=args.attn)
+        except AlibiVizError as exc:
+            if args.attn is not None:  # asked for a path this architecture lacks
+                raise
+            check_error = str(exc)  # e.g. weights offloaded: the report says so
+    try:
+        written = write_report(net, tokenizer, info, args.out, name=args.model, text=text,
+                               text_source=source, max_tokens=args.tokens, check=check,
+                               check_error=check_error, versions=_versions())
+    except OSError as exc:
+        raise UsageError(f"cannot write --out {args.out}: {exc.strerror or exc}") from None
+    written["verdict"] = ("no ALiBi to check" if check is None and info.positional != "alibi"
+                          else "check could not run" if check is None
+                          else "conforms" if check.ok else f"does not conform ({check.verdict})")
+    written["seconds"] = round(time.perf_counter() - start, 3)
+    return written
 
 
 def _one_line(exc: BaseException) -> str:
@@ -199,7 +300,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = _parser().parse_args(argv)
         if args.command is None:
-            raise UsageError("give a command: alibi-viz check MODEL (see alibi-viz --help)")
+            raise UsageError("give a command: alibi-viz check MODEL or alibi-viz report MODEL "
+                             "(see alibi-viz --help)")
     except UsageError as exc:
         print(f"alibi-viz: error: {_one_line(exc)}", file=sys.stderr)
         return EXIT_ERROR
@@ -209,13 +311,20 @@ def main(argv: list[str] | None = None) -> int:
     from alibi_viz.errors import AlibiVizError
 
     try:
-        report = check(args.model, args.dtype, args.attn, decode=not args.no_decode)
-    except AlibiVizError as exc:
+        if args.command == "report":
+            written = write_html_report(args)
+        else:
+            report = check(args.model, args.dtype, args.attn, decode=not args.no_decode)
+    except (AlibiVizError, UsageError) as exc:
         print(f"alibi-viz: error: {_one_line(exc)}", file=sys.stderr)
         return EXIT_ERROR
     except Exception as exc:  # noqa: BLE001 (CI wants one line, never a traceback)
         print(f"alibi-viz: error: {type(exc).__name__}: {_one_line(exc)}", file=sys.stderr)
         return EXIT_ERROR
+    if args.command == "report":
+        print(f"alibi-viz report: wrote {written['path']} ({written['bytes'] / 2**20:.1f} MB) "
+              f"in {written['seconds']:.1f} s; {written['verdict']}")
+        return EXIT_CONFORMS
     if args.json:
         try:
             with open(args.json, "w", encoding="utf-8") as handle:

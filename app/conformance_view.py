@@ -10,8 +10,8 @@ import streamlit as st
 from alibi_viz import i18n
 from alibi_viz.errors import AlibiVizError
 from alibi_viz.figures.heads import precision_figure, verdict_grid_figure
-from alibi_viz.i18n import _, formatted
-from alibi_viz.models.conformance import check_alibi
+from alibi_viz.i18n import N_, _, formatted
+from alibi_viz.models.conformance import VERDICT_TITLES, check_alibi
 from alibi_viz.precision import DTYPES, FORMS, default_lens, precision_lens
 from app import ui
 
@@ -37,6 +37,18 @@ def banner(check) -> tuple[str, str]:
                             "numbers.").format(form=check.expected_form)
     return "error", _("**Does not conform.** {diagnosis}").format(
         diagnosis=" ".join(check.problems()))
+
+
+def head_rows(check) -> list[dict]:
+    """Every head's verdict as `ui.table` rows (1-based layer and head; the English column
+    names are msgids): what the verdict grid shows only on hover."""
+    return [{N_("layer"): h.layer + 1, N_("head"): h.head + 1,
+             N_("verdict"): _(VERDICT_TITLES.get(h.verdict, h.verdict)),
+             N_("expected m"): h.expected_slope, N_("applied m"): h.applied_slope,
+             N_("ratio"): h.ratio, N_("offset (logits)"): h.offset,
+             N_("clip at"): "-" if h.clip_at is None else int(h.clip_at),
+             N_("detail"): h.detail or "-"}
+            for row in check.heads for h in row]
 
 
 def show(prefix: str, model, tokenizer, info, model_key: tuple,
@@ -84,6 +96,9 @@ def show(prefix: str, model, tokenizer, info, model_key: tuple,
                  "flipped; other schedule; permuted (another head's slope); offset (a jump "
                  "between a key at distance 0 and 1: not a row constant); missing; clipped "
                  "(stops growing). A constant added to a whole row is harmless and passes."))
+    with st.expander(_("Every head as text: verdict, expected and applied slope, detail"),
+                     expanded=not check.ok):
+        ui.table(head_rows(check))
     if check.decode is not None:
         d = check.decode
         check_col, diff_col, tol_col, pass_col = (_("check"), _("largest |difference|"),

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,7 +48,7 @@ from alibi_viz.models.heads import (
     decomposition_layers,
     decomposition_views,
 )
-from alibi_viz.models.loading import resolve_model_path, train_seq_len
+from alibi_viz.models.loading import CONVERT_CODE, resolve_model_path, train_seq_len
 from alibi_viz.params import UrlParam
 from app import conformance_view, ui
 
@@ -134,6 +135,15 @@ def seed(prefix: str, params: list[UrlParam]) -> None:
 
 # ----------------------------------------------------------------------------- model
 
+def code_blocks(message: str) -> str:
+    """A loader's message as markdown: the pickle conversion recipe it may end with
+    (`loading.CONVERT_CODE`, indented lines) as a fenced code block, not run into the text."""
+    if CONVERT_CODE not in message:
+        return message
+    code = textwrap.dedent(CONVERT_CODE)
+    return message.replace("\n" + CONVERT_CODE, f"\n\n```python\n{code}\n```\n")
+
+
 def load(path) -> Loaded | None:
     """Load the model folder `path` through the shared cache; on failure show what is wrong
     and what to do, and return None. A folder whose files changed (removed, replaced,
@@ -144,7 +154,8 @@ def load(path) -> Loaded | None:
         stamp = ui.model_stamp(str(folder))
         model, tokenizer, info = ui.cached_model(str(folder), stamp)
     except ModelLoadError as exc:
-        st.error(_("Could not load the model. {error}").format(error=exc), icon="🚫")
+        st.error(_("Could not load the model. {error}").format(error=code_blocks(str(exc))),
+                 icon="🚫")
         return None
     except (OSError, RuntimeError, ValueError) as exc:  # e.g. files vanishing while read
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
@@ -416,9 +427,6 @@ def _show(prefix: str, loaded: Loaded, text: str, choice: Choice) -> None:
     stats = with_traces(stats_figure(analysis, key),
                         head_statistics_selection(analysis.stats, (choice.layer, choice.head)))
     ui.show_figure(stats, f"head_statistics_{name}_T{T}", key=f"{prefix}_fig_stats")
-    show_gallery(prefix, loaded)
-    st.subheader(_("5. Conformance: is this model applying ALiBi correctly?"))
-    conformance_view.show(prefix, loaded.model, loaded.tokenizer, loaded.info, loaded.key)
     st.markdown(_(
         "**Fitted slope**: the slope of the straight line that best fits log attention "
         "against distance, with one intercept per query. For an ALiBi head "
@@ -432,6 +440,9 @@ def _show(prefix: str, loaded: Loaded, text: str, choice: Choice) -> None:
         "head that only follows its bias, large when content moves the weight. **Mean "
         "distance**: how far back, on average, each query looks; the crosses are what the "
         "bias alone would give for this text length."))
+    show_gallery(prefix, loaded)
+    st.subheader(_("5. Conformance: is this model applying ALiBi correctly?"))
+    conformance_view.show(prefix, loaded.model, loaded.tokenizer, loaded.info, loaded.key)
 
 
 def _select_head(prefix: str, cell) -> None:

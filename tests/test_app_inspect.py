@@ -172,7 +172,7 @@ def test_cache_lists_models_and_greys_out_pickles(hub_cache):
     rows = {r["repo id"]: r for r in table.to_dict("records")}
     assert rows["org/name"]["can inspect"] == "yes"
     assert rows["org/pickled"]["can inspect"].startswith("no: pickle-only")
-    assert at.selectbox(key="im_repo").options == ["org/name"]
+    assert at.selectbox(key="im_repo").options == ["org/name (main)"]
 
 
 def test_repo_in_the_url_loads_the_cached_model(hub_cache):
@@ -205,3 +205,124 @@ def test_corrupted_weights_after_loading_give_a_message(tmp_path):
     at.run()
     assert not at.exception
     assert "not a valid safetensors file" in at.error[0].value
+
+
+# ----------------------------------------------------------------------------- issue 27 fixes
+
+def test_uncached_repo_in_the_url_warns_and_loads_nothing_else(hub_cache):
+    """?repo= a model that is not cached: a warning with the download command, no other model
+    loaded in its place, and the URL keeps the repo asked for."""
+    at = run_app("inspect_model", {"repo": "bigscience/bloom-560m", "text": SHORT})
+    assert not at.exception and not at.error
+    assert any("`bigscience/bloom-560m` is not in the local Hugging Face cache" in w
+               for w in warnings(at))
+    assert [c.value for c in at.code][0] == ('huggingface-cli download bigscience/bloom-560m '
+                                             '--include "*.safetensors" "*.json" "tokenizer*"')
+    assert not figures(at) and not any(m.value.startswith("| property") for m in at.markdown)
+    assert at.selectbox(key="im_repo").value is None
+    assert at.query_params["repo"] == "bigscience/bloom-560m"
+
+
+def test_cached_repo_that_cannot_run_warns_with_both_remedies(hub_cache):
+    """?repo= a cached repo with pickle weights only: warned (with the reason), the download
+    command and the conversion recipe as code blocks; nothing loaded; a pick loads a model."""
+    at = run_app("inspect_model", {"repo": "org/pickled", "text": SHORT})
+    assert not at.exception and not at.error
+    assert any("`org/pickled` is in the Hugging Face cache but cannot be inspected" in w
+               and "pickle-only weights" in w.replace("\\", "") for w in warnings(at))
+    code = [c.value for c in at.code]
+    assert code[0].startswith("huggingface-cli download org/pickled --include")
+    assert code[1].startswith("from transformers import AutoModelForCausalLM\n")
+    assert not figures(at) and at.query_params["repo"] == "org/pickled"
+    at.selectbox(key="im_repo").set_value("org/name").run()
+    assert not at.exception and not at.warning and "BloomForCausalLM" in info_table(at)
+    assert at.query_params["repo"] == "org/name"
+
+
+def test_default_cached_revision_is_main_labelled_by_its_refs(hub_cache):
+    """A repo with a newer tagged revision beside main: the picker opens on main, and each
+    revision is named by its branch or tag (org/name@v2), not by a bare commit hash."""
+    cache, _main = hub_cache
+    tagged = "fedcba9876543210fedcba9876543210fedcba98"
+    repo = cache / "models--org--name"
+    save_tiny_model(repo / "snapshots" / tagged, "bloom", seed=1)
+    (repo / "refs" / "v2").write_text(tagged)
+    at = run_app("inspect_model", {"source": "cache", "text": SHORT})
+    assert not at.exception and not at.error
+    picker = at.selectbox(key="im_repo")
+    assert picker.value == "org/name" and picker.options[:2] == ["org/name (main)",
+                                                                  "org/name (v2)"]
+    assert at.query_params["repo"] == "org/name"
+    picker.set_value("org/name@v2").run()
+    assert not at.exception and at.query_params["repo"] == "org/name@v2"
+    assert tagged in info_table(at).replace("\\", "")
+
+
+def test_falcon_warnings_keep_their_stars(tmp_path):
+    """Falcon's warnings show (QK^T + m*j)/sqrt(d) as written: the * escaped, not italics."""
+    folder = save_tiny_model(tmp_path / "falcon", "falcon")
+    at = run_app("inspect_model", {"path": str(folder), "text": SHORT})
+    twice = next(w for w in warnings(at) if "adds the ALiBi bias twice" in w)
+    assert r"m\*j" in twice and r"2\*m" in twice
+
+
+def test_pickle_recipe_is_a_code_block(tmp_path):
+    """A folder with pickle weights only: the conversion recipe is a fenced code block in the
+    error, one statement a line, not run into one paragraph."""
+    folder = save_tiny_model(tmp_path / "pickled", "bloom")
+    (folder / "model.safetensors").rename(folder / "pytorch_model.bin")
+    at = run_app("inspect_model", {"path": str(folder)})
+    assert not at.exception
+    error = at.error[0].value
+    assert "This folder has only pickle weights" in error
+    assert ("```python\nfrom transformers import AutoModelForCausalLM\n"
+            "model = AutoModelForCausalLM.from_pretrained(FOLDER)") in error
+
+
+def test_statistics_explanation_sits_under_section_3():
+    """The explanation of the head statistics (fitted slope, R², content reliance) comes right
+    after section 3's figure, before the gallery (section 4) and the conformance check (5)."""
+    at = run_app("inspect_model", {"text": SHORT})
+    order = [(el.value if hasattr(el, "value") else "") for el in at.main
+             if el.type in ("subheader", "markdown")]
+    explanation = next(i for i, t in enumerate(order) if str(t).startswith("**Fitted slope**"))
+    section = {n: next(i for i, t in enumerate(order) if str(t).startswith(f"{n}. "))
+               for n in (3, 4, 5)}
+    assert section[3] < explanation < section[4] < section[5]
+
+
+def test_verdicts_are_in_the_page_as_text():
+    """After the check, every head's verdict, slopes and detail are a plain table (not only in
+    the grid's hover); for a broken model it is open, with the detail of each head."""
+    at = run_app("inspect_model")
+    at.selectbox(key="im_zoo_bug").set_value("twice").run()
+    at.button(key="im_zoo_check_run").click().run()
+    assert not at.exception
+    table = at.table[0].value
+    assert list(table.columns) == ["layer", "head", "verdict", "expected m", "applied m",
+                                   "ratio", "offset (logits)", "clip at", "detail"]
+    assert len(table) == 2 * 4 and set(table["verdict"]) == {"scaled"}
+    assert all(r.startswith("2") for r in table["ratio"])
+
+
+def test_cached_repo_messages_name_the_model_not_a_folder(hub_cache, tmp_path):
+    """A cached repo id that fails to load is named as the model it is, with what to download:
+    no tokenizer in the cache (on the page), pickle weights only (the loader itself)."""
+    from alibi_viz.errors import ModelLoadError
+    from alibi_viz.models.loading import load_model
+
+    cache, _main = hub_cache
+    rev = "0123456789abcdef0123456789abcdef01234567"
+    repo = cache / "models--org--notok"
+    save_tiny_model(repo / "snapshots" / rev, "bloom", tokenizer=False)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(rev)
+    at = run_app("inspect_model", {"repo": "org/notok"})
+    assert not at.exception
+    error = at.error[0].value
+    assert "this model (org/notok) has no tokenizer files in the Hugging Face cache" in error
+    assert "huggingface-cli download org/notok" in error and "folder" not in error.lower()
+    with pytest.raises(ModelLoadError) as refused:
+        load_model("org/pickled")
+    assert str(refused.value).startswith("This model (org/pickled) has only pickle weights")
+    assert "huggingface-cli download org/pickled" in str(refused.value)

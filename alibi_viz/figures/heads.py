@@ -165,12 +165,15 @@ def use_labels(seq_len: int, panels: int = 1) -> bool:
 
 def attention_grid_figure(view: StackView, tokens: list[str], layer: int, *, slopes=None,
                           selected: int | None = None, train_seq_len: int | None = None,
-                          scale: str = "log", panel_px: int = 240) -> go.Figure:
+                          scale: str = "log", panel_px: int = 240,
+                          labels: bool | None = None) -> go.Figure:
     """Every head's attention map for one layer (0-based `layer`), one shared colour bar.
 
     view: the layer's StackView (heads, R, R). slopes: per-head slopes for the panel titles
     (ALiBi models). selected: 0-based head whose title is marked. train_seq_len: dashed lines
-    at that key and query position when the input is longer.
+    at that key and query position when the input is longer. labels: labelled heatmaps (True;
+    needs a full-resolution view) or one image (False); default `use_labels(T, heads)` (a
+    caller drawing many layers in one figure passes False sooner, to bound the payload).
     """
     heads, T = len(view.images), view.seq_len
     if len(tokens) != T:
@@ -183,7 +186,7 @@ def attention_grid_figure(view: StackView, tokens: list[str], layer: int, *, slo
     over = train_seq_len is not None and T > train_seq_len
     mark = ("; " + _("red dashes: training length {n}").format(n=train_seq_len)) if over else ""
     shown = _("log10 attention") if scale == "log" else _("attention")
-    if not use_labels(T, heads):
+    if not (use_labels(T, heads) if labels is None else labels):
         values, cmin, cmax, bar = attention_colors(_with_mask(view.images, T), T, scale)
         note = (", " + _("{reduction} to {px} px").format(
             reduction=_(REDUCTIONS.get(view.reduced, view.reduced)), px=view.images.shape[1])

@@ -63,7 +63,7 @@ class CachedModel:
     """One revision of a cached model repo, and whether the inspector can run it."""
 
     repo_id: str
-    revision: str  # the refs pointing at it ("main") or the short commit hash
+    revision: str  # the refs pointing at it ("main", "main, v1.0") or the short commit hash
     commit: str
     folder: str
     size_bytes: int
@@ -73,10 +73,32 @@ class CachedModel:
     reason: str  # why not, when not runnable (in the language of the listing)
 
     @property
+    def refs(self) -> list[str]:
+        """The branches and tags pointing at this revision ([] for a bare commit)."""
+        return [] if self.revision == self.commit[:12] else self.revision.split(", ")
+
+    @property
+    def is_main(self) -> bool:
+        """Whether refs/main names this revision: the one `org/name` alone means."""
+        return "main" in self.refs
+
+    @property
     def source(self) -> str:
-        """What to pass to load_model / put in the URL: org/name, or org/name@revision."""
-        return self.repo_id if "main" in self.revision.split(", ") else (
-            f"{self.repo_id}@{self.commit[:12]}")
+        """What to pass to load_model / put in the URL: org/name for the revision refs/main
+        names, else org/name@ its tag or branch, else org/name@ its short commit hash."""
+        if self.is_main:
+            return self.repo_id
+        return f"{self.repo_id}@{self.refs[0] if self.refs else self.commit[:12]}"
+
+    def matches(self, text: str) -> bool:
+        """Whether repo id `text` (org/name or org/name@revision) names this revision: a
+        branch or tag pointing at it, its commit hash or a prefix of it; no revision means
+        main."""
+        parsed = parse_repo_id(text)
+        if parsed is None or parsed[0] != self.repo_id:
+            return False
+        wanted = parsed[1] or "main"
+        return wanted in self.refs or self.commit.startswith(wanted)
 
 
 def _assess(folder: Path) -> tuple[str, str, bool, str]:
@@ -106,9 +128,19 @@ def _assess(folder: Path) -> tuple[str, str, bool, str]:
     return arch, positional, True, ""
 
 
+def download_command(text: str) -> str:
+    """The command that puts repo `text` (org/name[@revision]) into the cache, safetensors
+    weights, configs and tokenizer only (README, "Inspecting your own models")."""
+    parsed = parse_repo_id(text)
+    repo_id, rev = parsed if parsed is not None else (str(text).strip(), None)
+    return (f"huggingface-cli download {repo_id}{f' --revision {rev}' if rev else ''} "
+            '--include "*.safetensors" "*.json" "tokenizer*"')
+
+
 def list_cached_models(cache_dir=None) -> list[CachedModel]:
-    """Every revision of every model repo in the hub cache, newest first per repo; [] when
-    there is no cache. Uses huggingface_hub.scan_cache_dir (no network). The reasons are in the
+    """Every revision of every model repo in the hub cache: per repo, the one refs/main names
+    first (what `org/name` alone loads), then the others newest first; [] when there is no
+    cache. Uses huggingface_hub.scan_cache_dir (no network). The reasons are in the
     current language."""
     from huggingface_hub import scan_cache_dir
     from huggingface_hub.errors import CacheNotFound
@@ -122,7 +154,7 @@ def list_cached_models(cache_dir=None) -> list[CachedModel]:
     for repo in sorted(info.repos, key=lambda r: r.repo_id.lower()):
         if repo.repo_type != "model":
             continue
-        for rev in sorted(repo.revisions, key=lambda r: r.last_modified, reverse=True):
+        for rev in sorted(repo.revisions, key=lambda r: ("main" not in r.refs, -r.last_modified)):
             arch, positional, runnable, reason = _assess(Path(rev.snapshot_path))
             refs = ", ".join(sorted(rev.refs)) or rev.commit_hash[:12]
             found.append(CachedModel(repo.repo_id, refs, rev.commit_hash, str(rev.snapshot_path),
@@ -141,14 +173,10 @@ def resolve_repo(text: str, cache_dir=None) -> Path:
             text=text))
     repo_id, rev = parsed
     folder = Path(cache_dir) if cache_dir is not None else hub_cache_dir()
-    wanted = rev or "main"
     for model in list_cached_models(folder):
-        if model.repo_id != repo_id:
-            continue
-        if wanted in model.revision.split(", ") or model.commit.startswith(wanted):
+        if model.matches(text):
             return Path(model.folder)
-    command = (f"huggingface-cli download {repo_id}{f' --revision {rev}' if rev else ''} "
-               '--include "*.safetensors" "*.json" "tokenizer*"')
+    command = download_command(text)
     if rev:
         message = _("'{repo}' at revision {rev} is not in the local Hugging Face cache ({folder}), "
                     "and nothing is downloaded here. On a machine with internet run `{command}`, "

@@ -50,7 +50,13 @@ from alibi_viz import assets
 from alibi_viz.alibi import SCHEDULES, alibi_slopes, check_int
 from alibi_viz.errors import ModelLoadError
 from alibi_viz.i18n import N_, _, formatted, number, significant, tokens
-from alibi_viz.models.hub_cache import PICKLE_SUFFIXES, parse_repo_id, resolve_repo
+from alibi_viz.models.hub_cache import (
+    PICKLE_SUFFIXES,
+    download_command,
+    hub_cache_dir,
+    parse_repo_id,
+    resolve_repo,
+)
 
 MODEL_ROOT_ENV = "ALIBI_VIZ_MODEL_ROOT"  # only folders inside this root can be loaded
 ALLOW_CUSTOM_ENV = "ALIBI_VIZ_ALLOW_CUSTOM_PATHS"  # "0": only shipped models can be loaded
@@ -237,7 +243,27 @@ def resolve_model_path(path, allow_custom: bool | None = None) -> Path:
 
 # ----------------------------------------------------------------------------- checks on disk
 
+def cached_repo(given, folder) -> str | None:
+    """The repo id of `folder` when it is a snapshot in the hub cache
+    (models--org--name/snapshots/<commit>), else None: `given` itself when it is a repo id
+    (org/name[@revision]), else org/name. The loader's messages then speak of the model and
+    what to download, not of a folder the user never named."""
+    try:
+        parts = Path(os.path.realpath(folder)).relative_to(os.path.realpath(hub_cache_dir())).parts
+    except ValueError:
+        return None
+    if len(parts) != 3 or parts[1] != "snapshots" or not parts[0].startswith("models--"):
+        return None
+    text = os.fspath(given).strip() if isinstance(given, (str, os.PathLike)) else ""
+    return text if parse_repo_id(text) else parts[0].removeprefix("models--").replace("--", "/")
+
+
 def _check_folder(folder: Path, given) -> None:
+    repo = cached_repo(given, folder)
+    if repo is not None and folder.is_dir() and not (folder / "config.json").is_file():
+        raise ModelLoadError(_("This model ({repo}) has no config.json in the Hugging Face "
+                               "cache. On a machine with internet run `{command}`, then copy "
+                               "its cache.").format(repo=repo, command=download_command(repo)))
     if not folder.exists():
         raise ModelLoadError(_("No model folder at '{path}': check the path (it must exist on "
                                "this machine; nothing is downloaded).").format(path=given))
@@ -325,16 +351,29 @@ def _safetensors_files(folder: Path) -> list[Path]:
     return sorted(folder.glob("*.safetensors"))  # a single file under another name
 
 
-def _check_weights(folder: Path, explicit: str | None) -> None:
+def _check_weights(folder: Path, explicit: str | None, repo: str | None = None) -> None:
     """Refuse pickle-only folders and corrupt safetensors before transformers sees them.
 
-    explicit: the weights file config.json names (`transformers_weights`), if any.
+    explicit: the weights file config.json names (`transformers_weights`), if any. repo: the
+    cached repo id the folder is the snapshot of (`cached_repo`), if any.
     """
     from safetensors import safe_open
 
     files = _safetensors_files(folder)
     if not files:
         pickles = sorted(p.name for p in folder.iterdir() if p.suffix in PICKLE_SUFFIXES)
+        if pickles and repo is not None:
+            raise ModelLoadError(_(
+                "This model ({repo}) has only pickle weights in the Hugging Face cache "
+                "({files}). Loading pickle files can run arbitrary code hidden in them, so "
+                "alibi-viz only loads safetensors. If the repo has safetensors weights, run "
+                "`{command}` on a machine with internet; otherwise convert them.").format(
+                    repo=repo, files=", ".join(pickles[:3]), command=download_command(repo))
+                + "\n" + convert_recipe())
+        if repo is not None:
+            raise ModelLoadError(_("No weights for {repo} in the Hugging Face cache. On a "
+                                   "machine with internet run `{command}`, then copy its "
+                                   "cache.").format(repo=repo, command=download_command(repo)))
         if pickles:
             raise ModelLoadError(_(
                 "This folder has only pickle weights ({files}). Loading pickle files can run "
@@ -357,8 +396,13 @@ def _check_weights(folder: Path, explicit: str | None) -> None:
                                        file=file.name, error=exc)) from None
 
 
-def _check_tokenizer_files(folder: Path) -> None:
+def _check_tokenizer_files(folder: Path, repo: str | None = None) -> None:
     if not any((folder / name).is_file() for name in TOKENIZER_FILES):
+        if repo is not None:
+            raise ModelLoadError(_("Tokenizer missing: this model ({repo}) has no tokenizer "
+                                   "files in the Hugging Face cache. On a machine with internet "
+                                   "run `{command}`, then copy its cache.").format(
+                                       repo=repo, command=download_command(repo)))
         raise ModelLoadError(_("Tokenizer missing: the folder has no tokenizer files "
                                "(tokenizer.json or tokenizer_config.json). Save the tokenizer "
                                "next to the model with tokenizer.save_pretrained(folder)."))
@@ -413,11 +457,12 @@ def load_model(path, device="cpu", device_map=None, max_seq_len: int | None = No
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     folder = resolve_model_path(path, allow_custom)
+    repo = cached_repo(path, folder)
     _check_folder(folder, path)
     config, explicit_weights = _read_config(folder)
     _check_causal_lm(config)
-    _check_weights(folder, explicit_weights)
-    _check_tokenizer_files(folder)
+    _check_weights(folder, explicit_weights, repo)
+    _check_tokenizer_files(folder, repo)
     dtype = _parse_dtype(dtype)
     if device_map is None:
         device = _parse_device(device)

@@ -1,6 +1,8 @@
 """Inspect a model: what a checkpoint is, how it adds position, and its heads on any text."""
 
 import os
+import textwrap
+from pathlib import Path
 
 import streamlit as st
 
@@ -9,8 +11,19 @@ from alibi_viz.assets import DEFAULT_MODEL, model_title, shipped_models
 from alibi_viz.errors import AlibiVizError
 from alibi_viz.figures.heads import model_slopes_figure
 from alibi_viz.i18n import _, number
-from alibi_viz.models.hub_cache import hub_cache_dir, list_cached_models
-from alibi_viz.models.loading import ALLOW_CUSTOM_ENV, MODEL_ROOT_ENV, localized, model_info_rows
+from alibi_viz.models.hub_cache import (
+    PICKLE_SUFFIXES,
+    download_command,
+    hub_cache_dir,
+    list_cached_models,
+)
+from alibi_viz.models.loading import (
+    ALLOW_CUSTOM_ENV,
+    CONVERT_CODE,
+    MODEL_ROOT_ENV,
+    localized,
+    model_info_rows,
+)
 from alibi_viz.models.zoo import BUGS, HARMLESS, broken_model
 from alibi_viz.params import UrlParam
 from app import conformance_view, heads_view, ui
@@ -31,21 +44,61 @@ def size_text(n: int) -> str:
     return f"{number(n / 2**30, 2)} GB" if n >= 2**30 else f"{number(n / 2**20, 1)} MB"
 
 
-def cache_ui(allowed: bool) -> str:
+MISSING = "_im_missing_repo"  # a repo id the URL asked for that cannot be loaded
+
+
+def missing_ui(wanted: str, model, folder) -> None:
+    """Why repo id `wanted` (from the URL) was not loaded, and what to run: not in the cache
+    (`model` None), or cached but not runnable (`model`, a CachedModel, says why)."""
+    if model is None:
+        st.warning(_("`{repo}` is not in the local Hugging Face cache ({folder}), so no model "
+                     "was loaded; nothing is downloaded here. On a machine with internet run "
+                     "this, then copy its cache here (or point HF_HOME or HF_HUB_CACHE at it):")
+                   .format(repo=wanted, folder=markdown_text(folder)), icon="📦")
+    else:
+        st.warning(_("`{repo}` is in the Hugging Face cache but cannot be inspected ({reason}), "
+                     "so no model was loaded. Download its safetensors weights, config and "
+                     "tokenizer on a machine with internet:").format(
+                         repo=wanted, reason=markdown_text(model.reason)), icon="⚠️")
+    st.code(download_command(wanted), language="bash")
+    if model is not None and any(p.suffix in PICKLE_SUFFIXES for p in Path(model.folder).iterdir()):
+        st.markdown(_("Or convert its pickle weights to safetensors once, in a trusted "
+                      "environment (unpickling runs any code hidden in the files):"))
+        st.code(textwrap.dedent(CONVERT_CODE).replace("FOLDER", repr(model.folder)),
+                language="python")
+
+
+def _picked_repo() -> None:
+    st.session_state.pop(MISSING, None)  # a model chosen by hand: the URL's is forgotten
+
+
+def cache_ui(allowed: bool) -> tuple[str, str | None]:
     """The cached models as a table (the ones the inspector cannot run greyed out, with the
-    reason) and a picker of the runnable ones. Returns the chosen repo id or ''."""
+    reason) and a picker of the runnable ones, by default the revision refs/main names.
+    Returns (the chosen repo id or '', a repo id asked for that cannot be loaded or None): a
+    repo id from the URL that is not cached or not runnable is warned about, with the command
+    that downloads it, and no other model is loaded in its place."""
     if not allowed:
         st.info(_("Browsing the model cache is off on this server: it listens beyond this "
                   "machine and no operator allowed it ({setting}=1 turns it on).").format(
                       setting=ALLOW_CUSTOM_ENV), icon="🔒")
-        return ""
+        return "", None
     folder = hub_cache_dir()
     found = cached_models(str(folder), i18n.get_language())
+    wanted = st.session_state.get("im_repo") or ""
+    match = next((m for m in found if wanted and m.matches(wanted)), None)
+    if wanted and (match is None or not match.runnable):
+        st.session_state[MISSING] = wanted
+    elif match is not None:
+        st.session_state["im_repo"] = match.source  # e.g. org/name@main is org/name
+    missing = st.session_state.get(MISSING)
+    if missing:
+        missing_ui(missing, next((m for m in found if m.matches(missing)), None), folder)
     if not found:
         st.info(_("No models in the Hugging Face cache ({folder}). Models downloaded with "
                   "`huggingface-cli download org/name` (or by transformers) appear here; "
                   "HF_HOME or HF_HUB_CACHE move the cache.").format(folder=folder), icon="📦")
-        return ""
+        return "", missing
     can_inspect = _("can inspect")
     rows = [{_("repo id"): m.repo_id, _("revision"): m.revision,
              _("size"): size_text(m.size_bytes), _("architecture"): m.architecture,
@@ -54,21 +107,29 @@ def cache_ui(allowed: bool) -> str:
             for m in found]
     st.dataframe(rows, hide_index=True, key="im_cache_table",
                  column_config={can_inspect: st.column_config.TextColumn(width="large")})
-    runnable = [m.source for m in found if m.runnable]
-    if st.session_state.get("im_repo") not in runnable:
-        st.session_state["im_repo"] = runnable[0] if runnable else ""
+    runnable = [m for m in found if m.runnable]
+    sources = [m.source for m in runnable]
+    if st.session_state.get("im_repo") not in sources:
+        # the revision refs/main names by default; none while the URL's repo is warned about
+        default = next((m for m in runnable if m.is_main), runnable[0] if runnable else None)
+        st.session_state["im_repo"] = None if missing or default is None else default.source
     if not runnable:
         st.warning(_("None of the cached models can be inspected (see the reasons above)."))
-        return ""
-    choice = st.selectbox(_("Cached model"), runnable, key="im_repo",
+        return "", missing
+    # Each revision by its branches and tags (main first), a commit hash only when it has none.
+    texts = {m.source: f"{m.repo_id} ({m.revision})" for m in runnable}
+    choice = st.selectbox(_("Cached model"), sources, key="im_repo", format_func=texts.get,
+                          placeholder=_("Choose a cached model"), on_change=_picked_repo,
                           help=_("Loaded offline from the cache, with the same safety rules as "
                                  "a folder (safetensors only, no remote code)."))
-    model = next(m for m in found if m.source == choice)
+    if choice is None:
+        return "", missing
+    model = next(m for m in runnable if m.source == choice)
     st.caption(_("{model}: {size} on disk, which is about the memory it needs in its stored "
                  "dtype (alibi-viz loads float32: twice that for a 16-bit checkpoint). Very "
                  "large models can be inspected with disk offload, see the README.").format(
                      model=choice, size=size_text(model.size_bytes)))
-    return choice
+    return choice, None
 
 
 @ui.cached_figure(max_entries=16)
@@ -117,10 +178,10 @@ def info_ui(loaded) -> None:
         st.markdown(header + "\n".join(
             f"| {row['property']} | {markdown_text(row['value'])} |" for row in rows))
     with right:
-        for warning in info.warnings:
-            st.warning(localized(warning), icon="⚠️")
+        for warning in info.warnings:  # formulas such as (QK^T + m*j)/sqrt(d): shown as written
+            st.warning(markdown_text(localized(warning)), icon="⚠️")
         for note in info.notes:
-            st.info(localized(note), icon="ℹ️")
+            st.info(markdown_text(localized(note)), icon="ℹ️")
         if not info.warnings and info.positional == "alibi":
             st.success(_("ALiBi as in the paper: slopes from a standard schedule, the bias "
                          "added to the scores unscaled."), icon="✅")
@@ -182,9 +243,9 @@ ui.show_url_warnings(PREFIX)
 
 allowed = ui.custom_paths_allowed()
 source, name, path = source_ui(models, default)
-repo = cache_ui(allowed) if source == "cache" else ""
+repo, missing = cache_ui(allowed) if source == "cache" else ("", None)
 if source == "cache" and not repo:
-    ui.write_url({"source": source})
+    ui.write_url({"source": source, "repo": missing})  # the asked-for repo stays in the URL
     st.stop()
 if source == "shipped" and not name:
     st.error(_("No shipped models were found in assets/models: choose *{folder}*, or train "
@@ -202,9 +263,12 @@ restricted = ", ".join(f"`{v}={os.environ[v]}`" for v in (MODEL_ROOT_ENV, ALLOW_
 loaded = heads_view.load(target)
 if loaded is None:
     st.markdown(
-        _("**What to check:** the folder exists on the machine running the app and holds "
-          "config.json, model.safetensors (pickle `.bin` files are refused) and the tokenizer; "
-          "the model is a causal language model built into transformers.")
+        (_("**What to check:** the cached model holds config.json, safetensors weights (pickle "
+           "`.bin` files are refused) and the tokenizer; the model is a causal language model "
+           "built into transformers.") if source == "cache" else
+         _("**What to check:** the folder exists on the machine running the app and holds "
+           "config.json, model.safetensors (pickle `.bin` files are refused) and the tokenizer; "
+           "the model is a causal language model built into transformers."))
         + (" " + _("This deployment restricts which folders can be loaded ({settings}).").format(
             settings=restricted) if restricted else ""))
     ui.write_url({"source": source, "model": name, "path": path or None, "repo": repo or None})
