@@ -94,6 +94,16 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
+
+def _check_options(parser) -> None:
+    """The options `check` and `report` share: how the model is loaded and what is checked."""
+    parser.add_argument("--dtype", choices=DTYPE_NAMES, default="float32",
+                        help="dtype to load the weights in (default float32)")
+    parser.add_argument("--attn", choices=("eager", "sdpa"), default=None,
+                        help="attention path to check (default: the model config's)")
+    parser.add_argument("--no-decode", action="store_true",
+                        help="skip the prefill-vs-decode and left-padding checks")
+
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="alibi-viz", description="See and check ALiBi models.")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
@@ -102,12 +112,7 @@ def _parser() -> argparse.ArgumentParser:
                                             "0 if it conforms, 1 if not, 2 on errors.")
     check.add_argument("model", metavar="MODEL",
                        help="model folder or cached repo id (org/name[@revision])")
-    check.add_argument("--dtype", choices=DTYPE_NAMES, default="float32",
-                       help="dtype to load the weights in (default float32)")
-    check.add_argument("--attn", choices=("eager", "sdpa"), default=None,
-                       help="attention path to check (default: the model config's)")
-    check.add_argument("--no-decode", action="store_true",
-                       help="skip the prefill-vs-decode and left-padding checks")
+    _check_options(check)
     check.add_argument("--json", metavar="FILE", default=None,
                        help="also write the report as JSON to FILE")
     report = commands.add_parser(
@@ -126,12 +131,7 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument("--tokens", type=_tokens, default=DEFAULT_REPORT_TOKENS,
                         help=f"tokens of the sample text (8-{MAX_REPORT_TOKENS}, default "
                              f"{DEFAULT_REPORT_TOKENS})")
-    report.add_argument("--dtype", choices=DTYPE_NAMES, default="float32",
-                        help="dtype to load the weights in (default float32)")
-    report.add_argument("--attn", choices=("eager", "sdpa"), default=None,
-                        help="attention path to check (default: the model config's)")
-    report.add_argument("--no-decode", action="store_true",
-                        help="skip the prefill-vs-decode and left-padding checks")
+    _check_options(report)
     return parser
 
 
