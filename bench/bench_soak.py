@@ -31,7 +31,6 @@ import asyncio
 import json
 import os
 import random
-import socket
 import subprocess
 import sys
 import time
@@ -41,13 +40,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "bench" / "out"
+sys.path.insert(0, str(ROOT / "tests"))
+from conftest import free_port  # noqa: E402
+from ws_client import run_page  # noqa: E402
+
 LANGS = ("", "es", "ru")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def student_visit(rng: random.Random) -> tuple[str, dict]:
@@ -94,31 +91,7 @@ def other_visit(k: int) -> tuple[str, dict]:
 
 async def visit(port: int, page: str, query: dict) -> dict:
     """One session: connect, one run of `page` with `query`, read it to the end, close."""
-    import websockets
-    from streamlit.proto.BackMsg_pb2 import BackMsg
-    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
-
-    result = {"page": page, "exceptions": [], "status": None}
-    async with websockets.connect(f"ws://127.0.0.1:{port}/_stcore/stream",
-                                  subprotocols=["streamlit"], max_size=None,
-                                  open_timeout=120) as ws:
-        rerun = BackMsg()
-        rerun.rerun_script.page_name = page
-        rerun.rerun_script.query_string = urllib.parse.urlencode(query)
-        await ws.send(rerun.SerializeToString())
-        async for frame in ws:
-            msg = ForwardMsg()
-            msg.ParseFromString(frame)
-            kind = msg.WhichOneof("type")
-            if kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
-                if msg.delta.new_element.WhichOneof("type") == "exception":
-                    result["exceptions"].append(msg.delta.new_element.exception.type)
-            elif kind == "script_finished":
-                if msg.script_finished == ForwardMsg.FINISHED_EARLY_FOR_RERUN:
-                    continue
-                result["status"] = ForwardMsg.ScriptFinishedStatus.Name(msg.script_finished)
-                return result
-    return result
+    return await run_page(port, page, urllib.parse.urlencode(query), open_timeout=120)
 
 
 def rss_mb(pid: int) -> float:

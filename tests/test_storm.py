@@ -26,6 +26,7 @@ import time
 
 import pytest
 from conftest import ARTIFACTS, ROOT, free_port, start_streamlit, stop_streamlit
+from ws_client import run_page
 
 pytestmark = pytest.mark.slow
 
@@ -40,42 +41,9 @@ STORM_TIMEOUT_S = 150  # one storm on a busy 2-core machine: about 10 s
 LOG_MARKERS = ("Traceback", "Error", "Exception")
 
 
-async def _session(port: int, page: str, query: str, go: asyncio.Event) -> dict:
-    """One visitor: connect, wait for `go`, ask for a run of `page`, read it to the end."""
-    import websockets
-    from streamlit.proto.BackMsg_pb2 import BackMsg
-    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
-
-    result = {"page": f"/{page}" + (f"?{query}" if query else ""), "exceptions": [],
-              "elements": 0, "status": None}
-    async with websockets.connect(f"ws://127.0.0.1:{port}/_stcore/stream",
-                                  subprotocols=["streamlit"], max_size=None,
-                                  open_timeout=60) as ws:
-        rerun = BackMsg()
-        rerun.rerun_script.page_name = page
-        rerun.rerun_script.query_string = query
-        await go.wait()
-        await ws.send(rerun.SerializeToString())
-        async for frame in ws:
-            msg = ForwardMsg()
-            msg.ParseFromString(frame)
-            kind = msg.WhichOneof("type")
-            if kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
-                element = msg.delta.new_element
-                result["elements"] += 1
-                if element.WhichOneof("type") == "exception":  # the message is redacted
-                    result["exceptions"].append(element.exception.type)
-            elif kind == "script_finished":
-                if msg.script_finished == ForwardMsg.FINISHED_EARLY_FOR_RERUN:
-                    continue  # the page asked for a rerun: read that one too
-                result["status"] = ForwardMsg.ScriptFinishedStatus.Name(msg.script_finished)
-                return result
-    return result
-
-
 async def _storm(port: int, sessions: int) -> list[dict]:
     go = asyncio.Event()
-    tasks = [asyncio.create_task(_session(port, *PAGES[i % len(PAGES)], go))
+    tasks = [asyncio.create_task(run_page(port, *PAGES[i % len(PAGES)], go))
              for i in range(sessions)]
     await asyncio.sleep(1.0)  # every websocket connected (their sessions exist), none running
     go.set()

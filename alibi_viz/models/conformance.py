@@ -182,11 +182,6 @@ class DecodeCheck:
     ok: bool
     padding_ok: bool
 
-    @property
-    def tolerance(self) -> float:
-        """The attention tolerance (the name earlier versions used)."""
-        return self.attention_tolerance
-
     def rows(self) -> list[tuple[str, int | None, float, float | None]]:
         """The table the app and the CLI show: (check, layer (0-based) or None for the logits,
         largest |difference|, tolerance or None where the value is shown but not judged: the
