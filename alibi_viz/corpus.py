@@ -448,22 +448,6 @@ def assign_parts(docs: dict[str, list[Document]]) -> dict[str, dict[str, list[Do
     return parts
 
 
-def interleave(by_kind: dict[str, list[Document]]) -> list[Document]:
-    """One stream from each kind's documents: always the kind furthest below its share next, so
-    that every stretch of the stream (the first windows too) holds the kinds in their shares."""
-    queues = {kind: list(docs) for kind, docs in by_kind.items() if docs}
-    done = dict.fromkeys(queues, 0)
-    stream = []
-    while queues:
-        kind = min(queues, key=lambda k: (done[k] / data.SHARES[k], data.CORPUS_KINDS.index(k)))
-        doc = queues[kind].pop(0)
-        stream.append(doc)
-        done[kind] += doc.nbytes
-        if not queues[kind]:
-            del queues[kind]
-    return stream
-
-
 def choose_heldout(parts) -> dict[str, list[Document]]:
     """The shipped held-out text: validation documents only, about HELDOUT_BYTES per kind. The
     prose kinds take the same pages (a parallel text), counted on English."""
@@ -635,7 +619,7 @@ def build(root: Path | None = None, update: bool = False, log=print) -> dict:
     t1 = time.perf_counter()
     docs = collect(root / "packages")
     parts = assign_parts(docs)
-    streams = {split: interleave({k: parts[k][split] for k in data.CORPUS_KINDS})
+    streams = {split: data.interleave({k: parts[k][split] for k in data.CORPUS_KINDS})
                for split in ("train", "valid")}
     heldout = choose_heldout(parts)
     manifest = make_manifest(packages, parts, streams, heldout)

@@ -1,26 +1,20 @@
 """Training and evaluation text: the shipped models' corpus and the four-kind corpus replacing it.
 
-Two corpora live here. The functions that read them say which; the tokens are the same.
-
-The shipped models' corpus (`corpus_files`, `corpus_ids`, `long_example()`). The `.py` sources
-of the standard library of the interpreter that runs this code (`sysconfig.get_paths()["stdlib"]`),
-PSF License. Every machine that can run alibi-viz has them and nothing is downloaded, but the
-text changes with the Python version, and the models read only code: Spanish or Russian typed
-into the app is out of distribution (per-byte perplexity 4,979 on Russian; issue 23). We skip
-test suites, installed packages, the two folders that are data tables rather than code
-(`encodings`, `pydoc_data`) and the machine-specific `_sysconfigdata*` module
-(`is_stdlib_source`). A file goes to validation when crc32 of its path (relative to the stdlib
-folder) is 0 mod 10 (`is_valid_name`), about one file in ten: hashing the path rather than
-cutting the sorted list keeps a file's split stable when other versions add or remove files.
+The shipped models read the four-kind corpus. Until issue 23 they read only the `.py` sources
+of the standard library of the interpreter that ran them: the text changed with the Python
+version, and Spanish or Russian typed into the app was out of distribution (per-byte perplexity
+4,979 on Russian).
 
 The four-kind corpus (`mixture_ids`; built by `alibi_viz.corpus`, `make corpus`). Four kinds of
 text, a quarter of the bytes each (`SHARES`), all from pinned Debian 12 packages, so the same
 command gives the same bytes on any machine with Debian's archive (assets/corpus/README.md has
 the versions and sizes):
 
-* python: the standard library again, from Debian's `libpython3.11-minimal` and
-  `libpython3.11-stdlib` (3.11.2) instead of the running interpreter, same rules, same names.
-  PSF License 2.0.
+* python: the standard library, from Debian's `libpython3.11-minimal` and
+  `libpython3.11-stdlib` (3.11.2), not the running interpreter's, so it is the same everywhere.
+  We skip test suites, installed packages, the two folders that are data tables rather than
+  code (`encodings`, `pydoc_data`) and the machine-specific `_sysconfigdata*` module
+  (`is_stdlib_source`). PSF License 2.0.
 * en, es, ru: two manuals that Debian ships translated page by page, so each is a parallel
   text (a page has the same name in the three languages: it is held out in all three at once,
   and an example can be shown in each), mostly running prose about what a user does rather
@@ -38,8 +32,9 @@ the versions and sizes):
 Prose is the text of the HTML pages without navigation, tables of contents, the index, code
 listings, figures and data tables (`corpus.html_to_prose`, Python's html.parser); Spanish and
 Russian paragraphs left in English, and paragraphs met before in the same language, are dropped
-(`corpus.clean_prose`). Split: the same crc32 rule on the document name (a stdlib path,
-`gimp/<page>`, `libreoffice/<page>`). Within each split the scarcest kind is used whole and
+(`corpus.clean_prose`). Split: a document goes to validation when crc32 of its name (a stdlib
+path, `gimp/<page>`, `libreoffice/<page>`) is 0 mod 10 (`is_valid_name`), about one in ten:
+hashing the name keeps a document's split stable when other versions add or remove documents. Within each split the scarcest kind is used whole and
 the others are cut, by whole documents in a hashed order, to the same number of bytes; the
 rest is "spare". The two streams interleave the kinds so that every stretch of the stream
 holds them in their shares. `assets/corpus/manifest.json` records every package (version,
@@ -67,7 +62,6 @@ import ast
 import hashlib
 import json
 import os
-import sysconfig
 import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -90,6 +84,9 @@ VALID_MODULUS = 10  # one file in ten (by crc32 of its relative path) is held ou
 
 CORPUS_KINDS = ("python", "en", "es", "ru")  # the four-kind corpus, in this order everywhere
 PROSE_LANGS = ("en", "es", "ru")  # its prose kinds: language codes, as in i18n.LANGUAGES
+# What each kind of text is called on the pages (English msgids: show `_(TEXT_KINDS[kind])`).
+TEXT_KINDS = {"python": N_("Python code"), "en": N_("English prose"), "es": N_("Spanish prose"),
+              "ru": N_("Russian prose")}
 SHARES = {"python": 0.25, "en": 0.25, "es": 0.25, "ru": 0.25}  # of each split's bytes
 CORPUS_ASSETS = ASSETS_DIR / "corpus"  # the shipped record of the four-kind corpus
 MANIFEST_PATH = CORPUS_ASSETS / "manifest.json"
@@ -110,11 +107,6 @@ def bytes_to_ids(data: bytes) -> np.ndarray:
     return np.frombuffer(data, dtype=np.uint8).astype(np.int64) + BYTE_OFFSET
 
 
-def stdlib_dir() -> Path:
-    """The standard library folder of the running interpreter."""
-    return Path(sysconfig.get_paths()["stdlib"])
-
-
 def is_stdlib_source(rel: Path) -> bool:
     """Whether a `.py` path relative to a stdlib folder is corpus: not a test suite, installed
     package, data table or `_sysconfigdata*`."""
@@ -131,31 +123,6 @@ def is_valid_name(name: str) -> bool:
 def _check_split(split: str) -> None:
     if split not in ("train", "valid"):
         raise AlibiVizError(f"split must be 'train' or 'valid', got {split!r}.")
-
-
-def corpus_files(split: str = "train", root: Path | None = None) -> list[Path]:
-    """Sorted `.py` files of the shipped models' corpus for `split` ("train" or "valid")."""
-    _check_split(split)
-    root = stdlib_dir() if root is None else Path(root)
-    files = []
-    for path in sorted(root.rglob("*.py")):
-        rel = path.relative_to(root)
-        if is_stdlib_source(rel) and is_valid_name(rel.as_posix()) == (split == "valid"):
-            files.append(path)
-    if not files:
-        raise AlibiVizError(f"No Python sources found under {root}: is the standard library "
-                            "installed with its .py files?")
-    return files
-
-
-def corpus_ids(split: str = "train", max_tokens: int | None = None,
-               root: Path | None = None) -> np.ndarray:
-    """The shipped models' split as one token stream, shape (n,), int64: files in sorted
-    order, eos between them.
-
-    max_tokens stops reading once that many tokens are collected (the stream is cut there).
-    """
-    return _join((path.read_bytes() for path in corpus_files(split, root)), max_tokens)
 
 
 def _join(texts: Iterable[bytes], max_tokens: int | None) -> np.ndarray:
@@ -241,6 +208,27 @@ class HeldoutDocument:
     def sha256(self) -> str:
         return hashlib.sha256(self.text.encode("utf-8")).hexdigest()
 
+    @property
+    def nbytes(self) -> int:
+        return len(self.text.encode("utf-8"))
+
+
+def interleave(by_kind: dict[str, list]) -> list:
+    """One stream from each kind's documents (anything with .nbytes): always the kind furthest
+    below its share (SHARES) next, so that every stretch of the stream holds the kinds in their
+    shares. The training streams (corpus.build) and the held-out mixture are made this way."""
+    queues = {kind: list(docs) for kind, docs in by_kind.items() if docs}
+    done = dict.fromkeys(queues, 0)
+    stream = []
+    while queues:
+        kind = min(queues, key=lambda k: (done[k] / SHARES[k], CORPUS_KINDS.index(k)))
+        doc = queues[kind].pop(0)
+        stream.append(doc)
+        done[kind] += doc.nbytes
+        if not queues[kind]:
+            del queues[kind]
+    return stream
+
 
 def _check_kind(kind: str) -> None:
     if kind not in CORPUS_KINDS:
@@ -263,6 +251,18 @@ def heldout_ids(kind: str, max_tokens: int | None = None) -> np.ndarray:
     """The shipped held-out text of one kind as one token stream, shape (n,), int64, eos
     between documents (about 256 kB of tokens; Russian about 1.7x that). max_tokens cuts it."""
     return _join((d.text.encode("utf-8") for d in heldout_documents(kind)), max_tokens)
+
+
+def heldout_mixture_ids(max_tokens: int | None = None) -> np.ndarray:
+    """The shipped held-out text of the four kinds as one stream, interleaved in their shares
+    as the training stream is (`interleave`): the reach and copy measurements read it."""
+    docs = interleave({kind: list(heldout_documents(kind)) for kind in CORPUS_KINDS})
+    return _join((d.text.encode("utf-8") for d in docs), max_tokens)
+
+
+def page_kind(lang: str) -> str:
+    """The kind of held-out text a page in language `lang` shows first: its own prose."""
+    return lang if lang in PROSE_LANGS else "en"
 
 
 def random_batches(stream: np.ndarray, batch_size: int, seq_len: int, seed: int):
@@ -351,21 +351,13 @@ PROSE_EXAMPLE_CHARS = (250, 600)  # a short prose example's length, in character
 CODE_EXAMPLE_LINES = (6, 14)  # a short code example's length, in lines
 
 
-def long_example(chars: int = LONG_EXAMPLE_CHARS, kind: str | None = None) -> str:
-    """About `chars` characters of one held-out document, cut at a line end.
-
-    kind None (the shipped models' example, as before): the first held-out file of the
-    running interpreter's standard library that is long enough and ASCII, PSF License; the
-    text changes with the Python version. kind "python", "en", "es" or "ru": from the shipped
-    held-out text instead (`heldout_documents`), the same on every machine, held out for the
-    shipped and the four-kind models. The prose kinds take the first page long enough in all
-    three languages, so that the three are translations of one another (when no page is, the
-    held-out pages joined in order).
+def long_example(chars: int = LONG_EXAMPLE_CHARS, kind: str = "python") -> str:
+    """About `chars` characters of one shipped held-out document of `kind` ("python", "en",
+    "es" or "ru"), cut at a line end: the first ASCII module long enough, or the first page
+    long enough in all three languages, so that the three are translations of one another
+    (when no page is, the held-out pages joined in order).
     """
-    if kind is None:
-        texts = (p.read_text(encoding="utf-8", errors="replace") for p in corpus_files("valid"))
-        texts = (t for t in texts if t.isascii())
-    elif kind == "python":
+    if kind == "python":
         texts = (d.text for d in heldout_documents(kind) if d.text.isascii())
     else:
         _check_kind(kind)
@@ -430,22 +422,12 @@ def code_example() -> str:
     raise AlibiVizError("No held-out function fits the short code example.")
 
 
-def example_texts(lang: str | None = None) -> dict[str, str]:
-    """Ready inputs for the Model heads page: name -> text.
-
-    lang None (the shipped models' examples, as before): prose (PROSE_EXAMPLE, written for
-    this project), code (CODE_EXAMPLE) and a long held-out module (`long_example()`).
-    lang "en", "es" or "ru": all from the shipped held-out text, the same on every machine:
-    short prose in that language (`prose_example`), a short function (`code_example`), long
-    prose in that language and a long module (`long_example(kind=...)`).
-    The names are English, marked for translation where the page shows them; the texts are
-    what the model reads and stay as they are."""
-    if lang is None:
-        return {
-            N_("Prose (short)"): PROSE_EXAMPLE,
-            N_("Code (short)"): CODE_EXAMPLE,
-            N_("Python module (long, held out)"): long_example(),
-        }
+def example_texts(lang: str) -> dict[str, str]:
+    """Ready inputs for the Model heads page in language `lang` ("en", "es" or "ru"): name ->
+    text, all shipped held-out text, the same on every machine: short prose in that language
+    (`prose_example`), a short function (`code_example`), long prose in that language and a
+    long module (`long_example(kind=...)`). The names are English, marked for translation where
+    the page shows them; the texts are what the model reads and stay as they are."""
     return {
         N_("Prose (short)"): prose_example(lang),
         N_("Code (short)"): code_example(),

@@ -1,8 +1,9 @@
 """Train short, test long: per-token perplexity of the shipped models at growing lengths.
 
-    python -m alibi_viz.evaluate            # every shipped model -> assets/results/extrapolation.json
+    python -m alibi_viz.evaluate   # every shipped model -> assets/results/extrapolation-<kind>.json
 
-The models were trained on windows of 128 tokens. Here each reads held-out text in windows of
+The models were trained on windows of 128 tokens. Here each reads the shipped held-out text of
+each kind (Python code, English, Spanish and Russian prose: `data.heldout_ids`) in windows of
 128, 256, ..., 4096 tokens, under the two protocols the ALiBi paper distinguishes (Press et al.
 2021, section 4 and appendix B):
 
@@ -25,7 +26,6 @@ import argparse
 import hashlib
 import json
 import math
-import platform
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -40,9 +40,9 @@ from alibi_viz.assets import (
     ASSETS_DIR,
     MODEL_ORDER,
     MODELS_DIR,
-    RESULTS_PATH,
     load_extrapolation_results,
     model_label,
+    results_path,
     shipped_models,
     training_info,
 )
@@ -55,7 +55,7 @@ PROTOCOL_NAMES = {"nonoverlapping": N_("nonoverlapping"), "sliding": N_("sliding
 LENGTHS = (128, 256, 512, 1024, 2048, 4096)
 DEFAULT_STRIDE = 64
 NONOVERLAPPING_TOKENS = 16384  # 4 windows at 4096
-SLIDING_TOKENS = 2048  # scored tokens; each costs length / stride forward tokens
+SLIDING_TOKENS = 512  # scored tokens per kind; each costs length / stride forward tokens
 CHUNKS = 16  # scored tokens are cut into this many contiguous chunks for the spread
 TOKENS_PER_BATCH = 4096  # windows of one length batched up to this many input tokens
 CHECK_WINDOWS = 4  # extrapolation.json keeps 4 x 128 + 1 ids for tests to re-evaluate
@@ -66,7 +66,8 @@ TOKENS_NOTE = N_("held-out tokens at every length: {nonoverlapping} (non-overlap
                  "{sliding} (sliding)")
 INTERVAL_NOTE = N_("95% interval from the spread of the mean nll over {chunks} disjoint, "
                    "equal chunks of the scored tokens (alibi_viz.evaluate.confidence_interval)")
-CORPUS_SOURCE = N_("Python standard library .py files, split 'valid' (alibi_viz.data)")
+CORPUS_SOURCE = N_("the shipped held-out text: {kind}")  # + HELDOUT_WHERE, not translated
+HELDOUT_WHERE = " (assets/corpus/heldout, alibi_viz.data)"
 
 
 def protocol_name(protocol: str) -> str:
@@ -210,14 +211,17 @@ def load_eval_model(folder: Path, for_attentions: bool = False):
 
     config = AutoConfig.from_pretrained(folder, local_files_only=True)
     attn = "eager" if for_attentions or config.model_type == "bloom" else "sdpa"
+    # float32 whatever the stored dtype (the shipped weights are fp16; transformers would load
+    # them as fp16, slow and coarse on a CPU)
     model = AutoModelForCausalLM.from_pretrained(folder, local_files_only=True,
-                                                 attn_implementation=attn)
+                                                 attn_implementation=attn, dtype=torch.float32)
     return model.eval()
 
 
-def evaluation_stream(n_tokens: int) -> np.ndarray:
-    """The first n_tokens + 1 ids of the held-out stream (targets 1 .. n_tokens)."""
-    stream = data.corpus_ids("valid", max_tokens=n_tokens + 1)
+def evaluation_stream(n_tokens: int, kind: str = "python") -> np.ndarray:
+    """The first n_tokens + 1 ids of the shipped held-out text of `kind` (targets 1 ..
+    n_tokens)."""
+    stream = data.heldout_ids(kind, max_tokens=n_tokens + 1)
     if stream.size < n_tokens + 1:
         raise AlibiVizError(_("The held-out split has only {n} tokens.").format(
             n=number(stream.size)))
@@ -239,21 +243,24 @@ def protocol_plan(protocol: str, tokens: int, max_length: int = max(LENGTHS)) ->
 
 def evaluate_length(model, length: int, protocol: str = "nonoverlapping",
                     tokens: int | None = None, stride: int = DEFAULT_STRIDE,
-                    max_length: int = max(LENGTHS), progress=None) -> dict:
-    """One cell of extrapolation.json, computed live: perplexity of `model` on the held-out
-    stream at `length` under `protocol`, on the same targets as `python -m alibi_viz.evaluate`
-    (tokens defaults to NONOVERLAPPING_TOKENS or SLIDING_TOKENS). Returns perplexity()'s dict.
+                    max_length: int = max(LENGTHS), progress=None, kind: str = "python") -> dict:
+    """One cell of extrapolation-<kind>.json, computed live: perplexity of `model` on the
+    held-out text of `kind` at `length` under `protocol`, on the same targets as `python -m
+    alibi_viz.evaluate` (tokens defaults to NONOVERLAPPING_TOKENS or SLIDING_TOKENS). Returns
+    perplexity()'s dict.
     """
     if tokens is None:
         tokens = NONOVERLAPPING_TOKENS if protocol == "nonoverlapping" else SLIDING_TOKENS
     plan = protocol_plan(protocol, tokens, max_length)
-    stream = evaluation_stream(plan["max_tokens"])
+    stream = evaluation_stream(plan["max_tokens"], kind)
     return perplexity(model, stream, length, protocol, stride=stride, progress=progress, **plan)
 
 
 def evaluate_all(models: dict[str, Path], lengths=LENGTHS, nonoverlapping_tokens=NONOVERLAPPING_TOKENS,
-                 sliding_tokens=SLIDING_TOKENS, stride=DEFAULT_STRIDE, bar=True) -> dict:
-    """Evaluate every model at every length under both protocols; returns the results dict.
+                 sliding_tokens=SLIDING_TOKENS, stride=DEFAULT_STRIDE, bar=True,
+                 kind: str = "python") -> dict:
+    """Evaluate every model at every length under both protocols on the held-out text of
+    `kind`; returns the results dict (what extrapolation-<kind>.json holds).
 
     Nonoverlapping scores targets 1 .. nonoverlapping_tokens. Sliding scores the
     `sliding_tokens` targets that follow the first max(lengths) tokens, so at every length each
@@ -263,14 +270,15 @@ def evaluate_all(models: dict[str, Path], lengths=LENGTHS, nonoverlapping_tokens
 
     lengths = sorted(int(n) for n in lengths)
     score_from = max(lengths)
-    stream = evaluation_stream(max(nonoverlapping_tokens, score_from - 1 + sliding_tokens))
+    stream = evaluation_stream(max(nonoverlapping_tokens, score_from - 1 + sliding_tokens), kind)
     plan = {"nonoverlapping": protocol_plan("nonoverlapping", nonoverlapping_tokens, score_from),
             "sliding": protocol_plan("sliding", sliding_tokens, score_from)}
     check_ids = stream[: CHECK_WINDOWS * lengths[0] + 1]
     results = {
-        "description": "Per-token (per-byte) perplexity on held-out Python standard library "
-                       "sources; written by `python -m alibi_viz.evaluate`.",
+        "description": f"Per-token (per-byte) perplexity on the shipped held-out text "
+                       f"({data.TEXT_KINDS[kind]}); written by `python -m alibi_viz.evaluate`.",
         "command": "python -m alibi_viz.evaluate",
+        "kind": kind,
         "lengths": lengths,
         "protocols": {
             "nonoverlapping": {"targets": [1, nonoverlapping_tokens],
@@ -285,7 +293,7 @@ def evaluate_all(models: dict[str, Path], lengths=LENGTHS, nonoverlapping_tokens
                                           sliding=f"{sliding_tokens:,}"),
         "corpus": {
             "source": CORPUS_SOURCE,
-            "python": platform.python_version(),
+            "kind": kind,
             "stream_tokens": int(stream.size),
             "stream_sha256": hashlib.sha256(stream.astype(np.int64).tobytes()).hexdigest(),
         },
@@ -328,7 +336,7 @@ def evaluate_all(models: dict[str, Path], lengths=LENGTHS, nonoverlapping_tokens
                 entry["chunk_nll"][protocol][key] = [round(v, 6) for v in out["chunk_nll"]]
                 entry["tokens"][protocol][key] = out["tokens"]
                 entry["seconds"][protocol][key] = round(time.perf_counter() - t0, 1)
-                print(f"{name:8s} {protocol:15s} {length:5d}  ppl {out['ppl']:8.3f}  "
+                print(f"{kind:6s} {name:12s} {protocol:15s} {length:5d}  ppl {out['ppl']:8.3f}  "
                       f"({out['tokens']} tokens, {entry['seconds'][protocol][key]} s)", flush=True)
         results["check"]["ppl"][name] = round(
             perplexity(model, check_ids, lengths[0], "nonoverlapping")["ppl"], 6)
@@ -343,7 +351,7 @@ def check_results(results) -> None:
     {"lengths": [...], "models": {name: {"perplexity": {protocol: {"128": ppl, ...}}}}}."""
     if not isinstance(results, dict) or not results.get("models") or not results.get("lengths"):
         raise AlibiVizError(_("No extrapolation results: run `python -m alibi_viz.evaluate` "
-                              "to write assets/results/extrapolation.json."))
+                              "to write assets/results/extrapolation-<kind>.json."))
     for name, entry in results["models"].items():
         if not isinstance(entry, dict) or not isinstance(entry.get("perplexity"), dict):
             raise AlibiVizError(_("The results for model {name} have no perplexities; "
@@ -572,9 +580,13 @@ def results_details(results: dict) -> str:
                    if all(tokens) else results.get("tokens_note", ""))
     interval = (_(INTERVAL_NOTE).format(chunks=results["chunks"]) if results.get("chunks")
                 else results.get("interval", ""))
-    source = results.get("corpus", {}).get("source")
+    corpus = results.get("corpus", {})
+    source = corpus.get("source")
+    kind = corpus.get("kind")
+    shown = (_(source).format(kind=_(data.TEXT_KINDS[kind])) + HELDOUT_WHERE
+             if source and kind in data.TEXT_KINDS else _(source) if source else _("unknown"))
     return _("{note}. {interval}. Corpus: {corpus}. Command: `{command}`.").format(
-        note=tokens_note, interval=interval, corpus=_(source) if source else _("unknown"),
+        note=tokens_note, interval=interval, corpus=shown,
         command=results.get("command", "python -m alibi_viz.evaluate"))
 
 
@@ -613,7 +625,7 @@ def format_table(results: dict) -> str:
     return f"Train length {train_seq_len}.\n" + "\n".join(lines)
 
 
-SETTINGS = ("lengths", "protocols", "stride", "corpus")
+SETTINGS = ("lengths", "protocols", "stride", "corpus", "kind")
 
 
 def merge_results(old: dict, new: dict) -> dict:
@@ -642,8 +654,8 @@ def main(argv=None) -> None:
     p.add_argument("--sliding-tokens", type=int, default=SLIDING_TOKENS,
                    help="targets scored by the sliding protocol")
     p.add_argument("--stride", type=int, default=DEFAULT_STRIDE)
+    p.add_argument("--kinds", nargs="*", default=list(data.CORPUS_KINDS), choices=data.CORPUS_KINDS)
     p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--out", default=str(RESULTS_PATH))
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
 
@@ -652,16 +664,21 @@ def main(argv=None) -> None:
     missing = [n for n in names if n not in available]
     if missing:
         raise SystemExit(f"no model {missing} under {MODELS_DIR}; have {list(available)}")
-    results = evaluate_all({n: available[n] for n in names}, args.lengths, args.tokens,
-                           args.sliding_tokens, args.stride)
-    out = Path(args.out)
-    results = merge_results(load_extrapolation_results(out), results)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(results, indent=1) + "\n")
+    by_kind = {}
+    for kind in args.kinds:
+        results = evaluate_all({n: available[n] for n in names}, args.lengths, args.tokens,
+                               args.sliding_tokens, args.stride, kind=kind)
+        out = results_path(kind)
+        results = merge_results(load_extrapolation_results(kind), results)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(results, indent=1) + "\n")
+        by_kind[kind] = results
+        print(format_table(results))
+        print(f"wrote {out}")
+    by_kind = {kind: by_kind.get(kind) or load_extrapolation_results(kind)
+               for kind in data.CORPUS_KINDS}
     for name in names:
-        write_model_card(available[name], results)
-    print(format_table(results))
-    print(f"wrote {out}")
+        write_model_card(available[name], by_kind)
 
 
 if __name__ == "__main__":

@@ -4,12 +4,17 @@ Two measurements on held-out text, for any causal LM (the shipped family or a lo
 
 * `copy_at_distance`: a span of held-out text is planted twice, d tokens apart (d counted from
   the start of one copy to the start of the other, so every repeated token has its twin
-  exactly d tokens back), both copies out of their own context as in the copy curriculum. A model that can retrieve the first copy predicts the repeat better
-  than the first occurrence; the gain (nats per token) against d is its retrieval reach. For
-  ALiBi every key d tokens back is pushed down by m_h d logits, so the gain must fall with d.
-* `context_reach`: per-token loss of the same scored tokens when the model is given only the c
-  tokens before each of them, c = 1, 2, 4, ..., so the curve shows where extra context stops
-  helping (and, past the training length, whether it starts to hurt).
+  exactly d tokens back), both copies out of their own context as in the copy curriculum. The
+  repeat is compared with a control: the same sequence with the first copy replaced by other
+  held-out text, so the span sits at the same position but has nothing to be copied from. The
+  gain (control minus repeat, nats per token) is what retrieval gives at distance d, and
+  position alone cannot make it: past the training length a learned or sinusoidal model breaks
+  on the control as much as on the repeat. For ALiBi every key d tokens back is pushed down by
+  m_h d logits, so the gain must fall with d.
+* `context_reach`: per-token loss of the same scored tokens when the model is given only the
+  tokens before each of them up to c, c = 1, 2, 4, ..., so the curve shows where extra context
+  stops helping (and, past the training length, whether it starts to hurt). Every scored token
+  sees at most c tokens (between c - c // 16 and c), so at c = 128 no token is past 128.
 
 Both are plain forward passes with batches bounded by `tokens_per_batch`; no attention maps.
 """
@@ -56,14 +61,16 @@ def _batched_nll(model, inputs: torch.Tensor, tokens_per_batch: int) -> torch.Te
 class CopyResult:
     """Loss on a planted span and on its repeat, per distance (nats per token).
 
-    distances: (D,) int. first, repeat: (D,) mean nll over the span's tokens and samples.
-    gain: first - repeat (positive: the repeat is predicted better). gain_sd: spread (sd) of
-    the per-sample gain. span, samples: the setting.
+    distances: (D,) int. first, repeat, control: (D,) mean nll over the span's tokens and
+    samples, on the first copy, on the repeat, and on the span at the repeat's place when the
+    first copy is replaced by other text. gain: control - repeat (positive: the earlier copy
+    helps). gain_sd: spread (sd) of the per-sample gain. span, samples: the setting.
     """
 
     distances: np.ndarray
     first: np.ndarray
     repeat: np.ndarray
+    control: np.ndarray
     gain: np.ndarray
     gain_sd: np.ndarray
     span: int
@@ -72,6 +79,7 @@ class CopyResult:
     def as_dict(self) -> dict:
         return {"distances": self.distances.tolist(), "first": np.round(self.first, 4).tolist(),
                 "repeat": np.round(self.repeat, 4).tolist(),
+                "control": np.round(self.control, 4).tolist(),
                 "gain": np.round(self.gain, 4).tolist(),
                 "gain_sd": np.round(self.gain_sd, 4).tolist(),
                 "span": self.span, "samples": self.samples}
@@ -79,14 +87,17 @@ class CopyResult:
 
 def copy_sequences(stream: np.ndarray, distance: int, span: int = COPY_SPAN,
                    samples: int = COPY_SAMPLES, prefix: int = COPY_PREFIX,
-                   seed: int = 0, longest: int | None = None) -> tuple[torch.Tensor, int, int]:
+                   seed: int = 0, longest: int | None = None
+                   ) -> tuple[torch.Tensor, torch.Tensor, int, int]:
     """`samples` token sequences, each: prefix | span | filler | span. The two spans are the
     same piece of held-out text taken from elsewhere in the stream and planted at both places,
     `distance` tokens apart, as the copy curriculum plants them in training; prefix and filler
     are the held-out text that surrounds them. So the first copy is as unexpected as the
-    second, and only the second can be copied. Returns (ids (samples, T), first start, repeat
-    start); T = prefix + distance + span. The draws depend only on `seed` and `longest`
-    (default T), so calls with the same `longest` plant the same spans at every distance.
+    second, and only the second can be copied. The controls are the same sequences with the
+    first copy replaced by another piece of held-out text. Returns (ids (samples, T), controls
+    (samples, T), first start, repeat start); T = prefix + distance + span. The draws depend
+    only on `seed` and `longest` (default T), so calls with the same `longest` plant the same
+    spans at every distance.
     """
     if distance < span:
         raise AlibiVizError(_("distance ({distance}) must be at least the span ({span}).").format(
@@ -99,18 +110,22 @@ def copy_sequences(stream: np.ndarray, distance: int, span: int = COPY_SPAN,
     rng = np.random.default_rng(seed)
     starts = rng.integers(0, stream.size - longest, samples)
     sources = rng.integers(0, stream.size - span, samples)
+    others = rng.integers(0, stream.size - span, samples)
     ids = np.stack([stream[a:a + length] for a in starts]).copy()  # (samples, T)
     pieces = np.stack([stream[s:s + span] for s in sources])  # (samples, span)
-    ids[:, prefix:prefix + span] = pieces  # the first copy
     ids[:, prefix + distance:] = pieces  # the repeat
-    return torch.from_numpy(ids.astype(np.int64)), prefix, prefix + distance
+    controls = ids.copy()
+    ids[:, prefix:prefix + span] = pieces  # the first copy
+    controls[:, prefix:prefix + span] = np.stack([stream[o:o + span] for o in others])
+    return (torch.from_numpy(ids.astype(np.int64)), torch.from_numpy(controls.astype(np.int64)),
+            prefix, prefix + distance)
 
 
 def copy_at_distance(model, stream: np.ndarray, distances: Sequence[int] = COPY_DISTANCES,
                      span: int = COPY_SPAN, samples: int = COPY_SAMPLES, seed: int = 0,
                      tokens_per_batch: int = TOKENS_PER_BATCH,
                      progress: Callable[[int, int], None] | None = None) -> CopyResult:
-    """Loss on the first and the repeated copy of planted spans at each distance.
+    """Loss on the first copy, the repeat and the control of planted spans at each distance.
 
     The same spans (same seed) at every distance. A token is scored as the prediction made
     for it, so the first token of each copy counts too (the repeat's first token cannot be
@@ -119,20 +134,23 @@ def copy_at_distance(model, stream: np.ndarray, distances: Sequence[int] = COPY_
     """
     distances = [int(d) for d in distances]
     longest = COPY_PREFIX + max(distances) + span
-    first, repeat, gain, sd = [], [], [], []
+    first, repeat, control, gain, sd = [], [], [], [], []
     for k, d in enumerate(distances):
-        ids, a, b = copy_sequences(stream, d, span, samples, seed=seed, longest=longest)
-        nll = _batched_nll(model, ids, tokens_per_batch)  # (samples, T - 1); nll[:, t - 1] is token t
-        f = nll[:, a - 1:a - 1 + span].mean(dim=1).double()
-        r = nll[:, b - 1:b - 1 + span].mean(dim=1).double()
+        ids, controls, a, b = copy_sequences(stream, d, span, samples, seed=seed, longest=longest)
+        # (2 samples, T - 1): the sequences, then their controls; nll[:, t - 1] is token t
+        nll = _batched_nll(model, torch.cat([ids, controls]), tokens_per_batch)
+        f = nll[:samples, a - 1:a - 1 + span].mean(dim=1).double()
+        r = nll[:samples, b - 1:b - 1 + span].mean(dim=1).double()
+        c = nll[samples:, b - 1:b - 1 + span].mean(dim=1).double()
         first.append(f.mean().item())
         repeat.append(r.mean().item())
-        gain.append((f - r).mean().item())
-        sd.append((f - r).std().item() if samples > 1 else 0.0)
+        control.append(c.mean().item())
+        gain.append((c - r).mean().item())
+        sd.append((c - r).std().item() if samples > 1 else 0.0)
         if progress is not None:
             progress(k + 1, len(distances))
-    return CopyResult(np.array(distances), np.array(first), np.array(repeat), np.array(gain),
-                      np.array(sd), span, samples)
+    return CopyResult(np.array(distances), np.array(first), np.array(repeat), np.array(control),
+                      np.array(gain), np.array(sd), span, samples)
 
 
 @dataclass
@@ -169,30 +187,29 @@ class ReachResult:
 def context_reach(model, stream: np.ndarray, contexts: Sequence[int] = REACH_CONTEXTS,
                   tokens: int = REACH_TOKENS, tokens_per_batch: int = TOKENS_PER_BATCH,
                   progress: Callable[[int, int], None] | None = None) -> ReachResult:
-    """Loss of the same `tokens` consecutive held-out targets given c tokens of context, for
-    each c.
+    """Loss of the same `tokens` consecutive held-out targets given at most c tokens of
+    context, for each c.
 
-    Each target sees between c and c + c // 8 tokens before it (exactly c up to c = 8): for
-    context c the targets are scored c // 8 + 1 at a time, in sliding windows of c + c // 8
-    tokens (evaluate.perplexity's sliding protocol, stride c // 8 + 1). Exact windows of
-    c + 1 tokens per target cost a forward pass each, about 100x more at c = 1,024; the
-    slack of at most 1/8 of c cannot move a curve on a log2 axis. The targets are the
-    `tokens` that follow the first max(contexts) + max(contexts) // 8 tokens of `stream`,
-    the same at every c. progress(done, total) per context.
+    Each target sees between c - c // 16 and c tokens before it (exactly c up to c = 15): for
+    context c the targets are scored c // 16 + 1 at a time, in sliding windows of c tokens
+    (evaluate.perplexity's sliding protocol, stride c // 16 + 1), so no scored token is past
+    position c. Exact windows of c + 1 tokens per target cost a forward pass each, about 60x
+    more at c = 1,024. The targets are the `tokens` that follow the first max(contexts) tokens
+    of `stream`, the same at every c. progress(done, total) per context.
     """
     from alibi_viz.evaluate import perplexity
 
     contexts = sorted(int(c) for c in contexts)
     if not contexts or contexts[0] < 1:
         raise AlibiVizError(_("contexts must be positive token counts."))
-    top = contexts[-1] + contexts[-1] // 8
+    top = contexts[-1]
     if stream.size < top + tokens + 1:
         raise AlibiVizError(_("Need {needed} held-out tokens, have {have}.").format(
             needed=number(top + tokens + 1), have=number(stream.size)))
     means, sds = [], []
     for k, c in enumerate(contexts):
-        stride = c // 8 + 1
-        out = perplexity(model, stream, c + stride - 1, "sliding", stride=stride,
+        stride = c // 16 + 1
+        out = perplexity(model, stream, c, "sliding", stride=stride,
                          score_from=top, max_tokens=top + tokens - 1,
                          tokens_per_batch=tokens_per_batch)
         means.append(out["nll"])
@@ -310,13 +327,17 @@ def evaluate_reach(models: dict, stream: np.ndarray, contexts=REACH_CONTEXTS,
 
     from alibi_viz.evaluate import load_eval_model
 
-    out = {"description": "Context reach and copy at a distance of the shipped models on "
-                          "held-out Python standard library text; written by "
+    out = {"description": "Context reach and copy at a distance of the shipped models on the "
+                          "shipped held-out text, the four kinds interleaved in their training "
+                          "shares (data.heldout_mixture_ids); written by "
                           "`python -m alibi_viz.reach`.",
            "command": "python -m alibi_viz.reach", "torch": torch.__version__,
-           "reach": {"contexts": list(contexts), "tokens": REACH_TOKENS},
+           "reach": {"contexts": list(contexts), "tokens": REACH_TOKENS,
+                     "context": "at most c: between c - c // 16 and c tokens"},
            "copy": {"distances": list(distances), "span": COPY_SPAN, "samples": COPY_SAMPLES,
-                    "prefix": COPY_PREFIX},
+                    "prefix": COPY_PREFIX,
+                    "gain": "control - repeat: the same span at the same place, its first copy "
+                            "replaced by other held-out text"},
            "models": {}}
     for name, folder in models.items():
         model = load_eval_model(folder)
@@ -348,11 +369,17 @@ def main(argv=None) -> None:
     p.add_argument("--out", default=str(REACH_PATH))
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
-    stream = data.corpus_ids("valid", max_tokens=1 << 17)
-    results = evaluate_reach(shipped_models(), stream)
+    stream = data.heldout_mixture_ids(max_tokens=1 << 18)
+    models = shipped_models()
+    results = evaluate_reach(models, stream)
     with open(args.out, "w") as f:
         f.write(json.dumps(results, indent=1) + "\n")
     print(f"wrote {args.out}")
+    if args.out == str(REACH_PATH):  # the shipped results: the model cards quote them
+        from alibi_viz.train import write_model_card
+
+        for folder in models.values():
+            write_model_card(folder)
 
 
 if __name__ == "__main__":

@@ -68,7 +68,7 @@ class TrainConfig:
     seq_len: int = 128  # training length (tokens per window)
     layers: int = 4
     heads: int = 8  # 8 heads: ALiBi slopes 1/2 .. 1/256, the paper's canonical set
-    hidden: int = 128
+    hidden: int = 192  # chosen from a pilot: issue 23's note and the model cards
     batch_size: int = 32  # windows per step
     lr: float = 2e-3  # peak learning rate (AdamW)
     warmup: int = 100  # linear warmup steps, then cosine decay to lr * min_lr_ratio
@@ -79,6 +79,9 @@ class TrainConfig:
     threads: int = 2  # torch CPU threads
     log_every: int = 25  # steps per point of the loss curve
     eval_every: int = 500  # steps per held-out loss measurement
+    snapshots: str = ""  # comma-separated steps at which to save an fp16 copy ("" for none)
+    save_dtype: str = "float16"  # the shipped weights' dtype (the app computes in float32)
+    snapshot_dir: str = ""  # where the snapshots go (default: <out>/snapshots, alibi_viz.snapshots)
 
 
 def model_config(arch: str, layers: int, heads: int, hidden: int):
@@ -135,6 +138,41 @@ def parameter_count(model, include_positions: bool = True) -> int:
     return total
 
 
+def snapshot_schedule(cfg: TrainConfig) -> set[int]:
+    """The steps (0 = before the first update, cfg.steps = the final model) to snapshot at."""
+    steps = {int(x) for x in cfg.snapshots.split(",") if x.strip()}
+    bad = sorted(n for n in steps if not 0 <= n <= cfg.steps)
+    if bad:
+        raise AlibiVizError(f"snapshot steps must lie in 0..{cfg.steps}, got {bad}.")
+    return steps
+
+
+def save_snapshot(model, root: Path, step: int, valid_stream, seq_len: int, seconds: float):
+    """An fp16 copy of `model` after `step` updates in root/step-NNNNN (save_pretrained, eager
+    attention, the tokenizer beside it), with snapshot.json: step, held-out loss, seconds."""
+    import copy
+
+    folder = root / f"step-{step:05d}"
+    snap = copy.deepcopy(model).half()
+    snap.config._attn_implementation = "eager"
+    snap.save_pretrained(folder)
+    data.make_tokenizer().save_pretrained(folder)
+    record = {"step": step, "valid_loss": round(validation_loss(model, valid_stream, seq_len), 4),
+              "seconds": round(seconds, 1)}
+    (folder / "snapshot.json").write_text(json.dumps(record) + "\n")
+
+
+def corpus_record() -> dict:
+    """What the models read: the four-kind corpus, as assets/corpus/manifest.json pins it."""
+    manifest = data.corpus_manifest()
+    return {"name": "four-kind corpus (Python, English, Spanish, Russian prose; see "
+                    "alibi_viz/data.py and assets/corpus/README.md)",
+            "shares": data.SHARES,
+            "manifest": "assets/corpus/manifest.json",
+            "streams": {split: manifest["streams"][split]["sha256"] for split in ("train", "valid")},
+            "packages": {name: pkg["version"] for name, pkg in manifest["packages"].items()}}
+
+
 def lr_at(step: int, cfg: TrainConfig) -> float:
     """Learning rate at `step` (0-based): linear warmup, then cosine decay to lr*min_lr_ratio.
     A function of the step alone, so a run is the same on any machine."""
@@ -182,8 +220,12 @@ def train(cfg: TrainConfig, command: str) -> dict:
          {"params": [p for p in trainable if p.dim() < 2], "weight_decay": 0.0}],
         lr=cfg.lr, betas=(0.9, 0.95))
 
-    train_stream = data.corpus_ids("train")
-    valid_stream = data.corpus_ids("valid", max_tokens=64 * cfg.seq_len + 1)
+    train_stream = data.mixture_ids("train")
+    valid_stream = data.mixture_ids("valid", max_tokens=64 * cfg.seq_len + 1)
+    snapshot_steps = snapshot_schedule(cfg)
+    snapshot_root = Path(cfg.snapshot_dir) if cfg.snapshot_dir else out / "snapshots"
+    if snapshot_steps:
+        snapshot_root.mkdir(parents=True, exist_ok=True)
     batches = data.training_batches(train_stream, cfg.batch_size, cfg.seq_len, cfg.seed,
                                     cfg.plant_fraction)
 
@@ -196,6 +238,9 @@ def train(cfg: TrainConfig, command: str) -> dict:
         log.write(f"{command}\n{parameter_count(model)} parameters, {len(train_stream)} "
                   f"training tokens, load average before {load_before}\n")
         for step in bar:
+            if step in snapshot_steps:
+                save_snapshot(model, snapshot_root, step, valid_stream, cfg.seq_len,
+                              time.perf_counter() - start)
             lr = lr_at(step, cfg)
             for group in optimizer.param_groups:
                 group["lr"] = lr
@@ -221,7 +266,13 @@ def train(cfg: TrainConfig, command: str) -> dict:
     wall = time.perf_counter() - start
     load_after = os.getloadavg()
     valid = valid_curve[-1]["valid_loss"]
+    if cfg.steps in snapshot_steps:
+        save_snapshot(model, snapshot_root, cfg.steps, valid_stream, cfg.seq_len, wall)
 
+    if cfg.save_dtype == "float16":  # half the size on disk; measured as shipped: rounded
+        model = model.half().float()
+        valid = validation_loss(model, valid_stream, cfg.seq_len)
+        model = model.half()
     # Saved for the eager path: that is the one that returns attention probabilities.
     model.config._attn_implementation = "eager"
     for p in model.parameters():
@@ -251,8 +302,8 @@ def train(cfg: TrainConfig, command: str) -> dict:
         "command": command,
         "python": platform.python_version(),
         "torch": torch.__version__,
-        "corpus": "Python standard library .py sources (see alibi_viz/data.py)",
-        "curriculum": f"copy: in {cfg.plant_fraction:.0%} of windows one span of "
+        "corpus": corpus_record(),
+        "curriculum": "none" if not cfg.plant_fraction else f"copy: in {cfg.plant_fraction:.0%} of windows one span of "
                       f"{data.PLANT_SPAN[0]}-{data.PLANT_SPAN[1]} tokens from elsewhere in the "
                       "training stream is written at two places (alibi_viz/data.py)",
     }
@@ -274,9 +325,10 @@ def _machine_text(info: dict) -> str:
         return "an unrecorded machine"
     return (f"{m['cpus']} CPU cores ({m['platform']}), load average "
             f"{m['load_average_before'][0]} before and {m['load_average_after'][0]} after: "
-            + ("idle apart from this run" if max(m["load_average_before"][0],
-                                                  m["load_average_after"][0]) < m["threads"] + 0.8
-               else "other work shared the cores"))
+            + (info.get("alongside") or
+               ("idle apart from this run" if max(m["load_average_before"][0],
+                                                   m["load_average_after"][0]) < m["threads"] + 0.8
+                else "other work shared the cores")))
 
 
 def _sparkline(values: list[float]) -> str:
@@ -285,10 +337,133 @@ def _sparkline(values: list[float]) -> str:
     return "".join(bars[int((v - lo) / (hi - lo + 1e-12) * (len(bars) - 1))] for v in values)
 
 
+def _data_lines(info: dict) -> list[str]:
+    corpus = info.get("corpus")
+    if not isinstance(corpus, dict):  # a model of the earlier, Python-only corpus
+        return ["The `.py` sources of the Python standard library (PSF License). See "
+                "`alibi_viz/data.py`."]
+    shares = ", ".join(f"{kind} {share:.0%}" for kind, share in corpus["shares"].items())
+    return [
+        "The four-kind corpus, in shares of its bytes: " + shares + " (Python standard library "
+        "code; English, Spanish and Russian prose of the GIMP manual and the LibreOffice help, "
+        "a text that Debian ships translated page by page, so the three languages read the "
+        "same pages). Built from pinned Debian 12 packages by `make corpus`; why these "
+        "sources: the docstring of `alibi_viz/data.py`; sizes and licences: "
+        "`assets/corpus/README.md`. Documents go to train or validation by a hash of their "
+        "name; the held-out text that evaluates the model is validation text only.",
+        "",
+        "Corpus manifest `" + corpus["manifest"] + "`: train stream sha256 `"
+        + corpus["streams"]["train"] + "`, validation stream sha256 `"
+        + corpus["streams"]["valid"] + "`. Packages: "
+        + ", ".join(f"{name} {version}" for name, version in corpus["packages"].items()) + ".",
+    ]
+
+
+# The pilot that chose the width (issue 23): 400 steps (40 warmup, cosine to 10%) of the
+# family's recipe on the four-kind corpus, ALiBi, 4 layers, 8 heads, nothing else running.
+PILOT = ({"hidden": 128, "parameters": 826_752, "seconds_per_step": 0.20,
+          "valid_loss": {200: 2.4297, 400: 2.2604}},
+         {"hidden": 192, "parameters": 1_829_952, "seconds_per_step": 0.36,
+          "valid_loss": {200: 2.3534, 400: 2.1187}})
+
+
+def _snapshot_lines(info: dict) -> list[str]:
+    if not info.get("snapshots"):
+        return []
+    return ["", f"Training snapshots (fp16) at steps {info['snapshots']}: "
+            f"`{info['out']}/snapshots/step-NNNNN/`, for the app's "
+            "training-step slider (`alibi_viz.snapshots`)."]
+
+
+def _pilot_lines(info: dict) -> list[str]:
+    runs = "; ".join(f"hidden {r['hidden']} ({r['parameters']:,} parameters, "
+                     f"{r['seconds_per_step']} s/step): held-out loss {r['valid_loss'][200]} at "
+                     f"step 200, {r['valid_loss'][400]} at step 400" for r in PILOT)
+    return [f"Width, from a pilot of 400 steps on 2 idle cores: {runs}. The wider model was "
+            "0.14 nats better at 1.8x the cost; {steps} steps of it keep the family within "
+            "about 2 hours of training on 2 cores, so the family is {hidden} wide.".format(
+                steps=f"{info['steps']:,}", hidden=info["hidden"])]
+
+
+CARD_FACTORS = (1, 2, 8, 32)  # lengths of the card's per-kind table, in training lengths
+
+
+def _evaluation_lines(name: str, info: dict, by_kind: dict) -> list[str]:
+    """The card's evaluation: per kind of held-out text, perplexity at 1x, 2x, 8x and 32x the
+    training length with 95% intervals, under both protocols."""
+    found = {kind: r for kind, r in by_kind.items() if r and name in r.get("models", {})}
+    if not found:
+        return ["Not evaluated yet: run `python -m alibi_viz.evaluate`."]
+    first = next(iter(found.values()))
+    train_len = info["train_seq_len"]
+    lengths = [f * train_len for f in CARD_FACTORS if f * train_len in first["lengths"]]
+    lines = [
+        f"Per-byte perplexity on the shipped held-out text of each kind "
+        f"(`assets/corpus/heldout/`), at {', '.join(str(n) for n in lengths)} tokens "
+        f"(1x, 2x, 8x, 32x the training length {train_len}). Non-overlapping: the first "
+        f"{first['protocols']['nonoverlapping']['tokens']:,} tokens cut into windows of the "
+        f"length, every token scored. Sliding: {first['protocols']['sliding']['tokens']:,} "
+        f"tokens scored, windows advancing by {first['stride']}, each scored token seeing "
+        f"between length - {first['stride'] - 1} and length tokens. In brackets: the 95% "
+        f"interval over {first.get('chunks', 16)} disjoint chunks of the scored tokens. The "
+        f"two protocols score different stretches of the text (tokens "
+        f"{first['protocols']['nonoverlapping']['targets'][0]:,}-"
+        f"{first['protocols']['nonoverlapping']['targets'][1]:,} and "
+        f"{first['protocols']['sliding']['targets'][0]:,}-"
+        f"{first['protocols']['sliding']['targets'][1]:,}): compare each protocol across "
+        "lengths, not one protocol's value with the other's.",
+        "",
+        "| text | protocol | " + " | ".join(f"{n} ({n // train_len}x)" for n in lengths) + " |",
+        "|---|---|" + "---:|" * len(lengths),
+    ]
+    for kind, results in found.items():
+        entry = results["models"][name]
+        for protocol, ppl in entry["perplexity"].items():
+            ci = entry.get("ci95", {}).get(protocol, {})
+            cells = [f"{ppl[str(n)]:.3f} ({ci[str(n)][0]:.3f}-{ci[str(n)][1]:.3f})"
+                     if str(n) in ci else f"{ppl[str(n)]:.3f}" for n in lengths]
+            lines.append(f"| {data.TEXT_KINDS[kind]} | {protocol} | " + " | ".join(cells) + " |")
+    lines += ["", "Every length from 128 to 4,096: `assets/results/extrapolation-<kind>.json`, "
+              "written by `python -m alibi_viz.evaluate`."]
+    return lines
+
+
+def _reach_lines(name: str, reach: dict) -> list[str]:
+    from alibi_viz.reach import ReachResult
+
+    entry = reach.get("models", {}).get(name)
+    if not entry:
+        return ["Not measured yet: run `python -m alibi_viz.reach`."]
+    r = ReachResult.from_dict(entry["reach"])
+    copy = entry["copy"]
+    lines = [
+        "On the shipped held-out text of the four kinds, interleaved (`assets/results/"
+        "reach.json`, `python -m alibi_viz.reach`). Loss with at most c tokens of context "
+        f"(nats/byte, {reach['reach']['tokens']:,} scored tokens): "
+        + ", ".join(f"{c}: {v:.3f}" for c, v in zip(r.contexts.tolist(), r.nll.tolist(),
+                                                       strict=True))
+        + f"; within 0.01 nats of its best from {r.best_context(0.01):,} tokens on.",
+        "",
+        f"Copy at a distance ({copy['samples']} planted spans of {copy['span']} tokens per "
+        "distance; gain = loss on the same span where nothing precedes it to copy, minus loss "
+        "on the repeat, nats/byte): "
+        + ", ".join(f"{d}: {g:+.2f}" for d, g in zip(copy["distances"], copy["gain"],
+                                                      strict=True)) + ".",
+    ]
+    return lines
+
+
 def write_model_card(folder: Path, results: dict | None = None) -> None:
-    """(Re)write folder/README.md from training.json and, if given, extrapolation results
-    (the dict `alibi_viz.evaluate` writes; rows for this folder's model name)."""
+    """(Re)write folder/README.md from training.json, the shipped extrapolation results per
+    kind of held-out text (or `results`, {kind: the dict `alibi_viz.evaluate` writes}) and the
+    shipped reach results; rows for this folder's model name."""
+    from alibi_viz.assets import MODELS_DIR, load_extrapolation_results, load_reach_results
+
     folder = Path(folder)
+    shipped = folder.resolve().parent == MODELS_DIR.resolve()  # the shipped results are its own
+    if results is None:
+        results = ({kind: load_extrapolation_results(kind) for kind in data.CORPUS_KINDS}
+                   if shipped else {})
     info = json.loads((folder / "training.json").read_text())
     name = folder.name
     curve = info["loss_curve"]
@@ -298,8 +473,10 @@ def write_model_card(folder: Path, results: dict | None = None) -> None:
         f"# alibi-viz `{name}`: {info['arch']} byte-level language model",
         "",
         "Trained from scratch on CPU by `alibi_viz/train.py` so that the app can show real "
-        "attention heads and the *train short, test long* experiment of the ALiBi paper "
-        "(Press, Smith & Lewis 2021) without downloading anything.",
+        "attention heads, on code and on English, Spanish and Russian prose, and the *train "
+        "short, test long* experiment of the ALiBi paper (Press, Smith & Lewis 2021) without "
+        "downloading anything.",
+        *_snapshot_lines(info),
         "",
         "## Architecture",
         _arch_text(info),
@@ -315,10 +492,7 @@ def write_model_card(folder: Path, results: dict | None = None) -> None:
         *[f"- {d}" for d in REMAINING_DIFFERENCES],
         "",
         "## Data",
-        "The `.py` sources of the Python standard library (Python "
-        f"{info['python']}, PSF License), test suites and data tables excluded, about one file "
-        "in ten held out for validation (crc32 of the path); files joined with eos. "
-        "See `alibi_viz/data.py`.",
+        *_data_lines(info),
         "",
         "## Training",
         f"{info['steps_done']} steps of {info['batch_size']} random windows of "
@@ -332,8 +506,11 @@ def write_model_card(folder: Path, results: dict | None = None) -> None:
         f"(perplexity {info['valid_ppl_at_train_len']}).",
         "",
         "Copy curriculum (part of the data, the same for all five models): "
-        + info.get("curriculum", "none") + ". It makes copying heads form, so that the "
-        "models can show retrieval at a distance.",
+        + info["curriculum"] + ". It makes copying heads form, so that the models can show "
+        "retrieval at a distance. No model was trained without it, so what it does to reach "
+        "is not measured here.",
+        "",
+        *_pilot_lines(info),
         "",
         "Held-out loss during training: "
         + ", ".join(f"{p['valid_loss']} at step {p['step']}" for p in info.get("valid_curve", []))
@@ -348,29 +525,9 @@ def write_model_card(folder: Path, results: dict | None = None) -> None:
         "",
         "## Evaluation: per-byte perplexity on held-out text",
     ]
-    rows = (results or {}).get("models", {}).get(name)
-    if rows:
-        lengths = results["lengths"]
-        lines += [
-            f"Same {results['tokens_note']}; train length {info['train_seq_len']}. "
-            "Non-overlapping: the text cut into windows of the evaluation length. "
-            f"Sliding: windows advance by {results['stride']} tokens and only their last "
-            f"{results['stride']} tokens are scored; the scored tokens follow the first "
-            f"{max(lengths)}, so each sees between length - {results['stride'] - 1} and length "
-            "tokens of context. In brackets: the 95% interval over "
-            f"{results.get('chunks', 16)} disjoint chunks of the scored tokens.",
-            "",
-            "| protocol | " + " | ".join(str(n) for n in lengths) + " |",
-            "|---|" + "---:|" * len(lengths),
-        ]
-        for protocol, ppl in rows["perplexity"].items():
-            ci = rows.get("ci95", {}).get(protocol, {})
-            cells = [f"{ppl[str(n)]:.3f}" + (f" ({ci[str(n)][0]:.3f}-{ci[str(n)][1]:.3f})"
-                                             if str(n) in ci else "") for n in lengths]
-            lines.append(f"| {protocol} | " + " | ".join(cells) + " |")
-        lines += ["", "Written by `python -m alibi_viz.evaluate` (assets/results/extrapolation.json)."]
-    else:
-        lines.append("Not evaluated yet: run `python -m alibi_viz.evaluate`.")
+    lines += _evaluation_lines(name, info, results or {})
+    lines += ["", "## Reach and copy at a distance",
+              *_reach_lines(name, load_reach_results() if shipped else {})]
     lines += [
         "",
         "## Regenerate",
@@ -390,6 +547,9 @@ def parse_args(argv=None) -> TrainConfig:
     p = argparse.ArgumentParser(prog="python -m alibi_viz.train", description=__doc__.split("\n")[0])
     p.add_argument("--arch", choices=ARCHS, required=True)
     p.add_argument("--out", required=True, help="output folder, e.g. assets/models/alibi")
+    p.add_argument("--save-dtype", default="float16", choices=("float16", "float32"))
+    p.add_argument("--snapshots", default="", help="steps to save fp16 copies at, e.g. 0,30,100")
+    p.add_argument("--snapshot-dir", default="", help="default <out>/snapshots")
     for name in ("steps", "seq_len", "layers", "heads", "hidden", "batch_size", "warmup", "seed",
                  "threads", "log_every", "eval_every"):
         p.add_argument("--" + name.replace("_", "-"), type=int, default=getattr(defaults, name))
@@ -398,8 +558,32 @@ def parse_args(argv=None) -> TrainConfig:
     return TrainConfig(**vars(p.parse_args(argv)))
 
 
+def halve(folder: Path) -> dict:
+    """Store a trained model's weights in fp16 (what `--save-dtype float16` does at the end of
+    training), re-measure its held-out loss as stored, and update its training.json."""
+    from transformers import AutoModelForCausalLM
+
+    folder = Path(folder)
+    info = json.loads((folder / "training.json").read_text())
+    model = AutoModelForCausalLM.from_pretrained(folder, local_files_only=True,
+                                                 attn_implementation="eager", dtype=torch.float32)
+    model = model.half().float().eval()  # the weights as they will be stored
+    valid_stream = data.mixture_ids("valid", max_tokens=64 * info["seq_len"] + 1)
+    valid = validation_loss(model, valid_stream, info["seq_len"])
+    model.half().save_pretrained(folder)
+    info.update(save_dtype="float16", valid_loss_at_train_len=round(valid, 4),
+                valid_ppl_at_train_len=round(math.exp(valid), 4))
+    (folder / "training.json").write_text(json.dumps(info, indent=1) + "\n")
+    return info
+
+
 def main(argv=None) -> None:
     argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--halve"]:
+        for folder in argv[1:]:
+            info = halve(Path(folder))
+            print(f"{folder}: stored in fp16, held-out ppl {info['valid_ppl_at_train_len']}")
+        return
     cfg = parse_args(argv)
     info = train(cfg, command="python -m alibi_viz.train " + shlex.join(argv))
     print(f"saved {cfg.out}: final loss {info['final_loss']}, held-out ppl at {cfg.seq_len}: "

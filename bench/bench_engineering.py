@@ -64,11 +64,11 @@ def child(cell: str, repeats: int, threads: int) -> dict:
         elif cell == "behaviour_shipped":
             run = lambda: behaviour_scores(model, tokenizer, slopes=info.applied_slopes)  # noqa: E731
         elif cell == "statistics_shipped_512":
-            text = data.long_example()
+            text = data.long_example(kind="python")
             run = lambda: head_statistics(attention_maps(model, tokenizer, text, max_tokens=512),  # noqa: E731
                                           slopes=info.applied_slopes)
         else:
-            stream = data.corpus_ids("valid", max_tokens=1 << 16)
+            stream = data.heldout_ids("python", max_tokens=1 << 16)
             contexts = [c for c in REACH_CONTEXTS if c <= 1024]
             run = lambda: context_reach(model, stream, contexts)  # noqa: E731
     base = rss_mib()

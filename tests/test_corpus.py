@@ -71,9 +71,8 @@ def test_heldout_files_are_the_ones_the_manifest_records(manifest):
     assert names[0] == names[1] == names[2]
 
 
-def test_python_heldout_files_are_held_out_for_the_shipped_models_too():
-    """The shipped models' corpus splits the stdlib by the same rule on the same paths, so the
-    Python held-out files are validation files there too."""
+def test_python_heldout_files_follow_the_stdlib_rules():
+    """The Python held-out files are stdlib sources (no tests, no data tables) of validation."""
     for doc in data.heldout_documents("python"):
         assert data.is_stdlib_source(doc.name) and data.is_valid_name(doc.name)
 
@@ -161,14 +160,6 @@ def test_short_prose_examples_are_one_paragraph_in_three_languages():
     positions = {data.paragraphs(docs[lang][index[lang]].text).index(found[lang])
                  for lang in data.PROSE_LANGS}
     assert len(positions) == 1
-
-
-def test_example_texts_without_a_language_are_unchanged():
-    """example_texts() keeps the shipped models' three examples."""
-    examples = data.example_texts()
-    assert examples["Prose (short)"] == data.PROSE_EXAMPLE
-    assert examples["Code (short)"] == data.CODE_EXAMPLE
-    assert list(examples)[2] == "Python module (long, held out)"
 
 
 def tiny_build(tmp_path, texts):
@@ -289,7 +280,7 @@ def test_interleaved_stream_keeps_the_shares_from_the_start():
     """Every prefix of the interleaved stream holds each kind within a document of its share."""
     by_kind = {kind: docs_of(kind, *((f"{kind}{i}", "y" * 1000) for i in range(50)))
                for kind in data.CORPUS_KINDS}
-    stream = corpus.interleave(by_kind)
+    stream = data.interleave(by_kind)
     assert len(stream) == 200
     for cut in (8, 40, 120):
         counts = {k: sum(d.kind == k for d in stream[:cut]) for k in data.CORPUS_KINDS}

@@ -183,6 +183,12 @@ def tokenize_capped(tokenizer, text, max_tokens: int | None = None,
 
     truncated = None
     if room is not None and len(ids) > room:
+        # never end inside a character: a cut two-byte letter would show as <0xD0>
+        labels = token_labels(tokenizer, ids[:room])
+        keep = room
+        while keep > max(1, room - MAX_CHARACTER_TOKENS + 1) and labels[keep - 1].startswith("<0x"):
+            keep -= 1
+        room = keep
         why = f": {reason}" if reason else ""
         if len(piece) < len(text):
             truncated = ngettext("Kept the first {n} token of a {chars}-character text",
@@ -246,6 +252,8 @@ def _token_cap(model, facts: _Facts, max_tokens, budget_bytes, bytes_per_token_s
 
 def _input_ids(model, ids: list[int]) -> torch.Tensor:
     device = model.get_input_embeddings().weight.device
+    if device.type == "meta":  # offloaded by accelerate, whose hooks move the inputs themselves
+        device = torch.device("cpu")
     return torch.tensor([ids], dtype=torch.long, device=device)  # (1, T)
 
 

@@ -1,0 +1,168 @@
+"""Watch heads form: the shipped ALiBi model's training snapshots, measured.
+
+    python -m alibi_viz.snapshots        # -> assets/results/snapshots.json
+
+`alibi_viz.train --snapshots 0,30,100,...` saves an fp16 copy of the model at those steps
+(`assets/models/<name>/snapshots/step-NNNNN/`, save_pretrained with the tokenizer, and
+snapshot.json: step, held-out loss on the validation stream, seconds into training). This
+module measures every snapshot once, so that the app reads numbers and runs no training:
+
+* copying score of every head: `models.behaviour`'s induction probe (a random sequence of
+  printable bytes repeated twice; the attention from each token of the second copy to the token
+  after its twin in the first; Olsson et al. 2022's induction score, as TransformerLens
+  computes it);
+* the other behaviour scores of `models.behaviour` (previous token, local, sink, ...);
+* held-out loss per kind of text: the shipped held-out text (`data.heldout_ids`), the first
+  SNAPSHOT_TOKENS tokens cut into windows of the training length.
+
+On a model this small the copying score need not jump: Olsson et al. saw a phase change in
+two-layer and larger models trained on far more text; `phase_change` says how much of the rise
+happens between two consecutive snapshots, so the page can say what the curve shows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from alibi_viz import data
+from alibi_viz.assets import DEFAULT_MODEL, MODELS_DIR, SNAPSHOT_RESULTS_PATH, load_snapshot_results
+from alibi_viz.errors import AlibiVizError
+
+SNAPSHOT_TOKENS = 8192  # held-out tokens per kind scored at every snapshot
+SNAPSHOT_PREFIX = "step-"
+
+
+def snapshot_root(name: str = DEFAULT_MODEL) -> Path:
+    """Where the snapshots of shipped model `name` live."""
+    return MODELS_DIR / name / "snapshots"
+
+
+def snapshot_folders(name: str = DEFAULT_MODEL) -> dict[int, Path]:
+    """step -> folder of every snapshot of shipped model `name`, in step order; {} if none."""
+    root = snapshot_root(name)
+    if not root.is_dir():
+        return {}
+    found = {}
+    for folder in root.iterdir():
+        step = folder.name.removeprefix(SNAPSHOT_PREFIX)
+        if folder.name.startswith(SNAPSHOT_PREFIX) and step.isdigit() and (
+                folder / "config.json").is_file():
+            found[int(step)] = folder
+    return dict(sorted(found.items()))
+
+
+def load_snapshot(folder: Path):
+    """(model in float32, eval mode, eager attention; tokenizer) of one snapshot folder."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model = AutoModelForCausalLM.from_pretrained(folder, local_files_only=True,
+                                                 attn_implementation="eager", dtype=torch.float32)
+    return model.eval(), AutoTokenizer.from_pretrained(folder, local_files_only=True)
+
+
+@torch.inference_mode()
+def heldout_loss(model, kind: str, seq_len: int, tokens: int = SNAPSHOT_TOKENS) -> float:
+    """Mean next-token loss (nats) on the first `tokens` held-out tokens of `kind`, in
+    non-overlapping windows of seq_len + 1."""
+    ids = torch.from_numpy(data.heldout_ids(kind, max_tokens=tokens + 1))
+    rows = ids[: (ids.numel() - 1) // seq_len * seq_len + 1]
+    batch = torch.stack([rows[i : i + seq_len + 1] for i in range(0, rows.numel() - 1, seq_len)])
+    logits = model(input_ids=batch[:, :-1]).logits  # (B, T, V)
+    return float(torch.nn.functional.cross_entropy(logits.transpose(1, 2), batch[:, 1:]))
+
+
+def measure(name: str = DEFAULT_MODEL, seq_len: int = 128, log=print) -> dict:
+    """Measure every snapshot of `name`: what assets/results/snapshots.json holds."""
+    from alibi_viz.models.behaviour import BEHAVIOURS, behaviour_scores
+    from alibi_viz.models.loading import describe_model
+
+    folders = snapshot_folders(name)
+    if not folders:
+        raise AlibiVizError(f"No training snapshots under {snapshot_root(name)}: train with "
+                            "`python -m alibi_viz.train --snapshots ...` (make models).")
+    out = {"model": name, "command": "python -m alibi_viz.snapshots", "seq_len": seq_len,
+           "tokens_per_kind": SNAPSHOT_TOKENS, "torch": torch.__version__,
+           "steps": [], "valid_loss": [], "heldout_loss": {k: [] for k in data.CORPUS_KINDS},
+           "scores": {b: [] for b in BEHAVIOURS if b != "content"}, "seconds": []}
+    for step, folder in folders.items():
+        t0 = time.perf_counter()
+        model, tokenizer = load_snapshot(folder)
+        record = json.loads((folder / "snapshot.json").read_text())
+        behaviour = behaviour_scores(model, tokenizer, describe_model(model).applied_slopes)
+        out["steps"].append(step)
+        out["valid_loss"].append(record["valid_loss"])
+        out["seconds"].append(record["seconds"])
+        for kind in data.CORPUS_KINDS:
+            out["heldout_loss"][kind].append(round(heldout_loss(model, kind, seq_len), 4))
+        for b in out["scores"]:
+            out["scores"][b].append(np.round(behaviour.scores[b], 4).tolist())  # (layers, heads)
+        log(f"step {step:5d}: copying max {behaviour.scores['induction'].max():.3f}, held-out "
+            + ", ".join(f"{k} {out['heldout_loss'][k][-1]:.3f}" for k in data.CORPUS_KINDS)
+            + f" ({time.perf_counter() - t0:.1f} s)")
+    return out
+
+
+@dataclass(frozen=True)
+class SnapshotCurves:
+    """The shipped snapshot results as arrays. steps (S,); scores[behaviour] (S, layers, heads);
+    heldout_loss[kind] (S,)."""
+
+    steps: np.ndarray
+    scores: dict[str, np.ndarray]
+    heldout_loss: dict[str, np.ndarray]
+
+    @classmethod
+    def from_dict(cls, results: dict) -> SnapshotCurves:
+        if not results.get("steps"):
+            raise AlibiVizError("No snapshot results: run `python -m alibi_viz.snapshots`.")
+        return cls(np.array(results["steps"]),
+                   {b: np.array(v, dtype=float) for b, v in results["scores"].items()},
+                   {k: np.array(v, dtype=float) for k, v in results["heldout_loss"].items()})
+
+    def best_copying_head(self) -> tuple[int, int]:
+        """(layer, head), 0-based, of the head with the highest copying score at the last step."""
+        final = self.scores["induction"][-1]
+        layer, head = np.unravel_index(np.argmax(final), final.shape)
+        return int(layer), int(head)
+
+    def phase_change(self) -> tuple[int, int, float]:
+        """For the best copying head: the two consecutive snapshot steps between which its
+        score rises most, and that rise's share of its whole rise from the first snapshot to
+        its highest (1.0: all at once; small: gradual)."""
+        layer, head = self.best_copying_head()
+        curve = self.scores["induction"][:, layer, head]
+        rises = np.diff(curve)
+        k = int(np.argmax(rises))
+        total = curve.max() - curve[0]
+        return int(self.steps[k]), int(self.steps[k + 1]), float(rises[k] / total) if total > 0 else 0.0
+
+
+def shipped_curves() -> SnapshotCurves | None:
+    """The shipped snapshot results, or None when there are none."""
+    results = load_snapshot_results()
+    return SnapshotCurves.from_dict(results) if results.get("steps") else None
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(prog="python -m alibi_viz.snapshots",
+                                description="Measure the training snapshots -> "
+                                            "assets/results/snapshots.json.")
+    p.add_argument("--model", default=DEFAULT_MODEL)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--out", default=str(SNAPSHOT_RESULTS_PATH))
+    args = p.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    results = measure(args.model)
+    Path(args.out).write_text(json.dumps(results, indent=1) + "\n")
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,76 @@
+"""Reach and copy at a distance measure what their labels say (issue 23)."""
+
+import numpy as np
+import pytest
+import torch
+from model_factory import byte_tokenizer, tiny_model
+
+from alibi_viz import data
+from alibi_viz.models.heads import tokenize_capped
+from alibi_viz.reach import COPY_PREFIX, COPY_SPAN, context_reach, copy_at_distance, copy_sequences
+
+STREAM = data.heldout_ids("python", max_tokens=4000)
+
+
+@pytest.fixture(scope="module")
+def bloom():
+    torch.set_num_threads(1)
+    return tiny_model("bloom", vocab_size=259)
+
+
+def test_copy_control_differs_only_at_the_first_copy():
+    """The control is the probe with its first copy replaced by other text: same prefix, same
+    filler, same repeat at the same place."""
+    ids, controls, first, repeat = copy_sequences(data.heldout_ids("en"), 64, samples=4)
+    assert (first, repeat) == (COPY_PREFIX, COPY_PREFIX + 64)
+    same = (ids == controls).all(dim=0)
+    assert not same[first:first + COPY_SPAN].all()
+    assert same[:first].all() and same[first + COPY_SPAN:].all()
+    assert (ids[:, first:first + COPY_SPAN] == ids[:, repeat:repeat + COPY_SPAN]).all()
+
+
+def test_copy_gain_is_control_minus_repeat(bloom):
+    result = copy_at_distance(bloom, data.heldout_ids("python"), [32, 64], samples=2)
+    assert np.allclose(result.gain, result.control - result.repeat, atol=1e-6)
+
+
+def test_context_reach_never_gives_more_than_c_tokens(bloom, monkeypatch):
+    """No forward pass of a reach curve at context c is longer than c tokens, so at the
+    training length no scored token is past it."""
+    longest = {}
+    forward = type(bloom).forward
+
+    def recording(self, input_ids=None, **kwargs):
+        longest["n"] = max(longest.get("n", 0), input_ids.shape[1])
+        return forward(self, input_ids=input_ids, **kwargs)
+
+    monkeypatch.setattr(type(bloom), "forward", recording)
+    for c in (8, 32, 128):
+        longest.clear()
+        context_reach(bloom, STREAM, [c], tokens=64)
+        assert longest["n"] == c
+
+
+def test_a_cut_text_never_ends_inside_a_letter():
+    """Cutting Russian text (two bytes a letter) at an odd token count drops the half letter
+    rather than showing it as <0xD0>."""
+    tokenizer = byte_tokenizer()
+    cut = tokenize_capped(tokenizer, "мама мыла раму " * 10, max_tokens=7)
+    assert cut.tokens == ["м", "◦", "а", "◦", "м", "◦"]
+    assert tokenizer.decode(cut.ids) == "мам"
+
+
+def test_heldout_mixture_holds_every_kind_near_its_share():
+    """The reach stream interleaves the four kinds of held-out text by their shares."""
+    docs = data.interleave({kind: list(data.heldout_documents(kind)) for kind in data.CORPUS_KINDS})
+    first = docs[:60]
+    share = {k: sum(d.nbytes for d in first if d.kind == k) for k in data.CORPUS_KINDS}
+    total = sum(share.values())
+    assert all(0.1 < v / total < 0.45 for v in share.values()), share
+    ids = data.heldout_mixture_ids(max_tokens=5000)
+    assert ids.size == 5000
+
+
+@pytest.mark.parametrize("lang, kind", [("en", "en"), ("es", "es"), ("ru", "ru"), ("de", "en")])
+def test_a_page_shows_its_own_language_first(lang, kind):
+    assert data.page_kind(lang) == kind
