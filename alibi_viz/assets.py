@@ -1,7 +1,8 @@
 """The shipped model family, where it lives, and small readers for it.
 
     assets/models/<name>/               one trained model per folder (save_pretrained + training.json)
-    assets/results/extrapolation.json   written by `python -m alibi_viz.evaluate`
+    assets/results/extrapolation-<kind>.json   per kind of held-out text (python, en, es, ru),
+                                        written by `python -m alibi_viz.evaluate`
     assets/results/reach.json           written by `python -m alibi_viz.reach`
 
 `SHIPPED` is the one table of the family: every page, the training CLI and the evaluation take
@@ -19,8 +20,11 @@ from alibi_viz.i18n import N_, _
 
 ASSETS_DIR = Path(__file__).resolve().parent.parent / "assets"
 MODELS_DIR = ASSETS_DIR / "models"
-RESULTS_PATH = ASSETS_DIR / "results" / "extrapolation.json"
-REACH_PATH = ASSETS_DIR / "results" / "reach.json"
+RESULTS_DIR = ASSETS_DIR / "results"
+REACH_PATH = RESULTS_DIR / "reach.json"
+SNAPSHOT_RESULTS_PATH = RESULTS_DIR / "snapshots.json"
+ABLATION_PATH = RESULTS_DIR / "ablation.json"
+RESCALE_PATH = RESULTS_DIR / "rescale.json"
 DEFAULT_MODEL = "alibi"
 
 
@@ -57,9 +61,9 @@ MODEL_ORDER = tuple(SHIPPED)  # shown in this order; other folders follow by nam
 # English msgids: pages show _(difference); the model cards (alibi_viz.train) stay English.
 REMAINING_DIFFERENCES = (
     N_("BLOOM (alibi) applies a LayerNorm to the token embeddings (`word_embeddings_layernorm`, "
-       "256 parameters); the GPT-2 and GPT-NeoX models do not."),
-    N_("The GPT-2 models (sinusoidal, learned, nope) carry a 4096 x 128 position table "
-       "(524,288 entries): trained in `learned`, frozen in `sinusoidal` and `nope`; leave it out "
+       "384 parameters); the GPT-2 and GPT-NeoX models do not."),
+    N_("The GPT-2 models (sinusoidal, learned, nope) carry a 4096 x 192 position table "
+       "(786,432 entries): trained in `learned`, frozen in `sinusoidal` and `nope`; leave it out "
        "and every model has the same parameter count to within 0.1%."),
     N_("GPT-2 scales the initial weights of its residual projections by 1/sqrt(2 x layers); BLOOM "
        "and GPT-NeoX initialise every linear layer with std 0.02."),
@@ -130,9 +134,39 @@ def load_reach_results(path=None) -> dict:
     return json.loads(path.read_text())
 
 
-def load_extrapolation_results(path=RESULTS_PATH) -> dict:
-    """The results `python -m alibi_viz.evaluate` wrote (see that module); {} if missing."""
-    path = Path(path)
+def results_path(kind: str) -> Path:
+    """Where the extrapolation results on held-out text of `kind` live."""
+    return RESULTS_DIR / f"extrapolation-{kind}.json"
+
+
+def load_extrapolation_results(kind: str = "python", path=None) -> dict:
+    """The results `python -m alibi_viz.evaluate` wrote for held-out text of `kind` (see that
+    module), or those in `path`; {} if missing."""
+    path = Path(results_path(kind) if path is None else path)
+    if not path.is_file():
+        return {}
+    return json.loads(path.read_text())
+
+
+def load_ablation_results(path=None) -> dict:
+    """What `python -m alibi_viz.models.ablation` measured (head ablation); {} if missing."""
+    path = Path(ABLATION_PATH if path is None else path)
+    if not path.is_file():
+        return {}
+    return json.loads(path.read_text())
+
+
+def load_rescale_results(path=None) -> dict:
+    """What `python -m alibi_viz.models.rescale` measured (slopes rescaled); {} if missing."""
+    path = Path(RESCALE_PATH if path is None else path)
+    if not path.is_file():
+        return {}
+    return json.loads(path.read_text())
+
+
+def load_snapshot_results(path=None) -> dict:
+    """What `python -m alibi_viz.snapshots` measured on the training snapshots; {} if missing."""
+    path = Path(SNAPSHOT_RESULTS_PATH if path is None else path)
     if not path.is_file():
         return {}
     return json.loads(path.read_text())
