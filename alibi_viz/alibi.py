@@ -35,7 +35,7 @@ SCHEDULES = ("official", "geometric", "mpt")
 MODES = ("causal", "symmetric")
 # What the app shows for each mode and schedule (translated where shown: `_(MODE_NAMES[m])`).
 MODE_NAMES = {"causal": N_("causal"), "symmetric": N_("symmetric")}
-SCHEDULE_NAMES = {"official": N_("official"), "geometric": N_("geometric"), "mpt": "mpt"}
+SCHEDULE_NAMES = {"official": N_("official"), "geometric": N_("geometric"), "mpt": "MPT"}
 
 
 # ----------------------------------------------------------------------------- input checks

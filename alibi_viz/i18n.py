@@ -178,6 +178,28 @@ def plotly_separators(code: str | None = None) -> str:
     return get_decimal_symbol(code) + get_group_symbol(code)
 
 
+# plotly.js's own interface texts (the modebar's tooltips, the zoom hint), as plotly.js names
+# them: translated through the chart config's `locales`, so no locale file has to be loaded.
+PLOTLY_TEXTS = (
+    N_("Download plot as a png"), N_("Download plot"), N_("Zoom"), N_("Pan"), N_("Box Select"),
+    N_("Lasso Select"), N_("Zoom in"), N_("Zoom out"), N_("Autoscale"), N_("Reset axes"),
+    N_("Reset view"), N_("Toggle Spike Lines"), N_("Show closest data on hover"),
+    N_("Compare data on hover"), N_("Double-click to zoom back out"),
+    N_("Double-click on legend to isolate one trace"),
+)
+
+
+def plotly_locale(code: str | None = None) -> dict:
+    """Chart config entries that make plotly.js speak the language: {"locale", "locales"} with
+    PLOTLY_TEXTS translated; {} for English."""
+    code = code or _current.get()
+    if code == DEFAULT_LANGUAGE:
+        return {}
+    catalog = translations(code)
+    return {"locale": code,
+            "locales": {code: {"dictionary": {t: catalog.gettext(t) for t in PLOTLY_TEXTS}}}}
+
+
 def negotiate(accept_language: str | None) -> str | None:
     """The best of LANGUAGES for a browser's Accept-Language header, or None."""
     if not accept_language:

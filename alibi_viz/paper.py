@@ -24,3 +24,17 @@ TABLE2_LONG = 3512
 # while the sinusoidal model degrades.
 SLIDING_SINUSOIDAL = (18.35, 204.42)  # sinusoidal at 512 and at 1,024 tokens
 SLIDING_LONG = 1024
+
+# Beyond the paper. The official repository's README (github.com/ofirpress/
+# attention_with_linear_biases) points to position interpolation for ALiBi, so that a model
+# uses a context longer than it was trained on: Al-Khateeb et al. 2023, arXiv:2310.13017.
+ALIBI_INTERPOLATION = "Al-Khateeb et al. 2023, arXiv:2310.13017"
+
+# The L = 1,024 WikiText-103 ALiBi model read longer: it keeps working, but past about L the
+# extra context does not help. Transcribed by the issue-24 audit from arXiv:2108.12409v2 (no
+# copy of the paper's PDF is available offline here to re-check them).
+# Appendix Table 3, non-overlapping windows: perplexity at 1,024 and at 10,024 tokens.
+TABLE3_TRAIN_LEN = 1024
+TABLE3_ALIBI = {1024: 18.66, 10024: 17.97}
+# Appendix Table 15, sliding window with stride 1 (every token sees exactly L tokens).
+TABLE15_ALIBI = {512: 17.98, 1024: 17.92, 3072: 18.30}

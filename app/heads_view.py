@@ -26,10 +26,11 @@ from pathlib import Path
 import streamlit as st
 
 from alibi_viz import data, i18n
-from alibi_viz.assets import training_info
+from alibi_viz.assets import SHIPPED_TRAIN_SEQ_LEN, load_ablation_results, training_info
 from alibi_viz.errors import AlibiVizError, ModelLoadError
 from alibi_viz.figures.heads import (
     COLOR_SCALES,
+    ablation_figure,
     attention_grid_figure,
     behaviour_grid_figure,
     behaviour_selection,
@@ -40,7 +41,9 @@ from alibi_viz.figures.heads import (
     single_map_figure,
 )
 from alibi_viz.figures.render import with_traces
+from alibi_viz.figures.training import snapshot_figure
 from alibi_viz.i18n import N_, _, formatted, number, significant, tokens
+from alibi_viz.models.ablation import MINOR, ablation_summary
 from alibi_viz.models.behaviour import BEHAVIOUR_TITLES, BEHAVIOURS, behaviour_scores
 from alibi_viz.models.heads import (
     BIAS_SHOWN,
@@ -50,6 +53,7 @@ from alibi_viz.models.heads import (
 )
 from alibi_viz.models.loading import CONVERT_CODE, resolve_model_path, train_seq_len
 from alibi_viz.params import UrlParam
+from alibi_viz.snapshots import SNAPSHOT_TOKENS, shipped_curves
 from app import conformance_view, ui
 
 logger = logging.getLogger(__name__)
@@ -59,7 +63,7 @@ URL_TEXT_CHARS = 500       # texts up to this long go into the shareable URL
 MAX_TOKENS = 2048          # the most tokens a page runs the model on
 DEFAULT_MAX_TOKENS = 512
 MAX_INDEX = 1024           # layer and head numbers the URL may name (checked against the model)
-EXAMPLE_SLUGS = ("prose", "code", "long")  # URL names of data.example_texts(), in its order
+EXAMPLE_SLUGS = ("prose", "code", "long", "module")  # URL names of data.example_texts(lang)
 CUSTOM = "custom"
 # Option texts (translated where shown: `_(TABLE[key])`).
 COLOR_SCALE_TITLES = {"log": N_("log"), "linear": N_("linear")}
@@ -102,15 +106,20 @@ class Loaded:
 # ----------------------------------------------------------------------------- state
 
 @st.cache_data(show_spinner=False)
-def examples() -> dict[str, str]:
-    """URL slug -> (title, text) of the ready examples; titles are English msgids, shown as
-    `_(title)`."""
+def _examples(lang: str) -> dict[str, tuple[str, str]]:
     try:
-        found = data.example_texts()
-    except AlibiVizError:  # no held-out file long enough: the two short examples only
+        found = data.example_texts(data.page_kind(lang))
+    except AlibiVizError:  # the shipped held-out text is unreadable: the two short examples
         found = {N_("Prose (short)"): data.PROSE_EXAMPLE, N_("Code (short)"): data.CODE_EXAMPLE}
     return {slug: (title, text) for slug, (title, text) in zip(EXAMPLE_SLUGS, found.items(),
                                                                  strict=False)}
+
+
+def examples() -> dict[str, tuple[str, str]]:
+    """URL slug -> (title, text) of the ready examples in the page's language: short prose in
+    that language, a short function, a long manual page in that language, a long Python
+    module, all shipped held-out text; titles are English msgids, shown as `_(title)`."""
+    return _examples(i18n.get_language())
 
 
 def _key(prefix: str, name: str) -> str:
@@ -199,14 +208,20 @@ def text_ui(prefix: str) -> str:
               | {CUSTOM: _("Your own text")})
     if st.session_state.get(_key(prefix, "example")) not in titles:
         st.session_state[_key(prefix, "example")] = CUSTOM
+    slug, shown_in = st.session_state[_key(prefix, "example")], f"_{prefix}_example_lang"
+    if slug in examples() and st.session_state.get(shown_in) not in (None, i18n.get_language()):
+        st.session_state[_key(prefix, "text")] = examples()[slug][1]  # the language changed
+    st.session_state[shown_in] = i18n.get_language()
     left, right = st.columns([1, 3])
     left.selectbox(_("Example"), list(titles), key=_key(prefix, "example"),
                    format_func=titles.__getitem__, on_change=_pick_example, args=(prefix,),
-                   help=_("Ready texts: prose, code, and a long held-out Python module."))
+                   help=_("Ready texts, all held out from training: prose in the page's "
+                          "language, code, a long manual page and a long Python module."))
     text = right.text_area(
         _("Text"), key=_key(prefix, "text"), height=110, on_change=_edited_text, args=(prefix,),
         help=_("Type or paste any text (up to {n} characters are kept).").format(
             n=number(MAX_TEXT_CHARS)))
+    right.caption(_("The model reads your text once you click or tap outside the box."))
     cut_from = st.session_state.pop(f"_{prefix}_cut_from", None)
     if len(text) > MAX_TEXT_CHARS:  # not cut by the callback (set by code, not typed)
         cut_from, text = len(text), text[:MAX_TEXT_CHARS]
@@ -490,7 +505,7 @@ def show_gallery(prefix: str, loaded: Loaded) -> None:
                        behaviour_selection(cell))
     st.plotly_chart(ui.ready(grid), key=chart_key,
                     on_select="rerun", selection_mode="points", theme=None,
-                    config=ui.PLOT_CONFIG, width="stretch")
+                    config={**ui.PLOT_CONFIG, **i18n.plotly_locale()}, width="stretch")
     layer, head = cell
     kind = strongest[layer, head]
     probe, query = behaviour.example(layer, head, kind)
@@ -515,3 +530,97 @@ def show_gallery(prefix: str, loaded: Loaded) -> None:
         st.html(highlight_html(labels, attention[query], query))
         st.caption(_("Scores: {scores}. Definitions: `alibi_viz/models/behaviour.py`.").format(
             scores="; ".join(behaviour.score_texts(layer, head))))
+
+
+# ----------------------------------------------------------------------------- training
+
+@ui.cached_figure(max_entries=16)
+def snapshot_fig(step: int):
+    return snapshot_figure(shipped_curves(), step)
+
+
+def training_ui(step: int) -> None:
+    """Watch heads form: the copying score of every head and the held-out loss against the
+    training step (measured once on the shipped snapshots), the shown step dotted."""
+    curves = shipped_curves()
+    if curves is None:
+        return
+    st.subheader(_("Watch heads form during training"))
+    ui.show_figure(snapshot_fig(step), "training_snapshots", key=_key("mh", "fig_training"))
+    layer, head = curves.best_copying_head()
+    before, after, share = curves.phase_change()
+    final = curves.scores["induction"][-1, layer, head]
+    first = curves.scores["induction"][0, layer, head]
+    st.markdown(_(
+        "The strongest copying head at the end is layer {layer}, head {head}: its copying score "
+        "goes from {first} at step 0 to {final} at step {last}. Its largest rise between two "
+        "snapshots, from step {before} to step {after}, is {share} of its whole rise.").format(
+        layer=layer + 1, head=head + 1, first=number(first, 2), final=number(final, 2),
+        last=number(int(curves.steps[-1])), before=number(before), after=number(after),
+        share=i18n.percent(share)) + " " + (
+        _("Most of it happens between two snapshots: a jump like the phase change Olsson et "
+          "al. (2022) saw in larger models, though snapshots this sparse cannot say how sharp.")
+        if share >= 0.5 else
+        _("It spreads over several snapshots: on a model this small the copying head forms "
+          "gradually, not in the sharp phase change Olsson et al. (2022) saw in larger "
+          "models.")))
+    st.caption(_("Copying score: on a random sequence of printable bytes repeated twice, the "
+                 "attention from each token of the second copy to the token after its twin in "
+                 "the first (Olsson et al. 2022). Held-out loss: the shipped held-out text, "
+                 "{tokens} tokens of each kind in windows of {n}. Command: `python -m "
+                 "alibi_viz.snapshots`.").format(tokens=number(SNAPSHOT_TOKENS),
+                                                 n=number(SHIPPED_TRAIN_SEQ_LEN)))
+
+
+# ----------------------------------------------------------------------------- which heads matter
+
+@ui.cached_figure(max_entries=8)
+def ablation_fig(name: str):
+    entry = load_ablation_results()["models"][name]
+    return ablation_figure(entry["increase"], entry["slope"], entry["slope_kind"])
+
+
+def ablation_ui(name: str) -> None:
+    """Which heads matter: the shipped model's loss increase per silenced head against the
+    head's slope (measured once, assets/results/ablation.json), and what it says in numbers."""
+    results = load_ablation_results()
+    entry = results.get("models", {}).get(name)
+    if not entry:
+        return
+    st.subheader(_("Which heads matter?"))
+    summary = ablation_summary(entry)
+    layer, head, cost, slope = summary["top"]
+    ask_ablation(summary)
+    ui.show_figure(ablation_fig(name), f"ablation_{name}", key=_key("mh", "fig_ablation"))
+    st.markdown(_(
+        "Silencing layer {layer}, head {head} costs the most: +{cost} nats per token (slope "
+        "{slope}). {minor} of the {heads} heads cost less than {minor_limit} when silenced. The "
+        "steepest quarter of the heads by slope costs {steep} on average, the gentlest quarter "
+        "{gentle}; the rank correlation of slope and cost is {rho}.").format(
+        layer=layer + 1, head=head + 1, cost=number(cost, 3), slope=significant(slope, 3),
+        minor=number(summary["minor"]), heads=number(summary["heads"]),
+        minor_limit=number(MINOR, 2), steep=number(summary["steep"], 3),
+        gentle=number(summary["gentle"], 3), rho=number(summary["rho"], 2)) + " " + (
+        _("Here the steeper heads matter less, as the claim that steep heads are useless "
+          "expects.") if summary["steep"] < summary["gentle"] else
+        _("Here the steeper heads matter more: the claim that steep heads are useless does not "
+          "hold for this model.")))
+    st.caption(_("Each head's output zeroed in turn (Michel et al. 2019), on {windows} windows "
+                 "of held-out text of the training length; {slope_kind}. Command: `python -m "
+                 "alibi_viz.models.ablation`.").format(
+        windows=number(results["windows"]),
+        slope_kind=_("slope: the ALiBi slope the model applies") if entry["slope_kind"] == "applied"
+        else _("slope: the decay fitted to the head's attention on the same text")))
+
+
+def ask_ablation(summary: dict) -> None:
+    """Predict first: the question, and the answer folded away until a student opens it."""
+    st.markdown(_("**Question.** A source claims that heads whose slopes are too steep to "
+                  "look beyond their neighbours end up useless. Do the steepest heads of this "
+                  "model cost less when silenced than the gentlest?"))
+    answer = (_("Yes: the steepest quarter costs {steep}, the gentlest {gentle} nats per token.")
+              if summary["steep"] < summary["gentle"] else
+              _("No: the steepest quarter costs {steep}, the gentlest {gentle} nats per token."))
+    with st.expander(_("Answer"), icon=":material/visibility:"):
+        st.markdown(answer.format(steep=number(summary["steep"], 3),
+                                  gentle=number(summary["gentle"], 3)))

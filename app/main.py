@@ -44,8 +44,11 @@ PAGES = [
 ]
 
 # Navigation names wrap instead of being cut with an ellipsis in a narrow sidebar (1024 px).
+# Streamlit's own "Press Ctrl+Enter to apply" under a text box is English whatever the page's
+# language and means nothing on a phone: hidden; the text boxes say in words how to apply.
 st.html("<style>[data-testid='stSidebarNavLink'] span { white-space: normal !important; "
-        "overflow: visible !important; text-overflow: clip !important; }</style>")
+        "overflow: visible !important; text-overflow: clip !important; } "
+        "[data-testid='InputInstructions'] { display: none !important; }</style>")
 page = st.navigation(PAGES)
 with ui.timed_run(page.url_path):
     page.run()

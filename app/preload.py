@@ -87,13 +87,16 @@ import alibi_viz.figures.extrapolation
 import alibi_viz.figures.heads
 import alibi_viz.figures.lesson
 import alibi_viz.figures.render
+import alibi_viz.figures.training
 import alibi_viz.glossary
 import alibi_viz.i18n
+import alibi_viz.models.ablation
 import alibi_viz.models.behaviour
 import alibi_viz.models.conformance
 import alibi_viz.models.heads
 import alibi_viz.models.hub_cache
 import alibi_viz.models.loading
+import alibi_viz.models.rescale
 import alibi_viz.models.zoo
 import alibi_viz.notebook  # the CLI and notebook modules: a lazy import in alibi_viz must find them
 import alibi_viz.paper
@@ -102,6 +105,7 @@ import alibi_viz.positional
 import alibi_viz.precision
 import alibi_viz.reach
 import alibi_viz.report
+import alibi_viz.snapshots
 import alibi_viz.train
 
 # AutoModelForCausalLM/AutoTokenizer find a model's classes through lazy mappings, which import

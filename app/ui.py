@@ -214,7 +214,7 @@ def show_figure(fig, filename: str, key: str | None = None, width: int | None = 
     that saves a 2x PNG named `filename`."""
     if not isinstance(fig, dict):
         fig = figure_spec(fig, **({"width": width} if width else {}))
-    config = {**PLOT_CONFIG,
+    config = {**PLOT_CONFIG, **i18n.plotly_locale(),
               "toImageButtonOptions": {**PLOT_CONFIG["toImageButtonOptions"], "filename": filename}}
     st.plotly_chart(ready(fig), width="stretch",
                     config=config, key=key, theme=None)

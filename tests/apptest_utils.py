@@ -53,6 +53,8 @@ def figure_keys(at: AppTest) -> list[str]:
 
 
 # The figures each page draws on its first screen, by key.
-MODEL_HEADS_FIGURES = ["mh_fig_grid", "mh_fig_row", "mh_fig_stats", "mh_fig_gallery",
-                       "mh_fig_gallery_map"]
-INSPECT_HEADS_FIGURES = [key.replace("mh_", "im_") for key in MODEL_HEADS_FIGURES]
+HEADS_FIGURES = ["mh_fig_grid", "mh_fig_row", "mh_fig_stats", "mh_fig_gallery",
+                 "mh_fig_gallery_map"]
+# the shipped ALiBi model: which heads matter, and its training snapshots
+MODEL_HEADS_FIGURES = [*HEADS_FIGURES, "mh_fig_ablation", "mh_fig_training"]
+INSPECT_HEADS_FIGURES = [key.replace("mh_", "im_") for key in HEADS_FIGURES]

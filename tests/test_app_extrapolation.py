@@ -16,7 +16,7 @@ def test_page_shows_results_and_attention():
     """The page draws the shipped results chart and the two-length attention figure."""
     at = run_app("extrapolation")
     assert not at.exception and not at.error
-    assert assets.load_extrapolation_results(assets.RESULTS_PATH)["models"]  # results shipped
+    assert assets.load_extrapolation_results("en")["models"]  # results shipped
     assert any(t.startswith("Train short, test long") for t in figure_titles(at))
     assert "Layer 1, head 8" in attention_title(at)
     assert "128 and 1,024 tokens" in attention_title(at)
@@ -56,19 +56,21 @@ def test_live_run_reproduces_the_evaluator():
     at.button(key="xl_run").click().run()
     assert not at.exception and not at.error
     live = next(m for m in at.metric if m.label.startswith("Live"))
-    expected = perplexity(load_eval_model(SHIPPED["alibi"]), evaluation_stream(128), 128,
+    expected = perplexity(load_eval_model(SHIPPED["alibi"]), evaluation_stream(128, "en"), 128,
                           max_tokens=128)["ppl"]
     assert live.value == f"{expected:.3f}"
-    if assets.load_extrapolation_results(assets.RESULTS_PATH):
+    if assets.load_extrapolation_results("en"):
         stars = [t for fig in figures(at) for t in fig["data"]
-                 if t.get("marker", {}).get("symbol") == "star"]
+                 if t.get("marker", {}).get("symbol") == "star"
+                 and t.get("hovertemplate", "").startswith("live run")]
         assert len(stars) == 1 and stars[0]["x"] == [128]
 
 
 def test_missing_assets_give_clear_messages(monkeypatch, tmp_path):
     """With no shipped models or results the page explains what to run, without an exception."""
     monkeypatch.setattr(assets, "MODELS_DIR", tmp_path / "models")
-    monkeypatch.setattr(assets, "RESULTS_PATH", tmp_path / "results.json")
+    monkeypatch.setattr(assets, "RESULTS_DIR", tmp_path)
+    monkeypatch.setattr(assets, "RESCALE_PATH", tmp_path / "rescale.json")
     monkeypatch.setattr(assets, "REACH_PATH", tmp_path / "reach.json")
     at = run_app("extrapolation")
     assert not at.exception
@@ -89,7 +91,7 @@ def test_paper_numbers_sit_beside_ours_at_a_matching_factor():
     at = run_app("extrapolation")
     table = next(t.value for t in at.table if "method" in t.value.columns)
     alibi = table[table["method"] == "ALiBi"].iloc[0]
-    results = assets.load_extrapolation_results(assets.RESULTS_PATH)
+    results = assets.load_extrapolation_results("en")
     ours = results["models"]["alibi"]["perplexity"]["nonoverlapping"]
     assert alibi["paper: 3,512 (6.9x)"] == significant(paper.TABLE2["ALiBi"][1], 4)
     assert alibi["ours: 128"] == significant(ours["128"], 4)
@@ -102,9 +104,47 @@ def test_key_result_states_the_measured_sliding_ratios():
     up to the length it uses, and from there to 4,096."""
     from alibi_viz.evaluate import describe_ratio, useful_context
 
-    results = assets.load_extrapolation_results(assets.RESULTS_PATH)
+    results = assets.load_extrapolation_results("en")
     n, gain, rest = useful_context(results, "alibi")
     at = run_app("extrapolation")
     text = next(m.value for m in at.markdown if m.value.startswith("**The key result.**"))
     assert describe_ratio(gain) in text and describe_ratio(rest) in text and f"{n:,}" in text
 
+
+
+def test_held_out_text_follows_the_page_language_and_the_url():
+    """The lab reads the held-out text of the page's language first (Russian prose for
+    ?lang=ru), and ?kind=python switches the results to code."""
+    at = run_app("extrapolation", {"lang": "ru"})
+    assert not at.exception
+    assert at.selectbox(key="xl_kind").value == "ru"
+    at = run_app("extrapolation", {"kind": "python"})
+    assert at.selectbox(key="xl_kind").value == "python"
+    results = assets.load_extrapolation_results("python")
+    table = next(t.value for t in at.table if "method" in t.value.columns)
+    alibi = table[table["method"] == "ALiBi"].iloc[0]
+    from alibi_viz.i18n import significant
+    assert alibi["ours: 128"] == significant(
+        results["models"]["alibi"]["perplexity"]["nonoverlapping"]["128"], 4)
+
+
+def test_key_result_says_what_a_sliding_token_sees_and_where_to_go_further():
+    """The key result says a sliding token sees L − 63 to L tokens (stride 64), not "a full
+    window", and names position interpolation (the official repository's pointer)."""
+    from alibi_viz import paper
+
+    at = run_app("extrapolation")
+    text = next(m.value for m in at.markdown if m.value.startswith("**The key result.**"))
+    assert "between L − 63 and L tokens" in text and "a full window" not in text
+    assert paper.ALIBI_INTERPOLATION in text
+    assert "best near twice the training length" not in text
+
+
+def test_reading_notes_say_the_protocols_score_different_text():
+    """The two protocols' absolute values are not comparable: the page says which tokens each
+    scores, from the results file."""
+    results = assets.load_extrapolation_results("en")
+    at = run_app("extrapolation")
+    text = next(m.value for m in at.markdown if m.value.startswith("**How to read it.**"))
+    a, b = results["protocols"]["sliding"]["targets"]
+    assert f"sliding tokens {a:,} to {b:,}" in text

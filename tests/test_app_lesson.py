@@ -1,4 +1,4 @@
-"""The Lesson page under Streamlit's AppTest: eight steps, navigation, presentation mode with
+"""The Lesson page under Streamlit's AppTest: nine steps, navigation, presentation mode with
 predict-then-reveal, misconceptions, URL."""
 
 import pytest
@@ -8,7 +8,7 @@ from alibi_viz import alibi_slopes, assets
 
 STEP_TITLES = ["Where position enters attention", "The bias matrix", "Slopes",
                "Decay and half-life", "A real head of the shipped model", "Train short, test long",
-               "How far back does it look?", "Common misconceptions"]
+               "How far back does it look?", "Watch a copying head form", "Common misconceptions"]
 LAST = len(STEP_TITLES)
 needs_model = pytest.mark.skipif("alibi" not in assets.shipped_models(),
                                  reason="the shipped ALiBi model is not in assets/models yet")
@@ -127,7 +127,7 @@ def test_real_head_step_follows_layer_and_head():
 def test_missing_model_and_results_give_messages(monkeypatch, tmp_path):
     """Without shipped files, steps 5 and 6 say what to run instead of failing."""
     monkeypatch.setattr(assets, "MODELS_DIR", tmp_path / "models")
-    monkeypatch.setattr(assets, "RESULTS_PATH", tmp_path / "results.json")
+    monkeypatch.setattr(assets, "RESULTS_DIR", tmp_path)
     at = run_app("lesson", {"step": "5"})
     assert "python -m alibi_viz.train" in at.info[0].value
     at.button(key="ls_next").click().run()
@@ -167,3 +167,16 @@ def test_on_a_projector_the_myths_come_one_at_a_time_claim_before_fact():
     at.button(key="ls_prev").click().run()
     assert "**Myth 5 of 6:**" in text()
     assert not at.exception
+
+
+def test_context_myth_quotes_the_papers_tables():
+    """The context myth says what learners believe (the model *uses* 10K tokens) and answers
+    with the paper's Table 3 and Table 15 numbers, as alibi_viz.paper transcribes them."""
+    from alibi_viz import paper
+    from alibi_viz.i18n import number
+
+    at = run_app("lesson", {"step": str(LAST)})
+    text = " ".join(m.value for m in at.markdown)
+    assert "makes use of all 10K tokens" in text
+    for value in (*paper.TABLE3_ALIBI.values(), *paper.TABLE15_ALIBI.values()):
+        assert number(value, 2) in text, value

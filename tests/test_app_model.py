@@ -35,7 +35,7 @@ def test_page_renders_the_shipped_model():
     assert not at.exception and not at.error
     assert figure_keys(at) == MODEL_HEADS_FIGURES
     assert grid_title(at).startswith("Layer 1:")
-    assert at.text_area(key="mh_text").value == data.PROSE_EXAMPLE
+    assert at.text_area(key="mh_text").value == data.prose_example("en")
     assert at.query_params["model"] == "alibi" and at.query_params["example"] == "prose"
 
 
@@ -79,17 +79,20 @@ def test_bad_url_values_warn_and_fall_back():
 
 
 def test_blank_text_asks_for_text():
-    """A text of spaces: a message asking for text, no maps, no traceback."""
+    """A text of spaces: a message asking for text, no maps, no traceback; only the figures
+    that do not read the text (which heads matter, the training snapshots) stay."""
     at = run_app("model_heads", {"text": "   "})
     assert not at.exception
     assert any("The text is empty" in w for w in warnings(at))
-    assert not figures(at)
+    assert figure_keys(at) == ["mh_fig_ablation", "mh_fig_training"]
 
 
 def test_baseline_model_shows_no_added_bias():
     """The RoPE baseline draws its heads; its caption says position is inside q·k."""
     at = run_app("model_heads", {"model": "rope", "text": SHORT})
-    assert not at.exception and figure_keys(at) == MODEL_HEADS_FIGURES
+    # no training snapshots for the baselines: those are the ALiBi model's
+    assert not at.exception and figure_keys(at) == [k for k in MODEL_HEADS_FIGURES
+                                                    if k != "mh_fig_training"]
     assert any("rotary embeddings rotate q and k" in c.value for c in at.caption)
 
 
@@ -105,7 +108,7 @@ def test_example_picker_fills_the_text():
     """Picking the code example puts it in the text area and example=code in the URL."""
     at = run_app("model_heads", {"text": SHORT})
     at.selectbox(key="mh_example").set_value("code").run()
-    assert at.text_area(key="mh_text").value == data.CODE_EXAMPLE
+    assert at.text_area(key="mh_text").value == data.code_example()
     assert at.query_params["example"] == "code" and "text" not in at.query_params
 
 
@@ -165,3 +168,53 @@ def test_model_folder_removed_while_running_gives_a_message(own_models):
     assert not at.exception
     assert any("No shipped models were found" in e.value for e in at.error)
 
+
+
+@pytest.mark.parametrize("lang", ["es", "ru"])
+def test_page_opens_on_a_paragraph_in_its_language(lang):
+    """?lang=es (ru) opens on the held-out paragraph in Spanish (Russian), which the shipped
+    models were trained to read."""
+    at = run_app("model_heads", {"lang": lang})
+    assert not at.exception
+    assert at.text_area(key="mh_text").value == data.prose_example(lang)
+
+
+def test_switching_language_switches_an_untouched_example():
+    """An example the user did not edit follows the page's language."""
+    at = run_app("model_heads")
+    at.selectbox(key="app_lang").set_value("ru").run()
+    assert at.text_area(key="mh_text").value == data.prose_example("ru")
+
+
+def test_training_step_from_the_url_shows_that_snapshot():
+    """?step=30 loads the ALiBi model as it was at step 30: a note says so, the maps are of
+    that model (they differ from the final model's), the URL keeps the step."""
+    final = figures(run_app("model_heads", {"text": SHORT}))[0]
+    at = run_app("model_heads", {"text": SHORT, "step": "30"})
+    assert not at.exception and not at.error
+    assert any("training step 30" in i.value for i in at.info)
+    assert at.query_params["step"] == "30"
+    assert figures(at)[0]["data"] != final["data"]
+    # which heads matter is measured on the models as trained, so it is left out at step 30
+    assert figure_keys(at) == [k for k in MODEL_HEADS_FIGURES if k != "mh_fig_ablation"]
+
+
+def test_a_training_step_that_was_not_saved_warns():
+    at = run_app("model_heads", {"step": "31"})
+    assert not at.exception
+    assert any(w.startswith("URL parameter ignored") for w in warnings(at))
+
+
+def test_which_heads_matter_states_the_shipped_measurement():
+    """The head-ablation paragraph states the shipped numbers: the costliest head and its cost,
+    and the steep-vs-gentle comparison that answers the claim, from ablation.json."""
+    from alibi_viz.i18n import number
+    from alibi_viz.models.ablation import ablation_summary
+
+    entry = assets.load_ablation_results()["models"]["alibi"]
+    summary = ablation_summary(entry)
+    at = run_app("model_heads", {"text": SHORT})
+    text = next(m.value for m in at.markdown if m.value.startswith("Silencing layer"))
+    layer, head, cost, _slope = summary["top"]
+    assert f"layer {layer + 1}, head {head + 1} costs the most: +{number(cost, 3)}" in text
+    assert f"costs {number(summary['steep'], 3)} on average" in text

@@ -74,7 +74,7 @@ def test_display_values_match_full_matrix():
 def test_slope_figure_one_trace_per_schedule_on_log_axis():
     """The slope chart plots each schedule's slopes on a log axis."""
     fig = slope_schedule_figure(12)
-    assert [t.name for t in fig.data] == ["official", "geometric", "mpt"]
+    assert [t.name for t in fig.data] == ["official", "geometric", "MPT (same as official)"]
     assert fig.layout.yaxis.type == "log"
     np.testing.assert_allclose(fig.data[0].y, alibi_slopes(12))
 
@@ -180,3 +180,21 @@ def test_clipped_scale_stops_at_the_clip_and_keeps_the_mask():
     panel = panel_pixels(fig, 8)[0]
     grey = np.all(panel == (215, 215, 215), axis=-1)  # MASK_RGB
     assert grey.any()
+
+
+def test_a_schedule_that_coincides_with_another_says_so():
+    """MPT's slopes are the official ones (8 and 12 heads), and with 8 heads so are the
+    geometric ones: a line that would hide under another is dashed and its legend says which
+    one it matches; one that differs (geometric, 12 heads) is not."""
+    import numpy as np
+
+    from alibi_viz import alibi_slopes
+    from alibi_viz.figures.bias import slope_schedule_figure
+
+    assert np.array_equal(alibi_slopes(8, "mpt"), alibi_slopes(8, "official"))
+    traces = {t.name: t for t in slope_schedule_figure(8).data}
+    assert traces["MPT (same as official)"].line.dash == "dash"
+    assert traces["geometric (same as official)"].line.dash == "dash"
+    assert not np.array_equal(alibi_slopes(12, "geometric"), alibi_slopes(12, "official"))
+    traces = {t.name: t for t in slope_schedule_figure(12).data}
+    assert traces["geometric"].line.dash is None

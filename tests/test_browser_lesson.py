@@ -10,7 +10,7 @@ pytestmark = pytest.mark.browser
 FIRST_LOAD_MS = 180_000  # a cold server loads the model and runs it on 1,024 tokens first
 STEP_TITLES = ["Where position enters attention", "The bias matrix", "Slopes",
                "Decay and half-life", "A real head of the shipped model", "Train short, test long",
-               "How far back does it look?", "Common misconceptions"]
+               "How far back does it look?", "Watch a copying head form", "Common misconceptions"]
 
 
 def test_extrapolation_page_renders(page, server_url):

@@ -86,3 +86,60 @@ def test_gallery_click_on_a_head_updates_the_detail(page, server_url):
     assert detail.text_content() != before
     assert page.locator("[data-testid='stException']").count() == 0
     screenshot(page, "gallery")
+
+
+def tick_labels(page, index: int) -> list[str]:
+    """The axis tick labels of the chart at `index`, as drawn."""
+    return page.locator(".js-plotly-plot").nth(index).evaluate(
+        "el => [...el.querySelectorAll('.xtick text, .ytick text')].map(t => t.textContent)")
+
+
+@pytest.mark.parametrize("lang, letters", [("ru", "абвгдеёжзийклмнопрстуфхцчшщъыьэюя"),
+                                           ("es", "áéíóúñ")])
+def test_model_heads_in_russian_or_spanish_reads_letters(page, server_url, lang, letters):
+    """/model?lang=ru (es) opens on a paragraph in that language, and the first map's axis
+    labels are its letters (a two-byte letter on its first byte, a continuation mark on the
+    second), never byte codes such as <0xD0>."""
+    open_page(page, f"{server_url}/model?lang={lang}&tokens=40", charts=3)  # labelled maps
+    labels = tick_labels(page, 0)
+    assert labels and not [t for t in labels if "<0x" in t]
+    assert any(ch in letters for t in labels for ch in t.lower()), labels[:40]
+    screenshot(page, f"model_heads_{lang}")
+
+
+def test_training_step_slider_shows_an_earlier_model(page, server_url):
+    """Moving the training-step slider to its start shows the ALiBi model at step 0, puts
+    step=0 in the URL, and redraws the maps and the watch-heads-form figure for that step."""
+    open_page(page, f"{server_url}/model?text={TEXT}", charts=6)
+    before = page.locator(".js-plotly-plot").nth(0).inner_html()
+    slider = page.get_by_role("slider", name="Training step")
+    slider.focus()
+    page.keyboard.press("Home")
+    page.wait_for_function("() => location.search.includes('step=0')", timeout=60_000)
+    page.get_by_text("Showing the ALiBi model at training step 0").wait_for(timeout=60_000)
+    wait_for_app(page)
+    assert page.locator(".js-plotly-plot").nth(0).inner_html() != before
+    assert page.locator(".st-key-mh_fig_training .js-plotly-plot").count() == 1
+    assert page.locator("[data-testid='stException']").count() == 0
+
+
+def test_text_box_gives_no_english_ctrl_enter_hint(page, server_url):
+    """Typing in the text box on a Spanish page shows no "Press Ctrl+Enter to apply" (English,
+    and meaningless on a phone); the page's own hint says how the text is applied."""
+    open_page(page, f"{server_url}/model?lang=es&text={TEXT}", charts=3)
+    box = page.get_by_role("textbox", name="Texto")
+    box.click()
+    page.keyboard.type(" x")
+    assert page.get_by_text("Press Ctrl+Enter to apply").count() == 0 or \
+        not page.get_by_text("Press Ctrl+Enter to apply").first.is_visible()
+    assert page.get_by_text("fuera del cuadro").count() == 1
+
+
+def test_plotly_toolbar_speaks_the_page_language(page, server_url):
+    """On a Spanish page plotly's own toolbar tooltips are Spanish (the chart config's
+    `locales`), e.g. the reset-axes button."""
+    open_page(page, f"{server_url}/model?lang=es&text={TEXT}", charts=3)
+    titles = page.locator(".js-plotly-plot").nth(1).evaluate(
+        "el => [...el.querySelectorAll('.modebar-btn')].map(b => b.getAttribute('data-title'))")
+    assert "Restablecer los ejes" in titles or "Escala automática" in titles, titles
+    assert "Reset axes" not in titles and "Autoscale" not in titles

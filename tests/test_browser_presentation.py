@@ -13,7 +13,7 @@ from alibi_viz import i18n
 
 pytestmark = pytest.mark.browser
 
-STEPS = 8
+STEPS = 9
 FIRST_LOAD_MS = 180_000
 CUT_LABELS_JS = """() => {
   const cut = [];

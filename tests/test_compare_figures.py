@@ -180,3 +180,17 @@ def test_legends_name_parameters_by_their_labels():
     assert format_params("alibi", {"slope": 0.0625}) == "slope m = 0.0625"
     assert "normalise" not in format_params("rope_bound", {})
     assert "off: normalise to 1 at distance 0" in format_params("rope_bound", {"normalize": False})
+
+
+def test_symmetric_title_says_even_in_d_only_of_these_curves():
+    """Symmetric mode on a log axis shows one side because every method drawn here is even in
+    d (checked), and says real T5 learns separate buckets per side, as its encoder does."""
+    selection = {"alibi": {"slope": 0.25}, "t5": {}, "rope_bound": {"head_dim": 64},
+                 "sandwich": {"scale": 2.0}}
+    d = np.arange(1, 200)
+    for name, params in selection.items():
+        np.testing.assert_array_equal(score_vs_distance(name, d, "symmetric", **params),
+                                      score_vs_distance(name, -d, "symmetric", **params))
+    fig = score_vs_distance_figure(selection, 3000, "symmetric", log_distance=True)
+    assert "real T5 learns separate buckets for each side" in fig.layout.title.text.replace(
+        "<br>", " ")

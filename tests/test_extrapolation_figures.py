@@ -10,7 +10,7 @@ import torch
 from fake_results import LENGTHS, RESULTS, fake_results
 from PIL import Image
 
-from alibi_viz import assets
+from alibi_viz import assets, data
 from alibi_viz.errors import AlibiVizError
 from alibi_viz.figures.extrapolation import (
     attention_pair_figure,
@@ -75,12 +75,12 @@ def test_missing_results_raise_a_clear_error():
 
 
 def test_shipped_results_draw():
-    """The shipped results file (when present) draws with every shipped model in it."""
-    results = assets.load_extrapolation_results(assets.RESULTS_PATH)
-    if not results:
-        pytest.skip("assets/results/extrapolation.json is not there yet")
-    drawn = lines(perplexity_figure(results))
-    assert len(drawn) == len(results["models"]) == len(assets.shipped_models())
+    """The shipped results of every kind of text draw with every shipped model in them."""
+    for kind in data.CORPUS_KINDS:
+        results = assets.load_extrapolation_results(kind)
+        assert results, kind
+        drawn = lines(perplexity_figure(results))
+        assert len(drawn) == len(results["models"]) == len(assets.shipped_models())
 
 
 # ----------------------------------------------------------------------------- attention maps

@@ -157,12 +157,20 @@ def slope_schedule_figure(num_heads: int, max_bias: float = 8.0, schedules=SCHED
     Lines join heads in head order, so a non-monotonic schedule shows as a zigzag.
     """
     head_numbers = np.arange(1, num_heads + 1)
-    data = []
+    data, drawn = [], {}
     for name in schedules:
         slopes = alibi_slopes(num_heads, name, max_bias)
+        # a schedule that coincides with one drawn before would hide under it: dashed, and said
+        same = next((other for other, values in drawn.items() if np.array_equal(values, slopes)),
+                    None)
+        drawn[name] = slopes
+        label = (_("{name} (same as {other})").format(name=_(SCHEDULE_NAMES[name]),
+                                                      other=_(SCHEDULE_NAMES[same]))
+                 if same else _(SCHEDULE_NAMES[name]))
         data.append({
             "type": "scatter", "x": head_numbers, "y": slopes, "mode": "lines+markers",
-            "name": _(SCHEDULE_NAMES[name]), "line": {"width": 3 if name == selected else 1.2},
+            "name": label, "line": {"width": 3 if name == selected else 1.2,
+                                    **({"dash": "dash"} if same else {})},
             "marker": {"size": 8 if name == selected else 5},
             "hovertemplate": _("head") + " %{x}<br>m=%{y:.5g}<br>log2 m=%{customdata:.3f}"
                              "<extra>" + _(SCHEDULE_NAMES[name]) + "</extra>",

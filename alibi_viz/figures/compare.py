@@ -180,7 +180,8 @@ def score_vs_distance_figure(selection, seq_len: int, mode: str = "causal",
         "; evaluated at {shown} of {total} distance", "; evaluated at {shown} of {total} distances",
         available).format(shown=number(d.size), total=number(available))
     what = (_("Keys before the query (d ≥ 0)") if mode == "causal"
-            else _("Keys on both sides; every method is even in d") if log_distance
+            else _("Keys on both sides; every method here is even in d (real T5 learns "
+                   "separate buckets for each side)") if log_distance
             else _("Keys on both sides"))
     top, bottom = 100, 150  # a two-line title; a legend of up to 4 rows
     height = 320 * len(kinds) + top + bottom

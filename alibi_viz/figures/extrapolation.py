@@ -259,18 +259,21 @@ def check_reach(reach: dict) -> None:
 
 
 def reach_figure(reach: dict, train_seq_len: int | None = None, height: int = 420) -> go.Figure:
-    """Left: per-token loss of the same held-out targets against the context given (tokens
-    before each target, log2 axis), one line per model. Right: the gain on a repeated span
-    (loss on its first occurrence minus loss on the repeat, nats per token) against the
-    distance between the two copies, with a 0 line. A dashed line marks the training length.
+    """Left: per-token loss of the same held-out targets against the context given (at most
+    that many tokens before each target, log2 axis), one line per model. Right: the gain on a
+    repeated span (loss on the same span at the same place with nothing to copy, minus loss on
+    the repeat, nats per token) against the distance between the two copies, with a 0 line.
+    Dashes: on the left the training length; on the right the longest distance whose probe
+    fits in the training length.
     """
     check_reach(reach)
     fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.09, subplot_titles=(
         _("loss vs context given (same scored tokens)"),
         _("copy at a distance: gain on a repeated span")))
     reach_hover = _("context %{x} tokens<br>loss %{y:.3f} nats/token")
-    copy_hover = _("copies %{x} tokens apart<br>gain %{y:.3f} nats/token<br>first occurrence "
-                   "%{customdata[0]:.3f}, repeat %{customdata[1]:.3f}")
+    copy_hover = _("copies %{x} tokens apart<br>gain %{y:.3f} nats/token<br>repeat "
+                   "%{customdata[1]:.3f}, same span with nothing to copy %{customdata[2]:.3f}, "
+                   "first copy %{customdata[0]:.3f}")
     contexts, distances = [], []
     for k, (name, entry) in enumerate(reach["models"].items()):
         color = model_color(name, k)
@@ -285,7 +288,8 @@ def reach_figure(reach: dict, train_seq_len: int | None = None, height: int = 42
         fig.add_trace(go.Scatter(
             x=c["distances"], y=c["gain"], mode="lines+markers", name=model_label(name),
             legendgroup=name, showlegend=False, line=dict(color=color, width=2.5),
-            customdata=list(zip(c["first"], c["repeat"], strict=True)),
+            customdata=list(zip(c["first"], c["repeat"], c.get("control", c["first"]),
+                                strict=True)),
             hovertemplate=model_label(name) + "<br>" + copy_hover + "<extra></extra>"),
             row=1, col=2)
     if distances:
@@ -293,16 +297,20 @@ def reach_figure(reach: dict, train_seq_len: int | None = None, height: int = 42
                                  line=dict(color="gray", width=1), hoverinfo="skip",
                                  showlegend=False), row=1, col=2)
     if train_seq_len:
-        for col in (1, 2):
-            fig.add_vline(x=train_seq_len, line=dict(color="gray", dash="dash", width=1.5),
-                          row=1, col=col)
+        fig.add_vline(x=train_seq_len, line=dict(color="gray", dash="dash", width=1.5),
+                      row=1, col=1)
+        # right of this distance a probe (prefix, span, filler, span) is longer than training
+        fits = train_seq_len - reach.get("copy", {}).get("prefix", 0) - reach.get(
+            "copy", {}).get("span", 0)
+        if fits > 0:
+            fig.add_vline(x=fits, line=dict(color="gray", dash="dash", width=1.5), row=1, col=2)
     for col, values, title in ((1, contexts, _("context given (tokens, log2 scale)")),
                                (2, distances, _("distance between the copies (tokens)"))):
         ticks = sorted(set(values))
         fig.update_xaxes(type="log", tickvals=ticks, ticktext=[number(v) for v in ticks],
                          title=title, row=1, col=col)
     fig.update_yaxes(title=_("loss (nats per token)"), row=1, col=1)
-    fig.update_yaxes(title=_("first − repeat (nats per token)"), row=1, col=2)
+    fig.update_yaxes(title=_("nothing to copy − repeat (nats per token)"), row=1, col=2)
     return _one_line_per_model_layout(
         fig, height,
         _("How far back do the models really look? (dashes: training length "
@@ -356,3 +364,56 @@ def copy_heads_figure(values, distance: int, height: int = 300) -> go.Figure:
                               "token ({n} tokens back)").format(n=number(distance)))
     return fig
 
+
+
+# ----------------------------------------------------------------------------- rescaled slopes
+
+def rescale_figure(results: dict, height: int = 420) -> go.Figure:
+    """The shipped ALiBi model with every slope times s (`models.rescale`): perplexity against s
+    at each evaluated length, one panel per protocol, a star at s = L_train / L (position
+    interpolation); right, the reach curve for each s."""
+    from alibi_viz.models.rescale import interpolation_scale, scale_label
+
+    protocols = list(results["perplexity"])
+    fig = make_subplots(rows=1, cols=len(protocols) + 1, horizontal_spacing=0.08,
+                        subplot_titles=[*(_(PROTOCOL_TITLES[p]) for p in protocols),
+                                        _("reach, for each s")])
+    scales = results["scales"]
+    key = [f"{s:.6g}" for s in scales]
+    colors = pc.qualitative.Dark2
+    for k, length in enumerate(results["lengths"]):
+        interp = interpolation_scale(results["train_seq_len"], length)
+        name = _("{length} tokens").format(length=number(length))
+        for col, protocol in enumerate(protocols, start=1):
+            values = results["perplexity"][protocol][str(length)]
+            fig.add_trace(go.Scatter(
+                x=scales, y=[values[q] for q in key], mode="lines+markers", name=name,
+                legendgroup=name, showlegend=col == 1, line=dict(color=colors[k % len(colors)]),
+                hovertemplate=name + "<br>s=%{x:.4g}<br>" + _("perplexity %{y:.3f}")
+                + "<extra></extra>"), row=1, col=col)
+            if f"{interp:.6g}" in values:
+                fig.add_trace(go.Scatter(
+                    x=[interp], y=[values[f"{interp:.6g}"]], mode="markers", showlegend=False,
+                    marker=dict(symbol="star", size=15, color=colors[k % len(colors)]),
+                    hovertemplate=name + "<br>" + _("s = L_train / L = %{x:.4g}") + "<br>"
+                    + _("perplexity %{y:.3f}") + "<extra></extra>"), row=1, col=col)
+    greys = pc.sample_colorscale("Greys", np.linspace(0.95, 0.35, len(scales)))
+    for k, (scale, q) in enumerate(zip(scales, key, strict=True)):
+        r = results["reach"][q]
+        label = "s = " + scale_label(scale)
+        fig.add_trace(go.Scatter(
+            x=r["contexts"], y=r["nll"], mode="lines+markers", name=label,
+            line=dict(color=greys[k], width=3 if scale == 1 else 1.5),
+            hovertemplate=label + "<br>" + _("context %{x} tokens<br>loss %{y:.3f} nats/token")
+            + "<extra></extra>"), row=1, col=len(protocols) + 1)
+    for col in range(1, len(protocols) + 1):
+        fig.update_xaxes(type="log", tickvals=scales, ticktext=[scale_label(s) for s in scales],
+                         title=_("slope scale s"), row=1, col=col)
+        fig.update_yaxes(type="log", title=_("perplexity") if col == 1 else None, row=1, col=col)
+    contexts = results["reach"][key[0]]["contexts"]
+    fig.update_xaxes(type="log", tickvals=contexts[::2], ticktext=[number(c) for c in contexts[::2]],
+                     title=_("context given (tokens, log2 scale)"), row=1,
+                     col=len(protocols) + 1)
+    fig.update_yaxes(title=_("loss (nats per token)"), row=1, col=len(protocols) + 1)
+    return _one_line_per_model_layout(
+        fig, height, _("ALiBi with its slopes rescaled at inference (star: s = L_train / L)"))

@@ -592,6 +592,34 @@ def behaviour_selection(selected: tuple[int, int] | None) -> list:
                         "line": {"width": 3}}}]
 
 
+def ablation_figure(increase, slope, slope_kind: str, height: int = 380) -> go.Figure:
+    """Which heads matter (`models.ablation`): each head's loss increase when its output is
+    zeroed (nats per token) against its slope (log axis): the applied ALiBi slope, or for a
+    model without one the decay fitted to its attention. One colour per layer."""
+    increase = np.asarray(increase, dtype=float)  # (layers, heads)
+    slope = np.asarray(slope, dtype=float)
+    layers, heads = increase.shape
+    colors = _layer_colors(layers)
+    fig = go.Figure()
+    hover = ("<br>" + _("head") + " %{customdata}<br>m=%{x:.4g}<br>"
+             + _("loss +%{y:.4f} nats per token") + "<extra></extra>")
+    for layer in range(layers):
+        shown = slope[layer] > 0  # a fitted decay can be 0 or negative: no place on a log axis
+        name = _("layer {layer}").format(layer=layer + 1)
+        fig.add_trace(go.Scatter(
+            x=slope[layer][shown], y=increase[layer][shown], mode="markers",
+            customdata=(np.arange(heads) + 1)[shown],
+            marker=dict(size=11, color=colors[layer], line=dict(width=1, color="white")),
+            name=name, hovertemplate=name + hover))
+    fig.update_xaxes(type="log", title=_("slope m (log scale)") if slope_kind == "applied"
+                     else _("fitted decay m (log scale)"))
+    fig.update_yaxes(title=_("loss increase when silenced (nats per token)"))
+    return fig.update_layout(
+        height=height, margin=dict(l=60, r=20, t=60, b=50), hovermode="closest",
+        title=dict(text=_("Which heads matter: the loss when one head is silenced")),
+        legend=dict(orientation="h", y=-0.25, yanchor="top", x=0.5, xanchor="center"))
+
+
 def single_map_figure(attention, title: str, height: int = 380) -> go.Figure:
     """One causal attention map (T, T) as a kit panel: pooled to at most 256 px, exact hover."""
     from alibi_viz.figures.render import causal_map_panel

@@ -7,8 +7,10 @@ from alibi_viz import SCHEDULES, alibi_slopes
 from alibi_viz.alibi import (
     MODE_NAMES,
     SCHEDULE_NAMES,
+    attention_span,
     default_query,
     describe_schedule,
+    half_life,
     head_summary,
     is_power_of_two,
     last_query_mass_beyond,
@@ -26,7 +28,7 @@ from alibi_viz.figures.bias import (
 )
 from alibi_viz.i18n import N_, _, number, percent, significant
 from alibi_viz.params import UrlParam, format_head_selection, parse_head_selection
-from alibi_viz.precision import row_constant_error_table
+from alibi_viz.precision import row_constant_error_table, spacing
 from app import ui
 
 PREFIX = "be"
@@ -207,6 +209,7 @@ st.markdown(_(
     "is re-encoded, each step only extends the row by one key (in the row-constant form "
     "below, the new key simply gets m·t)."))
 
+GENTLEST = 2.0 ** -8  # the paper's gentlest slope (8 heads, head 8)
 st.subheader(_("3. Decay: what the bias alone does to attention"))
 ui.show_figure(decay_fig, f"alibi_decay_{tag}", key="be_fig_decay")
 st.markdown(_(
@@ -214,8 +217,19 @@ st.markdown(_(
     "alone: a key d tokens away gets weight proportional to e^(−m·d), a geometric decay. A "
     "head's **half-life** ln 2 / m is the distance at which that weight halves; its **90% "
     "span** is the distance holding 90% of one query's attention (the query named in the "
-    "title). Steep heads look at the last few tokens; gentle heads spread over the whole "
-    "context."))
+    "title). Steep heads look at the last few tokens; gentle heads spread further, but not "
+    "without end: at m = {gentle} the bias alone holds 90% of a query's attention within "
+    "{span} tokens (half-life {half_life}), however long the context.").format(
+    gentle=significant(GENTLEST, 3), span=number(float(attention_span([GENTLEST])[0])),
+    half_life=number(float(half_life([GENTLEST])[0]), 0)))
+if mode == "symmetric":
+    st.markdown(_(
+        "**Symmetric ALiBi has no direction.** With −m·|i−j| alone a key d tokens to the left "
+        "gets exactly the bias of a key d tokens to the right, so a bidirectional model "
+        "cannot tell them apart from the bias: it needs another signal, or a slope per "
+        "direction (discussed in the official repository's issue #5). T5's relative bias "
+        "tells the two sides apart because it learns separate buckets for each (see "
+        "*Compare*)."))
 if mode == "causal" and seq_len >= 16:
     gentle = int(np.argmin(slopes))
     near = seq_len // 8
@@ -247,14 +261,17 @@ st.markdown("\n".join([
              "per head instead of an L×L matrix. Two conditions: it holds **only under the "
              "causal mask** (above the diagonal +m·j is not −m·|i−j|, so a symmetric model "
              "cannot use it), and **only in exact arithmetic**. BLOOM casts m·j to the model's "
-             "dtype; in bfloat16 a number near 1,024 is rounded to a multiple of 4, so at 2,048 "
+             "dtype; in bfloat16 the gap between neighbouring numbers is {gap_low} on "
+             "[512, 1,024) and {gap_high} on [1,024, 2,048), so at 2,048 "
              "tokens the bias is off by up to {error} logits with {heads} heads and "
              "{error_many} with {heads_many}, and the steepest head's last 16 keys collapse "
              "onto {distinct} distinct bias values (table below, computed with transformers' "
              "own builder). MPT adds m·(j−(L−1)), another row constant.").format(
         error=significant(bf16[0]["largest error (logits)"], 6), heads=bf16[0]["heads"],
         error_many=number(bf16[1]["largest error (logits)"], 0), heads_many=bf16[1]["heads"],
-        distinct=bf16[0]["distinct values, last 16 keys of head 1"]),
+        distinct=bf16[0]["distinct values, last 16 keys of head 1"],
+        gap_low=number(float(spacing([512], "bfloat16")[0]), 0),
+        gap_high=number(float(spacing([1024], "bfloat16")[0]), 0)),
     "- " + _("**Not scaled by 1/√d.** The content score q·k is divided by √d; the bias is added "
              "after, unscaled, so a slope means the same number of logits per token whatever "
              "the head size. Falcon's ALiBi option (alibi=True, used by Falcon-RW only) departs "
@@ -266,7 +283,9 @@ st.markdown("\n".join([
     "- " + _("**Why it extrapolates.** Not because long distances are familiar: past the "
              "training length they are as new to ALiBi as to any model. Far keys are pushed "
              "down by m·d logits, so most attention stays on distances seen in training, and "
-             "what the gentle heads still spread far is diluted gradually (section 3). The "
+             "what the gentle heads still spread far is diluted gradually. The paper's own "
+             "hypotheses (section 3): position enters every layer, through the queries and "
+             "keys but not the values, and the bias is an inductive bias toward recency. The "
              "model keeps working; it does not thereby use the extra context (see the "
              "*Extrapolation lab*)."),
 ]))

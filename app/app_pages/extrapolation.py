@@ -5,7 +5,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from alibi_viz import assets, data, paper
+from alibi_viz import assets, data, i18n, paper
 from alibi_viz.alibi import implied_attention_map
 from alibi_viz.assets import model_label, train_hint
 from alibi_viz.errors import AlibiVizError
@@ -23,6 +23,7 @@ from alibi_viz.evaluate import (
     load_eval_model,
     paper_comparison,
     protocol_name,
+    relative_change,
     results_details,
     results_table,
     shipped_cell,
@@ -33,10 +34,17 @@ from alibi_viz.figures.extrapolation import (
     copy_heads_figure,
     extrapolation_attention_figure,
     perplexity_figure,
+    rescale_figure,
     win_half_figure,
 )
 from alibi_viz.i18n import N_, _, number, significant, small_percent
 from alibi_viz.models.heads import attention_maps, mean_mass_beyond
+from alibi_viz.models.rescale import (
+    interpolation_scale,
+    rescale_summary,
+    scale_label,
+    slope_scale,
+)
 from alibi_viz.params import UrlParam
 from alibi_viz.reach import (
     COPY_SPAN,
@@ -65,36 +73,39 @@ def eval_model(path: str, stamp: tuple):
     return load_eval_model(Path(path))
 
 
-@st.cache_data(max_entries=2, show_spinner=False)
-def held_out_ids(n_tokens: int):
-    """The first n_tokens + 1 ids of the held-out stream the shipped numbers were measured on."""
-    return evaluation_stream(n_tokens)
+@st.cache_data(max_entries=8, show_spinner=False)
+def held_out_ids(n_tokens: int, kind: str):
+    """The first n_tokens + 1 ids of the held-out text of `kind` the shipped numbers were
+    measured on."""
+    return evaluation_stream(n_tokens, kind)
 
 
 @st.cache_resource(max_entries=2, show_spinner=_("Running the ALiBi model on the text..."))
-def alibi_attention(path: str, stamp: tuple, n_tokens: int):
-    """Every layer's attention on the long example's first n_tokens tokens.
+def alibi_attention(path: str, stamp: tuple, n_tokens: int, kind: str):
+    """Every layer's attention on the first n_tokens tokens of the long example of `kind`.
 
     A resource rather than cache_data: at 1,024 tokens the maps are 4 layers x 8 heads x
     1,024^2 float32 = 128 MiB, which cache_data would copy on every read. Never mutated.
     """
     model, tokenizer, _info = ui.cached_model(path, stamp)
-    return attention_maps(model, tokenizer, data.long_example(), max_tokens=n_tokens)
+    return attention_maps(model, tokenizer, data.long_example(kind=kind), max_tokens=n_tokens)
 
 
 @ui.cached_figure(max_entries=32)
-def attention_fig(path: str, stamp: tuple, train_seq_len: int, layer: int, head: int, slope):
+def attention_fig(path: str, stamp: tuple, train_seq_len: int, layer: int, head: int, slope,
+                  kind: str):
     """One head (0-based `layer`, `head`) at the training length beside LONG_FACTOR times it."""
-    short = alibi_attention(path, stamp, train_seq_len).maps[layer][head]  # (L, L)
-    long = alibi_attention(path, stamp, LONG_FACTOR * train_seq_len).maps[layer][head]  # (T, T)
+    short = alibi_attention(path, stamp, train_seq_len, kind).maps[layer][head]  # (L, L)
+    long = alibi_attention(path, stamp, LONG_FACTOR * train_seq_len, kind).maps[layer][head]  # (T, T)
     return extrapolation_attention_figure(short, long, train_seq_len, layer, head, slope)
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
-def attention_beyond(path: str, stamp: tuple, train_seq_len: int, layer: int, head: int, slope):
+def attention_beyond(path: str, stamp: tuple, train_seq_len: int, layer: int, head: int, slope,
+                     kind: str):
     """(share of the long map's attention beyond the training length, the same for the bias
     alone or None without a slope, T): see `heads.mean_mass_beyond`."""
-    long = alibi_attention(path, stamp, LONG_FACTOR * train_seq_len).maps[layer][head]  # (T, T)
+    long = alibi_attention(path, stamp, LONG_FACTOR * train_seq_len, kind).maps[layer][head]  # (T, T)
     T = long.shape[0]
     beyond_bias = (mean_mass_beyond(implied_attention_map([slope], T)[0], train_seq_len)
                    if slope else None)
@@ -123,12 +134,19 @@ def controls_ui(names: list[str], num_layers: int, num_heads: int):
         UrlParam("length", "choice", 1024, choices=LENGTHS),
         UrlParam("layer", "int", 1, 1, num_layers),
         UrlParam("head", "int", num_heads, 1, num_heads),
+        UrlParam("kind", "choice", data.page_kind(i18n.get_language()), choices=data.CORPUS_KINDS),
     ])
     # Labels fixed at render time (a dict, not a function that reads the language), so the
     # options read the same wherever Streamlit formats them.
     labels = {name: model_label(name) for name in names}
+    kinds = {kind: _(title) for kind, title in data.TEXT_KINDS.items()}
     with st.sidebar:
         st.header(_("Extrapolation lab"))
+        kind = st.selectbox(_("Held-out text"), list(kinds), key="xl_kind",
+                            format_func=kinds.get,
+                            help=_("Which shipped held-out text the results, the live runs and "
+                                   "the attention maps read: code, or prose in one of the three "
+                                   "languages the models were trained on."))
         st.subheader(_("Live evaluation"))
         model = st.selectbox(_("Model"), names, key="xl_model", format_func=labels.get,
                              help=_("Which shipped model to re-evaluate live."))
@@ -142,7 +160,7 @@ def controls_ui(names: list[str], num_layers: int, num_heads: int):
         head = st.selectbox(_("Head"), list(range(1, num_heads + 1)), key="xl_head",
                             help=_("Head 1 has the steepest slope (looks closest); the last "
                                    "head the gentlest."))
-    return model, int(length), int(layer), int(head)
+    return model, int(length), int(layer), int(head), kind
 
 
 def live_controls_ui(length: int):
@@ -221,6 +239,14 @@ def reading_notes(results: dict, train_seq_len: int) -> None:
                         "{chunks} disjoint chunks of them.").format(
             nonoverlapping=number(scored["nonoverlapping"]), sliding=number(scored["sliding"]),
             chunks=results.get("chunks", "?"))
+    targets = {p: protocols.get(p, {}).get("targets") for p in PROTOCOLS}
+    if all(targets.values()):
+        text += " " + _("The two protocols score different stretches of the text (non-overlapping "
+                        "tokens {a1} to {a2}, sliding tokens {b1} to {b2}), so compare each "
+                        "protocol's curve across lengths, not the value of one with the value "
+                        "of the other.").format(
+            a1=number(targets["nonoverlapping"][0]), a2=number(targets["nonoverlapping"][1]),
+            b1=number(targets["sliding"][0]), b2=number(targets["sliding"][1]))
     st.markdown(text)
     use = useful_context(results, "alibi") if "alibi" in results["models"] else None
     nonover = (compare_cells(results, "nonoverlapping", ("alibi", longest), ("alibi", train_seq_len))
@@ -228,15 +254,18 @@ def reading_notes(results: dict, train_seq_len: int) -> None:
     if use and nonover:
         n, gain, rest = use
         st.markdown(_(
-            "**The key result.** In sliding windows, where every scored token sees a full "
-            "window, ALiBi's perplexity changes by {gain} from {train_seq_len} to {n} tokens and by "
+            "**The key result.** In sliding windows, where every scored token sees between "
+            "L − {slack} and L tokens, ALiBi's perplexity changes by {gain} from {train_seq_len} to {n} tokens and by "
             "{rest} from {n} to {longest}: it uses about {n} tokens of context ({factor}x its "
             "training length) and nothing beyond. In non-overlapping windows it moves by "
             "{nonoverlapping} from {train_seq_len} to {longest}; past {n} tokens that is only fewer "
-            "tokens paying the early token curse, not more context used. The paper reaches the "
-            "same conclusion (appendix B) and finds ALiBi best near twice the training length; "
-            "the copy curriculum of these models stretches their reach further (section 4)."
-        ).format(gain=describe_ratio(gain), rest=describe_ratio(rest),
+            "tokens paying the early token curse, not more context used. In the paper's own "
+            "sliding-window evaluation (appendix B) ALiBi likewise gains nothing from context "
+            "beyond about its training length. Making ALiBi use a longer context takes more "
+            "than a longer input: the official repository points to position interpolation "
+            "for ALiBi ({interpolation})."
+        ).format(slack=results.get("stride", DEFAULT_STRIDE) - 1,
+                 interpolation=paper.ALIBI_INTERPOLATION,gain=describe_ratio(gain), rest=describe_ratio(rest),
                  nonoverlapping=describe_ratio(nonover), train_seq_len=number(train_seq_len),
                  n=number(n), longest=number(longest), factor=n // train_seq_len))
     if "nope" in results["models"]:
@@ -244,7 +273,11 @@ def reading_notes(results: dict, train_seq_len: int) -> None:
             "**NoPE** has no position information at all, yet a causal model can still learn "
             "where it is: the mask lets a token count how many tokens come before it (Haviv "
             "et al. 2022, Kazemnejad et al. 2023). Its curves show what that implicit position "
-            "does at and beyond the training length."))
+            "does at and beyond the training length. Do not generalise from it: on their "
+            "decoder-only reasoning and arithmetic tasks Kazemnejad et al. (2023) found NoPE "
+            "generalising to longer inputs better than ALiBi, rotary, T5's bias and learned "
+            "positions. Which scheme extrapolates best depends on the task and the setting; "
+            "this one is byte-level language modelling with a small model."))
 
 
 REACH_LIVE_CONTEXTS = tuple(c for c in REACH_CONTEXTS if c <= 1024)
@@ -258,12 +291,16 @@ def win_half_fig(slopes: tuple, num_keys: int):
 
 
 @st.cache_data(max_entries=16, show_spinner=_("Running the model on a planted span..."))
-def copy_heads(path: str, stamp: tuple, distance: int):
-    """Copy attention per head and the losses on one planted span of held-out text."""
+def copy_heads(path: str, stamp: tuple, distance: int, kind: str):
+    """Copy attention per head and the losses on one planted span of held-out text: (values,
+    (first copy, repeat, control))."""
     model, _tokenizer, _info = ui.cached_model(path, stamp)
-    ids, first, repeat = copy_sequences(held_out_ids(LIVE_STREAM_TOKENS), distance, samples=1)
+    ids, controls, first, repeat = copy_sequences(held_out_ids(LIVE_STREAM_TOKENS, kind),
+                                                  distance, samples=1)
     values = copy_attention(model, ids[0].numpy(), first, repeat, COPY_SPAN)
-    return values, span_losses(model, ids[0].numpy(), first, repeat, COPY_SPAN)
+    first_loss, repeat_loss = span_losses(model, ids[0].numpy(), first, repeat, COPY_SPAN)
+    _first, control_loss = span_losses(model, controls[0].numpy(), first, repeat, COPY_SPAN)
+    return values, (first_loss, repeat_loss, control_loss)
 
 
 # ----------------------------------------------------------------------------- page
@@ -274,17 +311,17 @@ alibi_path = shipped.get(assets.DEFAULT_MODEL)
 info, alibi_error = model_info(alibi_path)
 num_layers = info.num_layers if info else 64
 num_heads = info.num_heads if info else 64
-model, length, layer, head = controls_ui(names, num_layers, num_heads)
-ui.write_url({"model": model, "length": length, "layer": layer, "head": head})
+model, length, layer, head, kind = controls_ui(names, num_layers, num_heads)
+ui.write_url({"model": model, "length": length, "layer": layer, "head": head, "kind": kind})
 
-results = assets.load_extrapolation_results(assets.RESULTS_PATH)
+results = assets.load_extrapolation_results(kind)
 train_seq_len = assets.shipped_train_seq_len(alibi_path, results)
 
 st.title(_("Extrapolation lab: train short, test long"))
-st.caption(_("Five small models trained alike on {train_seq_len}-token windows of Python source "
-             "(same backbone, data, copy curriculum, steps and schedule), differing in how they "
-             "know where a token is: {positions}. Then each reads held-out text in windows of "
-             "up to {longest} tokens.").format(
+st.caption(_("Five small models trained alike on {train_seq_len}-token windows of Python code "
+             "and English, Spanish and Russian prose (same backbone, data, copy curriculum, "
+             "steps and schedule), differing in how they know where a token is: {positions}. "
+             "Then each reads held-out text in windows of up to {longest} tokens.").format(
     train_seq_len=number(train_seq_len), longest=number(max(LENGTHS)),
     positions="; ".join(f"**{model_label(name)}**: {_(spec.position)}"
                         for name, spec in assets.SHIPPED.items())))
@@ -298,9 +335,9 @@ st.subheader(_("1. Perplexity vs evaluation length (shipped results)"))
 chart_slot = st.container()  # filled at the end, once a live run may have added its star
 summary_slot = st.container()
 if not results:
-    chart_slot.info(_("No shipped results yet: assets/results/extrapolation.json is written by "
-                      "`python -m alibi_viz.evaluate`. The live evaluation below works without "
-                      "it."))
+    chart_slot.info(_("No shipped results for this text yet: assets/results/extrapolation-{kind}.json "
+                      "is written by `python -m alibi_viz.evaluate`. The live evaluation below "
+                      "works without it.").format(kind=kind))
 else:
     with summary_slot:
         try:
@@ -355,20 +392,24 @@ if st.button(_("Run live evaluation"), key="xl_run", type="primary"):
                     done=number(done), total=number(total)))
 
             out = evaluate_length(net, length, protocol, tokens=n_tokens, stride=DEFAULT_STRIDE,
-                                  max_length=length, progress=advance)
+                                  max_length=length, progress=advance, kind=kind)
             seconds = time.perf_counter() - start
         except (AlibiVizError, RuntimeError, MemoryError) as exc:
             bar.empty()
             st.error(_("The live evaluation failed: {error}").format(error=exc))
         else:
             bar.progress(1.0, text=_("Done in {seconds} s").format(seconds=number(seconds, 1)))
-            run = {"model": model, "protocol": protocol, "length": length, "ppl": out["ppl"],
+            run = {"model": model, "protocol": protocol, "length": length, "kind": kind,
+                   "ppl": out["ppl"],
                    "tokens": out["tokens"], "seconds": round(seconds, 2)}
-            live_runs[:] = [r for r in live_runs if (r["model"], r["protocol"], r["length"])
-                            != (model, protocol, length)] + [run]
+            live_runs[:] = [r for r in live_runs if (r["model"], r["protocol"], r["length"],
+                                                     r["kind"]) != (model, protocol, length, kind)
+                            ] + [run]
 
-current = next((r for r in reversed(live_runs) if (r["model"], r["protocol"], r["length"])
-                == (model, protocol, length)), None)
+current = next((r for r in reversed(live_runs) if (r["model"], r["protocol"], r["length"],
+                                                   r["kind"]) == (model, protocol, length, kind)),
+               None)
+kind_runs = [r for r in live_runs if r["kind"] == kind]
 shipped_ppl, shipped_tokens = shipped_cell(results, model, protocol, length)
 live_col, shipped_col = st.columns(2)
 with live_col:
@@ -392,8 +433,8 @@ with shipped_col:
 if results:
     try:
         fig = ui.perplexity_fig(results)
-        if live_runs:
-            fig = perplexity_figure(results, live=live_runs)
+        if kind_runs:
+            fig = perplexity_figure(results, live=kind_runs)
         with chart_slot:
             ui.show_figure(fig, "extrapolation_perplexity", key="xl_fig_results")
     except AlibiVizError as exc:
@@ -408,22 +449,24 @@ else:
     slope = info.slopes[head - 1] if info.slopes else None
     try:
         stamp = ui.model_stamp(str(alibi_path))
-        fig = attention_fig(str(alibi_path), stamp, train_seq_len, layer - 1, head - 1, slope)
+        fig = attention_fig(str(alibi_path), stamp, train_seq_len, layer - 1, head - 1, slope,
+                            kind)
         beyond, beyond_bias, T = attention_beyond(str(alibi_path), stamp, train_seq_len, layer - 1,
-                                                  head - 1, slope)
+                                                  head - 1, slope, kind)
     except AlibiVizError as exc:
         st.error(str(exc))
     else:
         ui.show_figure(fig, f"extrapolation_attention_L{layer}_H{head}", key="xl_fig_attention")
-        text = _("The same held-out Python file, read by the ALiBi model at {train_seq_len} tokens "
-                 "(left, the training length) and at {T} tokens (right, {factor}x). Below the "
+        text = _("The same held-out text ({text}), read by the ALiBi model at {train_seq_len} "
+                 "tokens (left, the training length) and at {T} tokens (right, {factor}x). Below the "
                  "dashed red line every query sees more tokens than any training window held; "
                  "left of the dotted line keys are more than {train_seq_len} tokens back, farther "
                  "than any distance seen in training. For ALiBi those distances are new too, but "
                  "they only carry a larger penalty on the same straight line, so most attention "
                  "stays on distances seen in training. A causal model cannot look ahead, so the "
                  "left map is the top-left corner of the right one.").format(
-            train_seq_len=number(train_seq_len), T=number(T), factor=T // train_seq_len)
+            train_seq_len=number(train_seq_len), T=number(T), factor=T // train_seq_len,
+            text=_(data.TEXT_KINDS[kind]).lower())
         if beyond == beyond and beyond_bias is not None:  # not NaN
             text += " " + _("Queries past position {train_seq_len} give **{share}** of their "
                             "attention to keys more than {train_seq_len} tokens back; the bias alone "
@@ -440,12 +483,16 @@ else:
 # 4. context reach -------------------------------------------------------------------------------
 st.subheader(_("4. How far back do the models really look?"))
 st.markdown(_(
-    "Left: the loss on the same held-out tokens when each model is given only the last c "
-    "tokens before every one of them. Where a curve flattens, more context stops helping; "
-    "past the training length (dashes) it may get worse. Right: retrieval. A span of "
-    "held-out code is planted and repeated d tokens later; the gain is how much better the "
-    "repeat is predicted than the first copy. For ALiBi a key d tokens back has to beat the "
-    "bias −m·d, so the gain fades with distance."))
+    "Left: the loss on the same held-out tokens when each model is given at most the last c "
+    "tokens before every one of them (between c − c/16 and c, so at c = {train_seq_len} no "
+    "scored token is past the training length). Where a curve flattens, more context stops "
+    "helping; past the training length (dashes) it may get worse. Right: retrieval. A span of "
+    "held-out text is planted and repeated d tokens later; the gain is how much better the "
+    "repeat is predicted than the same span at the same place when the first copy is replaced "
+    "by other text. Both sit at the same positions, so a model that breaks past its training "
+    "length breaks on both, and the gain measures retrieval, not position. For ALiBi a key d "
+    "tokens back has to beat the bias −m·d, so the gain fades with distance.").format(
+    train_seq_len=number(train_seq_len)))
 reach = assets.load_reach_results()
 if not reach:
     st.info(_("No shipped reach results yet: assets/results/reach.json is written by "
@@ -489,7 +536,7 @@ with left:
                 start = time.perf_counter()
                 live = context_reach(
                     eval_model(str(path), ui.model_stamp(str(path))),
-                    held_out_ids(LIVE_STREAM_TOKENS), REACH_LIVE_CONTEXTS,
+                    held_out_ids(LIVE_STREAM_TOKENS, kind), REACH_LIVE_CONTEXTS,
                     progress=lambda done, total: bar.progress(
                         done / total, text=_("context {c} done").format(
                             c=number(REACH_LIVE_CONTEXTS[done - 1]))))
@@ -509,17 +556,18 @@ with right:
     path = shipped.get(model)
     if path is not None:
         try:
-            values, (first_loss, repeat_loss) = copy_heads(str(path), ui.model_stamp(str(path)),
-                                                           int(distance))
+            values, (first_loss, repeat_loss, control_loss) = copy_heads(
+                str(path), ui.model_stamp(str(path)), int(distance), kind)
         except (AlibiVizError, RuntimeError) as exc:
             st.error(str(exc))
         else:
             ui.show_figure(copy_heads_figure(values, int(distance)), "copy_heads",
                            key="xl_fig_copy_heads", width=HALF_PX)
             st.caption(_("{model}, one planted span of {span} held-out tokens: loss {first} "
-                         "nats/token on the first copy, {repeat} on the repeat.").format(
+                         "nats/token on the first copy, {repeat} on the repeat, {control} on "
+                         "the same span where nothing precedes it to copy.").format(
                 model=model_label(model), span=COPY_SPAN, first=number(first_loss, 2),
-                repeat=number(repeat_loss, 2)))
+                repeat=number(repeat_loss, 2), control=number(control_loss, 2)))
 
 with st.expander(_("Plant your own span")):
     span = st.text_input(_("Span to repeat"), "return total / width", key="xl_span",
@@ -546,3 +594,85 @@ with st.expander(_("Plant your own span")):
                 ui.show_figure(copy_heads_figure(values, repeat - first), "copy_heads_own",
                                key="xl_fig_copy_own")
 
+
+
+# 5. slopes rescaled at inference ------------------------------------------------------------
+@ui.cached_figure(max_entries=4)
+def rescale_fig():
+    return rescale_figure(assets.load_rescale_results())
+
+
+st.subheader(_("5. Rescaled slopes: can ALiBi be made to use a longer context?"))
+st.markdown(_(
+    "Multiply every slope by s when the model reads a longer input: s = 1 is the model as "
+    "trained; s = L_train / L shrinks the slopes by the factor the input grew, so the farthest "
+    "key gets the bias the farthest key of a training window got: position interpolation for "
+    "ALiBi ({interpolation}). Smaller slopes let far keys in; whether the model then *uses* "
+    "them is what the reach curve says.").format(interpolation=paper.ALIBI_INTERPOLATION))
+rescale = assets.load_rescale_results()
+if not rescale:
+    st.info(_("No shipped results yet: assets/results/rescale.json is written by `python -m "
+              "alibi_viz.models.rescale`."))
+else:
+    summary = rescale_summary(rescale)
+    eight = LONG_FACTOR * rescale["train_seq_len"]
+    cell = summary["cells"].get(("nonoverlapping", eight))
+    st.markdown(_("**Question.** At {length} tokens ({factor}x the training length), does "
+                  "s = L_train / L = {interp} lower the ALiBi model's perplexity, and does more "
+                  "context then keep helping it?").format(
+        length=number(eight), factor=LONG_FACTOR, interp=scale_label(interpolation_scale(
+            rescale["train_seq_len"], eight))))
+    reach_best = min(summary["reach"], key=lambda s: summary["reach"][s]["longest_loss"])
+    with st.expander(_("Answer"), icon=":material/visibility:"):
+        if cell and cell["interpolation_ratio"] is not None:
+            st.markdown(_("Non-overlapping, it changes the perplexity by {change} against s = 1 "
+                          "(the best s here is {best}, {best_change}). With {longest} tokens of "
+                          "context the reach curve's loss is {loss_one} nats/token at s = 1 and "
+                          "{loss_best} at its best, s = {reach_best}.").format(
+                change=relative_change(cell["interpolation_ratio"]), best=scale_label(cell["best"]),
+                best_change=relative_change(cell["best_ratio"]),
+                longest=number(summary["longest_context"]),
+                loss_one=number(summary["reach"][1.0]["longest_loss"], 3),
+                loss_best=number(summary["reach"][reach_best]["longest_loss"], 3),
+                reach_best=scale_label(reach_best)))
+    ui.show_figure(rescale_fig(), "rescale", key="xl_fig_rescale")
+    for (protocol, n), c in sorted(summary["cells"].items(), key=lambda kv: (kv[0][1], kv[0][0])):
+        st.markdown("- " + _("{protocol}, {length} tokens: best s = {best} ({best_change} against "
+                             "s = 1); s = L_train / L = {interp}: {interp_change}.").format(
+            protocol=protocol_name(protocol), length=number(n), best=scale_label(c["best"]),
+            best_change=relative_change(c["best_ratio"]), interp=scale_label(c["interpolation"]),
+            interp_change=relative_change(c["interpolation_ratio"])
+            if c["interpolation_ratio"] is not None else _("n/a")))
+    st.caption(_("The shipped ALiBi model on the held-out text: {text}; perplexity on the "
+                 "evaluation's targets (the table's, so s = 1 is the shipped row), reach on the "
+                 "held-out text of the four kinds. Command: `{command}`.").format(
+        text=_(data.TEXT_KINDS[rescale["kind"]]).lower(), command=rescale["command"]))
+
+    alibi_folder = shipped.get(assets.DEFAULT_MODEL)
+    if alibi_folder is not None:
+        choices = sorted({*rescale["scales"], interpolation_scale(rescale["train_seq_len"], length)},
+                         reverse=True)
+        scale = st.select_slider(_("Slope scale s for a live run"), choices, value=1.0,
+                                 key="xl_scale", format_func=scale_label,
+                                 help=_("The live run above's length ({length}) and protocol, "
+                                        "on the ALiBi model with every slope times s.").format(
+                                     length=number(length)))
+        if st.button(_("Run ALiBi with rescaled slopes"), key="xl_scale_run"):
+            bar = st.progress(0.0, text=_("Scoring {tokens} tokens in windows of {length}...")
+                              .format(tokens=number(cap), length=number(length)))
+            try:
+                net = eval_model(str(alibi_folder), ui.model_stamp(str(alibi_folder)))
+                with slope_scale(net, float(scale)):
+                    out = evaluate_length(
+                        net, length, protocol, tokens=cap, stride=DEFAULT_STRIDE,
+                        max_length=length, kind=kind,
+                        progress=lambda done, total: bar.progress(done / total))
+            except (AlibiVizError, RuntimeError, MemoryError) as exc:
+                bar.empty()
+                st.error(_("The live evaluation failed: {error}").format(error=exc))
+            else:
+                bar.empty()
+                st.metric(_("ALiBi, s = {scale}, {length} tokens ({protocol})").format(
+                    scale=scale_label(float(scale)), length=number(length),
+                    protocol=protocol_name(protocol)), number(out["ppl"], 3))
+                st.caption(_("{tokens} tokens scored.").format(tokens=number(out["tokens"])))

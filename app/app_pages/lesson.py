@@ -14,7 +14,7 @@ import math
 import numpy as np
 import streamlit as st
 
-from alibi_viz import alibi_slopes, assets, data, paper
+from alibi_viz import alibi_slopes, assets, data, i18n, paper
 from alibi_viz.alibi import (
     alibi_bias,
     first_slope_rise,
@@ -43,12 +43,14 @@ from alibi_viz.figures.lesson import (
     score_pipeline_figure,
     toy_content_scores,
 )
+from alibi_viz.figures.training import snapshot_figure
 from alibi_viz.glossary import glossary_rows
 from alibi_viz.i18n import N_, _, number, percent, significant, tokens
 from alibi_viz.models.heads import attention_maps, mean_distance_against_bias
 from alibi_viz.models.loading import position_parameter_count
 from alibi_viz.params import UrlParam
 from alibi_viz.reach import REACH_CONTEXTS, ReachResult
+from alibi_viz.snapshots import shipped_curves
 from app import ui
 
 PREFIX = "ls"
@@ -60,6 +62,7 @@ STEPS = (  # translated where shown: _(STEPS[k])
     N_("A real head of the shipped model"),
     N_("Train short, test long"),
     N_("How far back does it look?"),
+    N_("Watch a copying head form"),
     N_("Common misconceptions"),
 )
 PRESENT_CSS = """
@@ -81,7 +84,13 @@ h2 { font-size: 26px !important; padding: 0.2rem 0 !important; }
 # always makes the bias steeper.
 SLOPE_CHOICES = (0.0,) + tuple(2.0 ** -k for k in range(8, -1, -1))
 LESSON_HEADS = (0, 2, 4, 7)  # step 2 shows 4 of the 8 heads: m = 1/2, 1/8, 1/32, 1/256
-LESSON_TEXT = data.CODE_EXAMPLE  # in the shipped models' domain: Python source
+
+
+def lesson_text() -> str:
+    """What the real-head step reads: the short held-out paragraph in the page's language (the
+    shipped models read code and prose in the three languages the app speaks)."""
+    return data.prose_example(data.page_kind(i18n.get_language()))
+
 # The clicker's keys (a presenter's clicker sends PageDown/PageUp, some send the arrows), each
 # with a hidden companion button that the script below clicks.
 NEXT_KEYS = ("PageDown", "ArrowRight", " ")
@@ -152,24 +161,24 @@ def decay_fig(seq_len: int):
 
 
 @st.cache_data(max_entries=4, show_spinner=_("Running the ALiBi model on the text..."))
-def lesson_maps(path: str, stamp: tuple, n_tokens: int):
+def lesson_maps(path: str, stamp: tuple, n_tokens: int, text: str):
     """Tokens and every layer's maps for the lesson text (4 x 8 x 128^2 floats: 2 MiB)."""
     model, tokenizer, _info = ui.cached_model(path, stamp)
-    return attention_maps(model, tokenizer, LESSON_TEXT, max_tokens=n_tokens)
+    return attention_maps(model, tokenizer, text, max_tokens=n_tokens)
 
 
 @ui.cached_figure(max_entries=64)
 def head_fig(path: str, stamp: tuple, n_tokens: int, layer: int, head: int, slope: float):
     """`layer` and `head` 0-based, as everywhere in code (shown 1-based)."""
-    attention = lesson_maps(path, stamp, n_tokens).maps[layer][head]
+    attention = lesson_maps(path, stamp, n_tokens, lesson_text()).maps[layer][head]
     return head_vs_bias_figure(attention, slope, layer, head, height=480)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
 def head_distances(path: str, stamp: tuple, n_tokens: int, layer: int, head: int,
-                   slope: float) -> tuple[float, float]:
+                   slope: float, text: str) -> tuple[float, float]:
     """(mean attended distance of the head, of its slope alone) on the lesson text."""
-    attention = lesson_maps(path, stamp, n_tokens).maps[layer][head]
+    attention = lesson_maps(path, stamp, n_tokens, text).maps[layer][head]
     return mean_distance_against_bias(attention, slope)
 
 
@@ -377,6 +386,10 @@ def step_bias(step: int, present: bool) -> None:
                      "(m = 1/256) only {gentle} tokens back. Hover for the values.").format(
                          clip=number(CLIP_LOGITS), steep=number(CLIP_LOGITS / slopes[0]),
                          gentle=number(CLIP_LOGITS / slopes[-1])))
+        st.caption(_("An encoder would use −m·|i−j| on both sides; then a key d tokens to the "
+                     "left and one d tokens to the right get the same bias, so the bias alone "
+                     "gives a bidirectional model no sense of direction (T5's learned buckets, "
+                     "one set per side, do)."))
 
 
 def step_slopes(step: int, present: bool) -> None:
@@ -415,7 +428,7 @@ def step_decay(step: int, present: bool) -> None:
           "multiplies a key's weight by e^(−m). The distance at which the weight halves is the "
           "head's **half-life, ln 2 / m**: for the 8 paper slopes, {shortest} tokens for "
           "m = 1/2 up to {longest} tokens for m = 1/256. Real content scores move weight "
-          "around (a key whose score is s logits higher is worth s/m more tokens of distance), "
+          "around (a key whose score is s logits higher makes up for s/m more tokens of distance), "
           "but the bias sets each head's default reach: a built-in preference for recent "
           "tokens.").format(shortest=shortest, longest=longest),
         _("Equal content → weights ∝ **e^(−m·d)**. Half-life **ln 2 / m**: "
@@ -454,12 +467,13 @@ def step_real_head(step: int, present: bool) -> None:
     train_seq_len = assets.shipped_train_seq_len(path)
     text(
         _("Now a trained model: the shipped ALiBi model ({layers} layers x {heads} heads, "
-          "trained on {train_seq_len}-token windows of Python source) reading the start of a small "
-          "Python function. **Left**: what the chosen head really attends to, query rows "
-          "against key columns. **Right**: what its slope alone would give if every content "
-          "score were equal. Where they differ, the content term q·k is at work.").format(
+          "trained on {train_seq_len}-token windows of Python code and of English, Spanish and "
+          "Russian prose) reading the start of a paragraph it never saw in training. **Left**: "
+          "what the chosen head really attends to, query rows against key columns. **Right**: "
+          "what its slope alone would give if every content score were equal. Where they "
+          "differ, the content term q·k is at work.").format(
               layers=info.num_layers, heads=info.num_heads, train_seq_len=train_seq_len),
-        _("The shipped ALiBi model on a Python function. Left: a real head. Right: its slope "
+        _("The shipped ALiBi model on a paragraph. Left: a real head. Right: its slope "
           "alone."), present)
     left, right = st.columns(2)
     layer = left.selectbox(_("Layer"), list(range(1, info.num_layers + 1)), key="ls_layer")
@@ -473,7 +487,8 @@ def step_real_head(step: int, present: bool) -> None:
     try:
         fig = head_fig(str(path), stamp, train_seq_len, layer - 1, head - 1, slope,
                        projector=present)
-        measured, prior = head_distances(str(path), stamp, train_seq_len, layer - 1, head - 1, slope)
+        measured, prior = head_distances(str(path), stamp, train_seq_len, layer - 1, head - 1,
+                                         slope, lesson_text())
     except AlibiVizError as exc:
         st.error(str(exc))
         return
@@ -490,11 +505,11 @@ def step_real_head(step: int, present: bool) -> None:
     if not present:
         st.caption(_("Distance from query to key, averaged over each row's attention and then "
                      "over the queries. The text: `{start} ...`").format(
-                         start=LESSON_TEXT[:60].splitlines()[0]))
+                         start=lesson_text()[:60].splitlines()[0]))
 
 
 def step_extrapolation(step: int, present: bool) -> None:
-    results = assets.load_extrapolation_results(assets.RESULTS_PATH)
+    results = assets.load_extrapolation_results(data.page_kind(i18n.get_language()))
     train_seq_len = assets.shipped_train_seq_len(results=results)
     longest = max(results.get("lengths") or [4096]) if results else 4096
     text(
@@ -569,15 +584,16 @@ def step_extrapolation(step: int, present: bool) -> None:
 
 def step_reach(step: int, present: bool) -> None:
     reach = assets.load_reach_results()
-    results = assets.load_extrapolation_results(assets.RESULTS_PATH)
+    results = assets.load_extrapolation_results(data.page_kind(i18n.get_language()))
     train_seq_len = assets.shipped_train_seq_len(results=results)
     text(
         _("Give a model only the last c tokens before each word it predicts, and let c grow: "
-          "where does its loss stop falling? Left, for the five shipped models on the same "
-          "held-out tokens. Right, retrieval: a span of text is planted and repeated d tokens "
-          "later; a model that can look back that far predicts the repeat better than the "
-          "first occurrence. For ALiBi a key d tokens back is pushed down by m·d logits, so its "
-          "content must be that much better to win: retrieval fades with distance."),
+          "where does its loss stop falling? Left, for the shipped models on the same held-out "
+          "tokens. Right, retrieval: a span of text is planted and repeated d tokens later; a "
+          "model that can look back that far predicts the repeat better than the same span "
+          "with nothing before it to copy. For ALiBi a key d tokens back is pushed down by m·d "
+          "logits, so its content must be that much better to win: retrieval fades with "
+          "distance."),
         _("Left: loss vs context given. Right: the gain on a repeated span vs how far back "
           "its first copy is."), present)
     if not reach:
@@ -609,6 +625,38 @@ def step_reach(step: int, present: bool) -> None:
         st.caption(_("Contexts {contexts} tokens; {scored} scored tokens, the same at every "
                      "context.").format(contexts=", ".join(str(c) for c in REACH_CONTEXTS),
                                         scored=reach["reach"]["tokens"]))
+
+
+@ui.cached_figure(max_entries=4)
+def training_fig():
+    return snapshot_figure(shipped_curves())
+
+
+def step_copying(step: int, present: bool) -> None:
+    """Watch a copying head form: the copying scores of the ALiBi model's heads during its
+    training (the shipped snapshots), after the retrieval step that needs such a head."""
+    curves = shipped_curves()
+    if curves is None:
+        st.info(_("No training snapshots measured yet: assets/results/snapshots.json is written "
+                  "by `python -m alibi_viz.snapshots`."))
+        return
+    layer, head = curves.best_copying_head()
+    scores = curves.scores["induction"][:, layer, head]
+    text(_("Watch a copying head form. Retrieval needs a head that finds the earlier copy and "
+           "attends to the token after it. Saved copies of the ALiBi model during its training "
+           "show when its heads learned it: the copying score of every head (left) and the "
+           "held-out loss (right) at each saved step."),
+         _("A copying head forming during training."), present)
+    half = int(np.argmax(scores >= scores[-1] / 2))  # the first saved step past half the final
+    if ask(step, _("At which saved step does the best copying head (layer {layer}, head {head}) "
+                   "first pass half its final score?").format(layer=layer + 1, head=head + 1),
+           _("Step {step}: its score is {score} there, {final} at the end.").format(
+               step=number(int(curves.steps[half])), score=number(float(scores[half]), 2),
+               final=number(float(scores[-1]), 2)), present):
+        show(training_fig(projector=present), "training")
+    if not present:
+        st.page_link("app_pages/model_heads.py", label=_("Move through the training steps on "
+                                                         "Model heads"), icon="⏳")
 
 
 def show_myths(myths: list, present: bool) -> None:
@@ -645,7 +693,7 @@ def step_misconceptions(step: int, present: bool) -> None:
                       for h, m in enumerate(alibi_slopes(8))], hide_index=True)
 
     def context_demo():
-        results = assets.load_extrapolation_results(assets.RESULTS_PATH)
+        results = assets.load_extrapolation_results(data.page_kind(i18n.get_language()))
         train_seq_len = train_seq_len_of(results) if results else None
         longest = max(results.get("lengths", [0])) if results else 0
         use = useful_context(results, "alibi") if train_seq_len else None
@@ -696,9 +744,17 @@ def step_misconceptions(step: int, present: bool) -> None:
     myths = [
         ("slopes", _("With 8 heads the slopes are 1/8, 1/16, ..., 1/1024."),
          _("They are 1/2, 1/4, ..., 1/256: m_h = 2^(−8h/n)."), slopes_demo),
-        ("context", _("Train at 1,024, run at 10K+ without loss."),
-         _("It keeps working, but context beyond a few times the training length does "
-           "not help: sliding-window perplexity stops improving."), context_demo),
+        ("context", _("Trained at 1,024 tokens and run at 10K+, an ALiBi model makes use of all "
+                       "10K tokens."),
+         _("It runs at 10K+ without getting worse, but it does not use the extra context. In "
+           "the paper the L = 1,024 model scores {at_l} at 1,024 tokens and {at_10k} at 10,024 "
+           "(Table 3, non-overlapping windows); with a sliding window, where every token sees "
+           "exactly L tokens, it scores {s512} at 512, {s1024} at 1,024 and {s3072} at 3,072 "
+           "(Table 15): past about L nothing helps. The 10K gain is the early token curse "
+           "shrinking, not more context used.").format(
+             at_l=number(paper.TABLE3_ALIBI[1024], 2), at_10k=number(paper.TABLE3_ALIBI[10024], 2),
+             s512=number(paper.TABLE15_ALIBI[512], 2), s1024=number(paper.TABLE15_ALIBI[1024], 2),
+             s3072=number(paper.TABLE15_ALIBI[3072], 2)), context_demo),
         ("parameters", _("ALiBi is cheaper than RoPE in parameters."),
          _("Both add no parameters at all."), parameters_demo),
         ("linear", _("With ALiBi, attention becomes linear."),
@@ -714,7 +770,7 @@ def step_misconceptions(step: int, present: bool) -> None:
 
 
 STEP_VIEWS = (step_position, step_bias, step_slopes, step_decay, step_real_head,
-              step_extrapolation, step_reach, step_misconceptions)
+              step_extrapolation, step_reach, step_copying, step_misconceptions)
 
 # ----------------------------------------------------------------------------- page
 
@@ -723,7 +779,7 @@ ui.write_url({"step": step, "present": 1 if present else None})
 if present:
     st.html(PRESENT_CSS)
 if not present:  # on a projector the step's own heading is the title
-    st.title(_("Lesson: ALiBi in eight steps"))
+    st.title(_("Lesson: ALiBi in nine steps"))
 ui.show_url_warnings(PREFIX)
 navigation_ui(step, present)
 st.header(f"{step}. {_(STEPS[step - 1])}")
