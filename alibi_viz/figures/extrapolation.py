@@ -62,8 +62,10 @@ def _one_line_per_model_layout(fig: go.Figure, height: int, title: str) -> go.Fi
     """The layout of a figure with one line per shipped model: `title`, the legend of models
     under the plot, hover on the nearest point."""
     return fig.update_layout(
-        height=height, margin=dict(l=60, r=20, t=80, b=50), hovermode="closest",
-        title=dict(text=title),
+        # room for a title that wraps onto two lines above the panels' own titles: the title
+        # hangs from the top edge, the panels start below it
+        height=height, margin=dict(l=60, r=20, t=110, b=50), hovermode="closest",
+        title=dict(text=title, y=0.99, yanchor="top"),
         legend=dict(orientation="h", y=-0.22, yanchor="top", x=0.5, xanchor="center"))
 
 

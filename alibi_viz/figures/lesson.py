@@ -155,7 +155,10 @@ def projector_figure(fig: go.Figure) -> go.Figure:
     larger, the height PRESENT_HEIGHT, its texts fitted to PRESENT_WIDTH (`enlarge_figure`),
     and no more tick labels on an axis than its length holds at that size. Built from the
     figure itself, not from one already fitted to a page, so its titles are broken once."""
-    fig = enlarge_figure(go.Figure(fig).update_layout(title_text=""), PRESENT_SCALE,
+    fig = go.Figure(fig)
+    # without its title a figure needs no room above its panels' own titles for one
+    top = min(fig.layout.margin.t if fig.layout.margin.t is not None else 80, 80)
+    fig = enlarge_figure(fig.update_layout(title_text="", margin_t=top), PRESENT_SCALE,
                          height=PRESENT_HEIGHT, width=PRESENT_WIDTH)
     layout = fig.layout
     font = layout.font.size

@@ -71,9 +71,12 @@ def snapshot_figure(curves: SnapshotCurves, step: int | None = None,
         if step is not None:
             fig.add_vline(x=_x([step])[0], line=dict(color="gray", dash="dot", width=2),
                           row=1, col=col)
-    fig.update_yaxes(title=_("copying score"), range=[0, 1], row=1, col=1)
+    top = float(scores.max()) if scores.size else 1.0  # scores lie in [0, 1]; show the rise
+    fig.update_yaxes(title=_("copying score"), range=[0, min(1.0, max(0.3, 1.2 * top))],
+                     row=1, col=1)
     fig.update_yaxes(title=_("nats per byte"), row=1, col=2)
     return fig.update_layout(
-        height=height, margin=dict(l=60, r=20, t=80, b=70), hovermode="closest",
-        title=dict(text=_("Watch heads form: the ALiBi model during training")),
+        height=height, margin=dict(l=60, r=20, t=100, b=70), hovermode="closest",
+        title=dict(text=_("Watch heads form: the ALiBi model during training"), y=0.99,
+                   yanchor="top"),
         legend=dict(orientation="h", y=-0.3, yanchor="top", x=0.5, xanchor="center"))
