@@ -417,5 +417,8 @@ def rescale_figure(results: dict, height: int = 420) -> go.Figure:
                      title=_("context given (tokens, log2 scale)"), row=1,
                      col=len(protocols) + 1)
     fig.update_yaxes(title=_("loss (nats per token)"), row=1, col=len(protocols) + 1)
-    return _one_line_per_model_layout(
-        fig, height, _("ALiBi with its slopes rescaled at inference (star: s = L_train / L)"))
+    # the stars' meaning in the legend: a title that says it too wraps onto the panels' titles
+    fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", hoverinfo="skip",
+                             name=_("s = L_train / L (position interpolation)"),
+                             marker=dict(symbol="star", size=12, color="gray")), row=1, col=1)
+    return _one_line_per_model_layout(fig, height, _("ALiBi with its slopes rescaled at inference"))
