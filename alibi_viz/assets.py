@@ -125,13 +125,16 @@ def shipped_train_seq_len(folder=None, results: dict | None = None) -> int:
     return int(value or SHIPPED_TRAIN_SEQ_LEN)
 
 
+def _read_json(path) -> dict:
+    """A results file as a dict; {} if it is missing."""
+    path = Path(path)
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
 def load_reach_results(path=None) -> dict:
     """The results `python -m alibi_viz.reach` wrote (context reach, copy at a distance); {}
     if missing."""
-    path = Path(REACH_PATH if path is None else path)
-    if not path.is_file():
-        return {}
-    return json.loads(path.read_text())
+    return _read_json(REACH_PATH if path is None else path)
 
 
 def results_path(kind: str) -> Path:
@@ -142,31 +145,19 @@ def results_path(kind: str) -> Path:
 def load_extrapolation_results(kind: str = "python", path=None) -> dict:
     """The results `python -m alibi_viz.evaluate` wrote for held-out text of `kind` (see that
     module), or those in `path`; {} if missing."""
-    path = Path(results_path(kind) if path is None else path)
-    if not path.is_file():
-        return {}
-    return json.loads(path.read_text())
+    return _read_json(results_path(kind) if path is None else path)
 
 
 def load_ablation_results(path=None) -> dict:
     """What `python -m alibi_viz.models.ablation` measured (head ablation); {} if missing."""
-    path = Path(ABLATION_PATH if path is None else path)
-    if not path.is_file():
-        return {}
-    return json.loads(path.read_text())
+    return _read_json(ABLATION_PATH if path is None else path)
 
 
 def load_rescale_results(path=None) -> dict:
     """What `python -m alibi_viz.models.rescale` measured (slopes rescaled); {} if missing."""
-    path = Path(RESCALE_PATH if path is None else path)
-    if not path.is_file():
-        return {}
-    return json.loads(path.read_text())
+    return _read_json(RESCALE_PATH if path is None else path)
 
 
 def load_snapshot_results(path=None) -> dict:
     """What `python -m alibi_viz.snapshots` measured on the training snapshots; {} if missing."""
-    path = Path(SNAPSHOT_RESULTS_PATH if path is None else path)
-    if not path.is_file():
-        return {}
-    return json.loads(path.read_text())
+    return _read_json(SNAPSHOT_RESULTS_PATH if path is None else path)

@@ -67,15 +67,13 @@ def load_snapshot(folder: Path):
     return model.eval(), AutoTokenizer.from_pretrained(folder, local_files_only=True)
 
 
-@torch.inference_mode()
 def heldout_loss(model, kind: str, seq_len: int, tokens: int = SNAPSHOT_TOKENS) -> float:
     """Mean next-token loss (nats) on the first `tokens` held-out tokens of `kind`, in
-    non-overlapping windows of seq_len + 1."""
-    ids = torch.from_numpy(data.heldout_ids(kind, max_tokens=tokens + 1))
-    rows = ids[: (ids.numel() - 1) // seq_len * seq_len + 1]
-    batch = torch.stack([rows[i : i + seq_len + 1] for i in range(0, rows.numel() - 1, seq_len)])
-    logits = model(input_ids=batch[:, :-1]).logits  # (B, T, V)
-    return float(torch.nn.functional.cross_entropy(logits.transpose(1, 2), batch[:, 1:]))
+    non-overlapping windows of seq_len + 1 (`train.validation_loss` on the held-out text)."""
+    from alibi_viz.train import validation_loss
+
+    return validation_loss(model, data.heldout_ids(kind, max_tokens=tokens + 1), seq_len,
+                           windows=tokens // seq_len)
 
 
 def measure(name: str = DEFAULT_MODEL, seq_len: int = 128, log=print) -> dict:

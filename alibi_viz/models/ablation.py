@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from alibi_viz.errors import AlibiVizError
 from alibi_viz.i18n import _
@@ -56,8 +55,10 @@ def output_projections(model) -> list[torch.nn.Module]:
 
 @torch.inference_mode()
 def _loss(model, ids: torch.Tensor) -> float:
-    logits = model(input_ids=ids[:, :-1]).logits.float()  # (B, T, V)
-    return float(F.cross_entropy(logits.transpose(1, 2), ids[:, 1:]))
+    """Mean next-token loss (nats) of windows (N, T + 1): `train.lm_loss`, as a number."""
+    from alibi_viz.train import lm_loss
+
+    return float(lm_loss(model, ids))
 
 
 def head_ablation(model, ids, num_heads: int) -> tuple[float, np.ndarray]:
