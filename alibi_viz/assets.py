@@ -25,6 +25,9 @@ REACH_PATH = RESULTS_DIR / "reach.json"
 SNAPSHOT_RESULTS_PATH = RESULTS_DIR / "snapshots.json"
 ABLATION_PATH = RESULTS_DIR / "ablation.json"
 RESCALE_PATH = RESULTS_DIR / "rescale.json"
+VARIANTS_DIR = ASSETS_DIR / "variants"  # models beside the family, not in its comparison
+LEARNABLE_SLOPES_DIR = VARIANTS_DIR / "learnable-slopes"  # alibi_viz.train --learn-slopes
+LEARNABLE_SLOPES_PATH = RESULTS_DIR / "learnable-slopes.json"  # alibi_viz.models.layer_slopes
 DEFAULT_MODEL = "alibi"
 
 
@@ -156,6 +159,11 @@ def load_ablation_results(path=None) -> dict:
 def load_rescale_results(path=None) -> dict:
     """What `python -m alibi_viz.models.rescale` measured (slopes rescaled); {} if missing."""
     return _read_json(RESCALE_PATH if path is None else path)
+
+
+def load_learnable_slopes_results(path=None) -> dict:
+    """assets/results/learnable-slopes.json ({} if missing): the learnable-slope variant."""
+    return _read_json(LEARNABLE_SLOPES_PATH if path is None else path)
 
 
 def load_snapshot_results(path=None) -> dict:

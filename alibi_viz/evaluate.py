@@ -48,6 +48,7 @@ from alibi_viz.assets import (
 )
 from alibi_viz.errors import AlibiVizError
 from alibi_viz.i18n import N_, _, number, percent
+from alibi_viz.models import layer_slopes
 
 PROTOCOLS = ("nonoverlapping", "sliding")
 # What the page calls each protocol (English msgids; protocol_name translates).
@@ -215,6 +216,7 @@ def load_eval_model(folder: Path, for_attentions: bool = False):
     # them as fp16, slow and coarse on a CPU)
     model = AutoModelForCausalLM.from_pretrained(folder, local_files_only=True,
                                                  attn_implementation=attn, dtype=torch.float32)
+    layer_slopes.attach_from_config(model)  # the learnable-slope variant's own slopes
     return model.eval()
 
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 import html
 import math
 
+import numpy as np
 import plotly.graph_objects as go
 
 from alibi_viz.display import HOVER_CELL_BUDGET, IMAGE_PIXEL_BUDGET, stack_view
@@ -162,9 +163,16 @@ def attention_layers_figure(maps, tokens: list[str], layers: list[int], *, slope
         view = stack_view(maps[layer], side=T if labels else None, pixel_budget=pixels,
                           hover_side=max(2, int(math.sqrt(hover / heads))), reduce="max")
         figs.append(_snug(fitted(attention_grid_figure(
-            view, tokens, layer, slopes=slopes, train_seq_len=train_seq_len, scale=scale,
+            view, tokens, layer, slopes=_layer_row(slopes, layer), train_seq_len=train_seq_len, scale=scale,
             labels=labels), width), width))
     return figs[0] if len(figs) == 1 else layer_slider_figure(figs, layers)
+
+
+def _layer_row(slopes, layer: int):
+    """The (heads,) slopes of `layer` from (heads,) or (layers, heads) slopes (or None)."""
+    if slopes is None or np.ndim(slopes) == 1:
+        return slopes
+    return slopes[layer]
 
 
 def _snug(fig: go.Figure, width: int) -> go.Figure:

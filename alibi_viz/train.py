@@ -44,8 +44,10 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 from alibi_viz import data
+from alibi_viz.alibi import alibi_slopes
 from alibi_viz.assets import REMAINING_DIFFERENCES, SHIPPED
 from alibi_viz.errors import AlibiVizError
+from alibi_viz.models import layer_slopes
 from alibi_viz.positional import sinusoidal_table
 
 ARCHS = tuple(SHIPPED)
@@ -82,6 +84,7 @@ class TrainConfig:
     snapshots: str = ""  # comma-separated steps at which to save an fp16 copy ("" for none)
     save_dtype: str = "float16"  # the shipped weights' dtype (the app computes in float32)
     snapshot_dir: str = ""  # where the snapshots go (default: <out>/snapshots, alibi_viz.snapshots)
+    learn_slopes: bool = False  # alibi only: per-layer slopes as parameters (models.layer_slopes)
 
 
 def model_config(arch: str, layers: int, heads: int, hidden: int):
@@ -215,9 +218,17 @@ def train(cfg: TrainConfig, command: str) -> dict:
     model = build_model(cfg.arch, cfg.layers, cfg.heads, cfg.hidden, attn)
     model.train()
     trainable = [p for p in model.parameters() if p.requires_grad]
+    decayed = [p for p in trainable if p.dim() >= 2]
+    slopes = None
+    if cfg.learn_slopes:  # after the model, so that its initial weights are the ALiBi model's
+        if cfg.arch != "alibi":
+            raise AlibiVizError("--learn-slopes needs --arch alibi.")
+        slopes = layer_slopes.attach(model, trainable=True)  # official schedule in every layer
+        trainable.append(slopes.log_slopes)  # (layers, heads): no weight decay
     optimizer = torch.optim.AdamW(
-        [{"params": [p for p in trainable if p.dim() >= 2], "weight_decay": cfg.weight_decay},
-         {"params": [p for p in trainable if p.dim() < 2], "weight_decay": 0.0}],
+        [{"params": decayed, "weight_decay": cfg.weight_decay},
+         {"params": [p for p in trainable if all(p is not q for q in decayed)],
+          "weight_decay": 0.0}],
         lr=cfg.lr, betas=(0.9, 0.95))
 
     train_stream = data.mixture_ids("train")
@@ -253,6 +264,8 @@ def train(cfg: TrainConfig, command: str) -> dict:
             if len(window) == cfg.log_every or step == cfg.steps - 1:
                 point = {"step": step + 1, "loss": round(sum(window) / len(window), 4),
                          "lr": round(lr, 6), "seconds": round(time.perf_counter() - start, 1)}
+                if slopes is not None:
+                    point["slopes"] = [[float(f"{m:.5g}") for m in row] for row in slopes.slopes()]
                 curve.append(point)
                 log.write(json.dumps(point) + "\n")
                 log.flush()
@@ -275,6 +288,8 @@ def train(cfg: TrainConfig, command: str) -> dict:
         model = model.half()
     # Saved for the eager path: that is the one that returns attention probabilities.
     model.config._attn_implementation = "eager"
+    if slopes is not None:
+        layer_slopes.store(model, slopes)  # config.json's alibi_viz_slopes
     for p in model.parameters():
         p.requires_grad_(True)
     model.save_pretrained(out)
@@ -295,6 +310,9 @@ def train(cfg: TrainConfig, command: str) -> dict:
                     "load_average_after": [round(x, 2) for x in load_after],
                     "platform": platform.platform()},
         "final_loss": curve[-1]["loss"],
+        "initial_slopes": None if slopes is None else [list(alibi_slopes(cfg.heads))] * cfg.layers,
+        "final_slopes": None if slopes is None else [[float(m) for m in row]
+                                                     for row in slopes.slopes()],
         "valid_loss_at_train_len": valid,
         "valid_ppl_at_train_len": round(math.exp(valid), 4),
         "valid_curve": valid_curve,
@@ -453,6 +471,55 @@ def _reach_lines(name: str, reach: dict) -> list[str]:
     return lines
 
 
+def _variant_lines(info: dict) -> list[str]:
+    """The learnable-slope variant: what differs from the shipped ALiBi model, how it loads,
+    how far its slopes moved, and its perplexity beside the fixed-slope model's."""
+    from alibi_viz.assets import load_learnable_slopes_results
+
+    if not info.get("learn_slopes"):
+        return []
+    initial, final = info["initial_slopes"], info["final_slopes"]
+    moved = layer_slopes.drift(initial, final)
+    lines = [
+        "", "## The variant: learnable slopes",
+        "The shipped ALiBi model's recipe (data, batches, seed, initial weights, steps, "
+        "schedule) with one change: every layer's slopes m[layer, h] are trained too, as "
+        "parameters initialised to the official schedule 2^-1 .. 2^-8 in every layer. They are "
+        "parameterised by their logarithms (positive, and Adam moves each by the same relative "
+        "step), with no weight decay (`alibi_viz/models/layer_slopes.py`).",
+        "",
+        "The slopes are stored in `config.json` (`alibi_viz_slopes`, layers x heads), not in the "
+        "weights. `alibi_viz.load_model` reads them and applies each layer's own: no remote "
+        "code runs. Loaded with plain transformers, the model would apply the official slopes in "
+        "every layer, which is not the model that was trained.",
+        "",
+        "Largest relative change of a slope, per layer (final / initial - 1): "
+        + ", ".join(f"layer {i + 1} {r:+.1%} (head {h + 1})" for i, (r, h) in enumerate(
+            zip(moved["largest_relative"], moved["head"], strict=True))) + ".",
+        "",
+        "| layer | " + " | ".join(f"h{h + 1}" for h in range(len(final[0]))) + " |",
+        "|---|" + "---:|" * len(final[0]),
+        *[f"| {i + 1} | " + " | ".join(f"{m:.4g}" for m in row) + " |"
+          for i, row in enumerate(final)],
+        "", "(final slopes; initial: " + ", ".join(f"{m:.4g}" for m in initial[0]) + ")",
+    ]
+    results = load_learnable_slopes_results()
+    if results:
+        lines += ["", "Perplexity against the fixed-slope model on the same held-out targets "
+                  "(`assets/results/learnable-slopes.json`): learnable / fixed, with the paired "
+                  "95% interval over 16 chunks.", "",
+                  "| text | protocol | " + " | ".join(f"{n} ({f}x)" for n, f in zip(
+                      results["lengths"], results["factors"], strict=True)) + " |",
+                  "|---|---|" + "---:|" * len(results["lengths"])]
+        for kind in results["kinds"]:
+            for protocol in results["protocols"]:
+                cells = [layer_slopes.cell(results, kind, protocol, n) for n in results["lengths"]]
+                lines.append(f"| {data.TEXT_KINDS[kind]} | {protocol} | " + " | ".join(
+                    f"{c['ratio'][0]:.3f} ({c['ratio'][1]:.3f}-{c['ratio'][2]:.3f})"
+                    for c in cells) + " |")
+    return lines
+
+
 def write_model_card(folder: Path, results: dict | None = None) -> None:
     """(Re)write folder/README.md from training.json, the shipped extrapolation results per
     kind of held-out text (or `results`, {kind: the dict `alibi_viz.evaluate` writes}) and the
@@ -470,7 +537,8 @@ def write_model_card(folder: Path, results: dict | None = None) -> None:
     shown = curve[:: max(1, len(curve) // 12)]
     shown += [] if shown[-1] is curve[-1] else [curve[-1]]
     lines = [
-        f"# alibi-viz `{name}`: {info['arch']} byte-level language model",
+        f"# alibi-viz `{name}`: {info['arch']} byte-level language model"
+        + (", learnable slopes (a variant beside the family)" if info.get("learn_slopes") else ""),
         "",
         "Trained from scratch on CPU by `alibi_viz/train.py` so that the app can show real "
         "attention heads, on code and on English, Spanish and Russian prose, and the *train "
@@ -525,15 +593,19 @@ def write_model_card(folder: Path, results: dict | None = None) -> None:
         "",
         "## Evaluation: per-byte perplexity on held-out text",
     ]
-    lines += _evaluation_lines(name, info, results or {})
-    lines += ["", "## Reach and copy at a distance",
-              *_reach_lines(name, load_reach_results() if shipped else {})]
+    lines += (["Below, beside the fixed-slope model's."] if info.get("learn_slopes")
+              else _evaluation_lines(name, info, results or {}))
+    lines += _variant_lines(info)
+    if not info.get("learn_slopes"):
+        lines += ["", "## Reach and copy at a distance",
+                  *_reach_lines(name, load_reach_results() if shipped else {})]
     lines += [
         "",
         "## Regenerate",
         "```",
         info["command"],
-        "python -m alibi_viz.evaluate",
+        "python -m alibi_viz.models.layer_slopes" if info.get("learn_slopes")
+        else "python -m alibi_viz.evaluate",
         "```",
         "The schedule depends on the step only, so a rerun reproduces the model step for step "
         "up to floating-point differences between machines and thread counts.",
@@ -550,6 +622,8 @@ def parse_args(argv=None) -> TrainConfig:
     p.add_argument("--save-dtype", default="float16", choices=("float16", "float32"))
     p.add_argument("--snapshots", default="", help="steps to save fp16 copies at, e.g. 0,30,100")
     p.add_argument("--snapshot-dir", default="", help="default <out>/snapshots")
+    p.add_argument("--learn-slopes", action="store_true",
+                   help="alibi: train per-layer slopes too (initialised to the official schedule)")
     for name in ("steps", "seq_len", "layers", "heads", "hidden", "batch_size", "warmup", "seed",
                  "threads", "log_every", "eval_every"):
         p.add_argument("--" + name.replace("_", "-"), type=int, default=getattr(defaults, name))

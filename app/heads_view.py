@@ -265,11 +265,11 @@ def controls_ui(prefix: str, info) -> Choice:
             help=_("−m(i−j): the textbook bias under the causal mask. As the model adds it: "
                    "e.g. BLOOM's +m·j, which differs from −m(i−j) by m·i, the same for every "
                    "key of a row; softmax ignores that, so the attention is identical."))
-    slopes = info.slopes
     left, mid, _right = st.columns([1, 2, 3])
     layer = left.selectbox(_("Layer"), list(range(1, info.num_layers + 1)),
                            key=_key(prefix, "layer"),
                            help=_("Which layer's heads to draw (1 is the first)."))
+    slopes = info.slopes_of(int(layer) - 1)
     head = mid.selectbox(
         _("Head"), list(range(1, info.num_heads + 1)), key=_key(prefix, "head"),
         format_func=lambda h: _("head {h}").format(h=h) + (
@@ -329,14 +329,14 @@ def decomposition(loaded: Loaded, text: str, key: tuple, layer: int, bias_shown:
 @ui.cached_figure(max_entries=16)
 def grid_figure(_analysis, _loaded: Loaded, key: tuple, layer: int, head: int, scale: str):
     return attention_grid_figure(_analysis.layers[layer], _analysis.tokens, layer,
-                                 slopes=_loaded.info.slopes, selected=head,
+                                 slopes=_loaded.info.slopes_of(layer), selected=head,
                                  train_seq_len=_loaded.train_seq_len, scale=scale)
 
 
 @ui.cached_figure(max_entries=16)
 def row_figure(_view, _loaded: Loaded, key: tuple, layer: int, head: int, scale: str,
                bias_shown: str):
-    slope = _loaded.info.slopes[head] if _loaded.info.slopes else None
+    slope = _loaded.info.slopes_of(layer)[head] if _loaded.info.slopes else None
     return decomposition_figure(_view, head, slope=slope, train_seq_len=_loaded.train_seq_len,
                                 scale=scale)
 

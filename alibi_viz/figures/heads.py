@@ -455,43 +455,52 @@ def model_slopes_figure(slopes, effective=None, schedules=SCHEDULES, max_bias: f
                         name: str | None = None) -> go.Figure:
     """A model's slopes m_h (markers) against the standard schedules (thin lines), log2 y.
 
-    effective: the per-token slope the model's eager attention really applies, drawn too when
-    it differs from `slopes` (Falcon: 2m/sqrt(d)). name: the model's name ("this model").
+    slopes: (heads,), or (layers, heads) for a model whose layers have their own (one marker
+    series per layer). effective: the per-token slope the model's eager attention really
+    applies, drawn too when it differs from `slopes` (Falcon: 2m/sqrt(d)). name: the model's
+    name ("this model").
     """
     name = _("this model") if name is None else name
     slopes = np.asarray(slopes, dtype=np.float64)
-    if slopes.ndim != 1 or slopes.size == 0 or not np.all(slopes > 0):
+    if slopes.ndim not in (1, 2) or slopes.size == 0 or not np.all(slopes > 0):
         raise AlibiVizError("slopes must be a non-empty list of positive numbers.")
-    heads = np.arange(1, slopes.size + 1)
+    rows = slopes if slopes.ndim == 2 else slopes[None, :]  # (layers, heads)
+    n_heads = rows.shape[1]
+    heads = np.arange(1, n_heads + 1)
     fig = go.Figure()
     for schedule in schedules:
         fig.add_trace(go.Scatter(
-            x=heads, y=alibi_slopes(slopes.size, schedule, max_bias), mode="lines",
+            x=heads, y=alibi_slopes(n_heads, schedule, max_bias), mode="lines",
             name=_("{schedule} schedule").format(schedule=schedule),
             line=dict(width=1.2, dash="dot"),
             hovertemplate=_("head %{x}") + "<br>m=%{y:.5g}<extra>" + schedule + "</extra>"))
-    fig.add_trace(go.Scatter(
-        x=heads, y=slopes, mode="markers", name=_("{name}: configured m").format(name=name),
-        marker=dict(size=11, color="black", symbol="circle-open", line=dict(width=2)),
-        customdata=np.log2(slopes),
-        hovertemplate=_("head %{x}") + "<br>m=%{y:.5g}<br>log2 m=%{customdata:.3f}"
-                      "<extra></extra>"))
+    shades = _layer_colors(len(rows)) if slopes.ndim == 2 else ["black"]
+    for layer, (row, color) in enumerate(zip(rows, shades, strict=True)):
+        fig.add_trace(go.Scatter(
+            x=heads, y=row, mode="markers",
+            name=(_("{name}: layer {n}").format(name=name, n=layer + 1) if slopes.ndim == 2
+                  else _("{name}: configured m").format(name=name)),
+            marker=dict(size=11, color=color, symbol="circle-open", line=dict(width=2)),
+            customdata=np.log2(row),
+            hovertemplate=_("head %{x}") + "<br>m=%{y:.5g}<br>log2 m=%{customdata:.3f}"
+                          "<extra></extra>"))
+    slopes = rows.reshape(-1) if slopes.ndim == 1 else slopes
     if effective is not None:
         effective = np.asarray(effective, dtype=np.float64)
         if not np.allclose(effective, slopes, rtol=1e-6):
             fig.add_trace(go.Scatter(
-                x=heads, y=effective, mode="markers", name=_("per-token slope as applied (eager)"),
+                x=np.tile(heads, effective.size // n_heads), y=effective.reshape(-1), mode="markers", name=_("per-token slope as applied (eager)"),
                 marker=dict(size=9, color="#d62728", symbol="diamond"),
                 hovertemplate=_("head %{x}") + "<br>" + _("applied slope=%{y:.5g}")
                               + "<extra></extra>"))
     fig.update_yaxes(type="log", title=_("slope m (log scale)"), exponentformat="power")
-    fig.update_xaxes(title=_("head h"), dtick=max(1, slopes.size // 16))
-    standard = [alibi_slopes(slopes.size, s, max_bias) for s in schedules]
+    fig.update_xaxes(title=_("head h"), dtick=max(1, n_heads // 16))
+    standard = [alibi_slopes(n_heads, s, max_bias) for s in schedules]
     agree = len(standard) > 1 and all(np.allclose(standard[0], s) for s in standard[1:])
     fig.update_layout(title=dict(text=ngettext(
         "Slopes of {name} against the standard schedules ({n} head)",
         "Slopes of {name} against the standard schedules ({n} heads)",
-        slopes.size).format(name=name, n=slopes.size),
+        n_heads).format(name=name, n=n_heads),
                                  subtitle=dict(text=_("For this head count the schedules "
                                                       "coincide.") if agree else "")),
                       height=380,

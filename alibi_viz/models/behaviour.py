@@ -288,8 +288,8 @@ def behaviour_scores(model, tokenizer, slopes=None, seed: int = 0) -> HeadBehavi
         slopes = np.asarray(slopes, dtype=np.float64)
         content_kl = head_statistics(code.maps, slopes=slopes).content_kl
         T = code.maps[0].shape[-1]
-        bias_reach = np.broadcast_to([reach90(_bias_only(m, T)) for m in slopes],
-                                     (layers, heads)).copy()
+        by_slope = [reach90(_bias_only(m, T)) for m in slopes.reshape(-1)]  # (heads,) or (L, H)
+        bias_reach = np.broadcast_to(np.reshape(by_slope, slopes.shape), (layers, heads)).copy()
     induction_tokens = token_labels(tokenizer, np.concatenate([chunk, chunk]).tolist())
     return HeadBehaviour(scores=scores, sink_control=sink_control, reach=reach,
                          bias_reach=bias_reach, content_kl=content_kl,

@@ -100,6 +100,7 @@ import torch
 from alibi_viz.alibi import SCHEDULES, alibi_slopes
 from alibi_viz.errors import AlibiVizError
 from alibi_viz.i18n import N_, _, formatted, ngettext
+from alibi_viz.models import layer_slopes
 
 VERDICTS = ("conforms", "scaled", "sign_flipped", "schedule", "permuted", "offset", "missing",
             "clipped")
@@ -276,13 +277,18 @@ def _head_dim(model) -> int:
 
 
 def expected_slopes(model) -> tuple[np.ndarray, str, str | None]:
-    """(expected per-token slopes (heads,), the form in words, a warning or None) for the
+    """(expected per-token slopes (heads,), or (layers, heads) for a model whose layers have
+    their own (`layer_slopes`), the form in words, a warning or None) for the
     model's config, in the form the architecture documents (see the module docstring), as
     transformers' own builder makes them (Falcon's rounded to bfloat16)."""
     from alibi_viz.models.loading import model_alibi_slopes
 
     config = model.config
     kind = config.model_type
+    if kind == "bloom" and layer_slopes.from_config(config) is not None:
+        return (layer_slopes.from_config(config), _("BLOOM with per-layer slopes from config.json "
+                                               "(alibi_viz_slopes): m[layer, h] added unscaled"),
+                None)
     if kind == "bloom":
         return (model_alibi_slopes(model), _("BLOOM: m_h added unscaled (official schedule)"),
                 None)
@@ -836,7 +842,7 @@ def _summary(verdict: str, evidence: dict, context: dict) -> str:
     raise AssertionError(f"no summary for {verdict!r}")  # every finding kind is handled above
 
 
-def _diagnose(fits, expected, scale, head_dim, th, context):
+def _diagnose(fits, expected_all, scale, head_dim, th, context):
     """(heads[layer][head] as HeadChecks, findings, schedule) from the per-head fits:
     fits[layer][head] = (slope, offset, clip_at, reach). Each layer is explained on its own;
     layers with the same explanation make one finding; what no explanation covers is counted
@@ -845,13 +851,16 @@ def _diagnose(fits, expected, scale, head_dim, th, context):
     leftovers: list[Counter] = []  # per layer: verdicts of the heads nothing explains
     heads_out = []
     schedule = None
+    expected = expected_all = np.asarray(expected_all, dtype=np.float64)
 
     def note(key, verdict, evidence, layer, count):
         group = groups.setdefault(key, [verdict, evidence, [], 0])
         group[2].append(layer)
         group[3] += count
 
+    per_layer = expected.ndim == 2  # (layers, heads): each layer checked against its own
     for layer, row in enumerate(fits):
+        expected = expected_all[layer] if per_layer else expected_all
         applied = np.array([f[0] for f in row])
         offsets = np.array([f[1] for f in row])
         clips = [f[2] for f in row]
@@ -1033,14 +1042,14 @@ def check_alibi(model, tokenizer=None, probe_length: int = PROBE_LENGTH, texts=D
         heads = curves.shape[1]
         if expected is not None:
             configured, form = _given_slopes(expected, heads)
-        if configured.size != heads:
+        if configured.shape[-1] != heads or configured.ndim == 2 and len(configured) != len(curves):
             raise AlibiVizError(_("The config names {config} heads, but the attention has "
-                                  "{heads}.").format(config=configured.size, heads=heads))
+                                  "{heads}.").format(config=configured.shape[-1], heads=heads))
         fits = [[_fit_head(y, n, base) for y, n in zip(layer_curves, layer_counts,
                                                        strict=True)]
                 for layer_curves, layer_counts in zip(curves, counts, strict=True)]
         steepest = float(np.nanmax(np.abs([[f[0] for f in row] for row in fits] +
-                                          [list(configured)])))
+                                          configured.reshape(-1, heads).tolist())))
         th = thresholds(dtype, path, base.schedule_rounding, steepest)
         try:
             head_dim = _head_dim(model)
@@ -1048,8 +1057,8 @@ def check_alibi(model, tokenizer=None, probe_length: int = PROBE_LENGTH, texts=D
             head_dim = 1
         scale = 1 / math.sqrt(head_dim) if (falcon and expected is None) else 1.0
         context = {"head_dim": head_dim, "heads": heads, "falcon_eager": falcon and
-                   path == "eager", "schedule": "official" if expected is None else expected
-                   if isinstance(expected, str) else None}
+                   path == "eager", "schedule": None if configured.ndim == 2 else "official"
+                   if expected is None else expected if isinstance(expected, str) else None}
         head_checks, findings, schedule = _diagnose(fits, configured, scale, head_dim, th,
                                                     context)
         notes = []

@@ -50,6 +50,7 @@ from alibi_viz import assets
 from alibi_viz.alibi import SCHEDULES, alibi_slopes, check_int
 from alibi_viz.errors import ModelLoadError
 from alibi_viz.i18n import N_, _, formatted, number, significant, tokens
+from alibi_viz.models import layer_slopes
 from alibi_viz.models.hub_cache import (
     PICKLE_SUFFIXES,
     download_command,
@@ -147,16 +148,30 @@ class ModelInfo:
     positional: str            # "alibi", "rope", "learned", "sinusoidal" or "none" (show _(code))
     bias_form: str             # how the positional bias enters the pre-softmax scores (English
                                # msgid: show _(bias_form))
-    slopes: tuple[float, ...] | None = None            # m_h as the model's own builder makes them
+    slopes: tuple | None = None            # m_h as the model's own builder makes them: (heads,),
+                                           # or (layers, heads) when each layer has its own
+                                           # (alibi-viz's learnable-slope variant, layer_slopes)
     slope_schedule: str | None = None                  # alibi_slopes schedule they match, or None
     matching_schedules: tuple[str, ...] = ()            # every schedule they match
-    applied_slopes: tuple[float, ...] | None = None  # per-token bias on the eager logits
+    applied_slopes: tuple | None = None  # per-token bias on the eager logits, shaped as slopes
     declared_context: int | None = None  # context length the config declares, if known
     max_positions: int | None = None    # hard input limit (an absolute position table), else None
     warnings: tuple[str, ...] = ()      # departures from the paper, to flag in the app
     notes: tuple[str, ...] = ()         # other things done or found while loading
     # warnings and notes are Messages: English str, shown with localized(text)
     extra: dict = field(default_factory=dict)  # architecture details (softmax_scale, ...)
+
+    @property
+    def per_layer(self) -> bool:
+        """True when every layer has its own slopes (slopes is (layers, heads))."""
+        return bool(self.slopes) and isinstance(self.slopes[0], tuple)
+
+    def slopes_of(self, layer: int, applied: bool = False) -> tuple[float, ...] | None:
+        """(heads,) slopes of one layer (0-based): as the builder makes them, or as applied."""
+        slopes = self.applied_slopes if applied else self.slopes
+        if slopes is None:
+            return None
+        return slopes[layer] if self.per_layer else slopes
 
 
 # ----------------------------------------------------------------------------- paths
@@ -508,6 +523,11 @@ def load_model(path, device="cpu", device_map=None, max_seq_len: int | None = No
     if device_map is None:
         model.to(device)
     model.eval()
+    if layer_slopes.attach_from_config(model) is not None:
+        notes.append(Message(N_("Each layer applies its own slopes, read from config.json "
+                                "(alibi_viz_slopes: alibi-viz's learnable-slope variant). Plain "
+                                "transformers would ignore them and apply the official schedule "
+                                "in every layer.")))
     if model.config._attn_implementation != "eager":
         raise ModelLoadError(_("This model runs '{kind}' attention and cannot return attention "
                                "probabilities (eager is needed).").format(
@@ -621,8 +641,8 @@ def matching_schedules(slopes, model_type: str = "") -> tuple[str, ...]:
     slopes = np.asarray(slopes, dtype=np.float64)
     rtol = SLOPE_RTOL.get(model_type, 1e-5)
     order = ("mpt", "official", "geometric") if model_type == "mpt" else SCHEDULES
-    return tuple(s for s in order
-                 if np.allclose(slopes, alibi_slopes(slopes.size, s), rtol=rtol, atol=0.0))
+    return tuple(s for s in order  # (heads,) or (layers, heads): every layer must match
+                 if np.allclose(slopes, alibi_slopes(slopes.shape[-1], s), rtol=rtol, atol=0.0))
 
 
 def falcon_bf16_error(num_heads: int, seq_len: int = 2048) -> float:
@@ -676,9 +696,14 @@ def learned_positions(model) -> int | None:
     return int(module.num_embeddings - getattr(module, "offset", 0))  # OPT's starts at 2
 
 
+def _nested(values: np.ndarray) -> tuple:
+    """(heads,) or (layers, heads) numbers as (nested) tuples of floats."""
+    return tuple(_nested(v) if np.ndim(v) else float(v) for v in values)
+
+
 def _alibi_details(model, slopes: np.ndarray, head_dim: int) -> tuple[np.ndarray, list, dict]:
     """(applied slopes on the eager logits, warnings, extra facts) for an ALiBi model."""
-    config, heads = model.config, slopes.size
+    config, heads = model.config, slopes.shape[-1]
     warnings, extra = [], {}
     if config.model_type == "falcon":
         scale = 1.0 / math.sqrt(head_dim)
@@ -724,6 +749,8 @@ def describe_model(model, path: str = "", notes=(), declared_context: int | None
     embeddings = model.get_input_embeddings().weight
     scheme = positional_scheme(model)
     slopes = model_alibi_slopes(model)
+    if slopes is not None and layer_slopes.attached(model) is not None:
+        slopes = layer_slopes.attached(model)  # (layers, heads)
     info = dict(
         path=path, architecture=type(model).__name__, model_type=config.model_type,
         num_layers=layers, num_heads=heads, head_dim=head_dim, hidden_size=int(config.hidden_size),
@@ -739,8 +766,8 @@ def describe_model(model, path: str = "", notes=(), declared_context: int | None
         if not schedules:
             warnings.append(Message(N_("The slopes match none of the official, MPT or geometric "
                                        "schedules.")))
-        info.update(slopes=tuple(float(s) for s in slopes), slope_schedule=schedules[0] if schedules else None,
-                    matching_schedules=schedules, applied_slopes=tuple(float(s) for s in effective),
+        info.update(slopes=_nested(slopes), slope_schedule=schedules[0] if schedules else None,
+                    matching_schedules=schedules, applied_slopes=_nested(effective),
                     warnings=tuple(warnings), extra=extra)
     elif scheme == "alibi":
         info.update(warnings=(Message(N_("'{type}' uses ALiBi, but alibi-viz cannot read its "
@@ -784,9 +811,13 @@ def model_info_rows(info: ModelInfo, training: dict | None = None) -> list[dict]
     ]
     if info.slopes is not None:
         rows.append((_("slope schedule"), info.slope_schedule or _("none of the standard ones")))
-        rows.append((_("slopes m"), _slope_list(info.slopes)))
+        if info.per_layer:
+            rows += [(_("slopes m, layer {n}").format(n=i + 1), _slope_list(row))
+                     for i, row in enumerate(info.slopes)]
+        else:
+            rows.append((_("slopes m"), _slope_list(info.slopes)))
         if info.applied_slopes is not None and not np.allclose(info.applied_slopes, info.slopes):
-            rows.append((_("slopes as applied"), _slope_list(info.applied_slopes)))
+            rows.append((_("slopes as applied"), _slope_list(np.ravel(info.applied_slopes))))
     length = train_seq_len(info, training)
     known = isinstance((training or {}).get("train_seq_len"), int)
     rows.append((_("training length"), (tokens(length) + ("" if known else
