@@ -101,9 +101,10 @@ corpus: install
 	$(BIN)/python -m alibi_viz.corpus build
 
 # Retrain the shipped model family on the four-kind corpus (make corpus) and measure it: five
-# models of the train-short-test-long comparison, the ALiBi one with training snapshots. About
-# 18 min a model on an idle 2-core machine (run nothing else meanwhile), then about 20 min of
-# evaluation; the model cards record the exact commands and what else ran.
+# models of the train-short-test-long comparison, the ALiBi one with training snapshots, and
+# the learnable-slope variant beside them. About 18 min a model on an idle 2-core machine (run
+# nothing else meanwhile), then about 30 min of evaluation, head ablation and slope sweeps; the
+# model cards record the exact commands and what else ran.
 FAMILY := alibi sinusoidal rope learned nope
 SNAPSHOT_STEPS := 0,30,100,300,600,1000,2000,3000
 models: install-dev corpus
@@ -113,3 +114,9 @@ models: install-dev corpus
 	$(BIN)/python -m alibi_viz.evaluate --models $(FAMILY)
 	$(BIN)/python -m alibi_viz.reach
 	$(BIN)/python -m alibi_viz.snapshots
+	$(BIN)/python -m alibi_viz.models.ablation
+	$(BIN)/python -m alibi_viz.models.rescale
+	rm -rf assets/variants/learnable-slopes && $(BIN)/python -m alibi_viz.train --arch alibi \
+		--learn-slopes --out assets/variants/learnable-slopes
+	$(BIN)/python -m alibi_viz.models.layer_slopes
+	$(BIN)/python -m alibi_viz.train --card assets/variants/learnable-slopes

@@ -658,6 +658,11 @@ def main(argv=None) -> None:
             info = halve(Path(folder))
             print(f"{folder}: stored in fp16, held-out ppl {info['valid_ppl_at_train_len']}")
         return
+    if argv[:1] == ["--card"]:  # rewrite the model cards, e.g. after new results
+        for folder in argv[1:]:
+            write_model_card(Path(folder))
+            print(f"{folder}/README.md rewritten")
+        return
     cfg = parse_args(argv)
     info = train(cfg, command="python -m alibi_viz.train " + shlex.join(argv))
     print(f"saved {cfg.out}: final loss {info['final_loss']}, held-out ppl at {cfg.seq_len}: "

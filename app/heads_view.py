@@ -580,18 +580,18 @@ def ablation_fig(name: str):
     return ablation_figure(entry["increase"], entry["slope"], entry["slope_kind"])
 
 
-def ablation_ui(name: str) -> None:
+def ablation_ui(name: str, prefix: str = "mh", title: str | None = None) -> None:
     """Which heads matter: the shipped model's loss increase per silenced head against the
     head's slope (measured once, assets/results/ablation.json), and what it says in numbers."""
     results = load_ablation_results()
     entry = results.get("models", {}).get(name)
     if not entry:
         return
-    st.subheader(_("Which heads matter?"))
+    st.subheader(title or _("Which heads matter?"))
     summary = ablation_summary(entry)
     layer, head, cost, slope = summary["top"]
     ask_ablation(summary)
-    ui.show_figure(ablation_fig(name), f"ablation_{name}", key=_key("mh", "fig_ablation"))
+    ui.show_figure(ablation_fig(name), f"ablation_{name}", key=_key(prefix, "fig_ablation"))
     st.markdown(_(
         "Silencing layer {layer}, head {head} costs the most: +{cost} nats per token (slope "
         "{slope}). {minor} of the {heads} heads cost less than {minor_limit} when silenced. The "
@@ -615,12 +615,11 @@ def ablation_ui(name: str) -> None:
 
 def ask_ablation(summary: dict) -> None:
     """Predict first: the question, and the answer folded away until a student opens it."""
-    st.markdown(_("**Question.** A source claims that heads whose slopes are too steep to "
-                  "look beyond their neighbours end up useless. Do the steepest heads of this "
-                  "model cost less when silenced than the gentlest?"))
     answer = (_("Yes: the steepest quarter costs {steep}, the gentlest {gentle} nats per token.")
               if summary["steep"] < summary["gentle"] else
               _("No: the steepest quarter costs {steep}, the gentlest {gentle} nats per token."))
-    with st.expander(_("Answer"), icon=":material/visibility:"):
+    with ui.question(_("A source claims that heads whose slopes are too steep to look beyond "
+                       "their neighbours end up useless. Do the steepest heads of this model "
+                       "cost less when silenced than the gentlest?")):
         st.markdown(answer.format(steep=number(summary["steep"], 3),
                                   gentle=number(summary["gentle"], 3)))

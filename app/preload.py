@@ -95,6 +95,7 @@ import alibi_viz.models.behaviour
 import alibi_viz.models.conformance
 import alibi_viz.models.heads
 import alibi_viz.models.hub_cache
+import alibi_viz.models.layer_slopes
 import alibi_viz.models.loading
 import alibi_viz.models.rescale
 import alibi_viz.models.zoo

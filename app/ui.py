@@ -126,6 +126,15 @@ def choose_language() -> str:
     return language
 
 
+@contextlib.contextmanager
+def question(text: str):
+    """Predict, then reveal: the question in bold, and under it a closed "Answer" box; what
+    the block writes goes into the box, so a student predicts before opening it."""
+    st.markdown(_("**Question.** {question}").format(question=text))
+    with st.expander(_("Answer"), icon=":material/visibility:"):
+        yield
+
+
 def write_url(values: dict) -> None:
     """Mirror the page's controls in the URL so it can be shared (only when something changed).
     The language rides along when it is not English."""

@@ -1,6 +1,6 @@
 """The Extrapolation lab under Streamlit's AppTest, against the shipped models and results."""
 
-from apptest_utils import figure_titles, figures, run_app, warnings
+from apptest_utils import figure_keys, figure_titles, figures, run_app, warnings
 
 from alibi_viz import assets
 from alibi_viz.evaluate import evaluation_stream, load_eval_model, perplexity
@@ -71,11 +71,14 @@ def test_missing_assets_give_clear_messages(monkeypatch, tmp_path):
     monkeypatch.setattr(assets, "MODELS_DIR", tmp_path / "models")
     monkeypatch.setattr(assets, "RESULTS_DIR", tmp_path)
     monkeypatch.setattr(assets, "RESCALE_PATH", tmp_path / "rescale.json")
+    monkeypatch.setattr(assets, "ABLATION_PATH", tmp_path / "ablation.json")
+    monkeypatch.setattr(assets, "LEARNABLE_SLOPES_PATH", tmp_path / "learnable-slopes.json")
     monkeypatch.setattr(assets, "REACH_PATH", tmp_path / "reach.json")
     at = run_app("extrapolation")
     assert not at.exception
     infos = " ".join(i.value for i in at.info)
     assert "python -m alibi_viz.evaluate" in infos and "python -m alibi_viz.reach" in infos
+    assert "python -m alibi_viz.models.layer_slopes" in infos
     assert "python -m alibi_viz.train --arch alibi" in infos
     assert not figures(at)
 
@@ -148,3 +151,57 @@ def test_reading_notes_say_the_protocols_score_different_text():
     text = next(m.value for m in at.markdown if m.value.startswith("**How to read it.**"))
     a, b = results["protocols"]["sliding"]["targets"]
     assert f"sliding tokens {a:,} to {b:,}" in text
+
+
+def answers(at) -> str:
+    return " ".join(m.value for e in at.expander if e.label == "Answer" for m in e.markdown)
+
+
+def test_learnable_slopes_answer_states_the_shipped_ratios():
+    """Section 6's answer quotes learnable / fixed at 8x and 32x, with the interval and the
+    verdict the interval gives, and the largest drift, from learnable-slopes.json."""
+    import pytest
+
+    from alibi_viz.i18n import number
+    from alibi_viz.models import layer_slopes
+
+    results = assets.load_learnable_slopes_results()
+    if not results:
+        pytest.skip("no shipped learnable-slope results")
+    at = run_app("extrapolation", {"kind": "en"})
+    assert not at.exception
+    summary = layer_slopes.summary(results, "en")
+    text = answers(at)
+    for factor in (8, 32):
+        ratio, low, high = summary["ratios"][factor]
+        assert f"perplexity {number(ratio, 3)} (95% interval {number(low, 3)} to " \
+               f"{number(high, 3)})" in text
+    largest = summary["largest"]
+    assert f"layer {largest['layer'] + 1}, head {largest['head'] + 1}, from " in text
+    assert f"{summary['steeper']} of the {summary['slopes']} slopes ended steeper" in text
+    titles = figure_titles(at)
+    assert any(t.startswith("Learned slopes during training") for t in titles)
+    assert any(t.startswith("Learnable against fixed slopes: english prose") for t in titles)
+
+
+def test_learned_slopes_figure_draws_every_logged_step():
+    import pytest
+
+    results = assets.load_learnable_slopes_results()
+    if not results:
+        pytest.skip("no shipped learnable-slope results")
+    at = run_app("extrapolation")
+    fig = next(f for f in figures(at)
+               if f["layout"]["title"]["text"].startswith("Learned slopes during training"))
+    learned = [t for t in fig["data"] if t.get("hoverinfo") != "skip"]  # the rest: initial m
+    layers, heads = len(results["slopes"][0]), len(results["slopes"][0][0])
+    assert len(learned) == layers * heads
+    assert all(len(t["x"]) == len(results["steps"]) for t in learned)
+
+
+def test_lab_asks_which_heads_matter_in_russian():
+    """Section 7: the head-ablation question, in Russian, the answer folded away."""
+    at = run_app("extrapolation", {"lang": "ru"})
+    assert not at.exception
+    assert any(m.value.startswith("**Вопрос.** Один источник") for m in at.markdown)
+    assert "xl_fig_ablation" in figure_keys(at)

@@ -30,6 +30,7 @@ from plotly.subplots import make_subplots
 
 from alibi_viz.alibi import check_int
 from alibi_viz.assets import MODEL_ORDER, model_label
+from alibi_viz.data import TEXT_KINDS
 from alibi_viz.errors import AlibiVizError
 from alibi_viz.evaluate import (
     check_results,
@@ -422,3 +423,69 @@ def rescale_figure(results: dict, height: int = 420) -> go.Figure:
                              name=_("s = L_train / L (position interpolation)"),
                              marker=dict(symbol="star", size=12, color="gray")), row=1, col=1)
     return _one_line_per_model_layout(fig, height, _("ALiBi with its slopes rescaled at inference"))
+
+
+def learned_slopes_figure(results: dict, height: int = 520) -> go.Figure:
+    """The learnable-slope variant's slopes over training (`models.layer_slopes`): one panel
+    per layer, one line per head on a log2 y axis, each head's initial (official) slope as a
+    dotted line of its colour."""
+    steps = results["steps"]
+    slopes = np.asarray(results["slopes"], dtype=np.float64)  # (steps, layers, heads)
+    layers, heads = slopes.shape[1:]
+    cols = 2
+    fig = make_subplots(rows=math.ceil(layers / cols), cols=cols, shared_xaxes=True,
+                        shared_yaxes=True, horizontal_spacing=0.06, vertical_spacing=0.12,
+                        subplot_titles=[_("layer {n}").format(n=i + 1) for i in range(layers)])
+    colors = pc.sample_colorscale("Plasma", np.linspace(0.0, 0.85, heads))
+    for layer in range(layers):
+        row, col = divmod(layer, cols)
+        for h in range(heads):
+            name = _("head {h}").format(h=h + 1)
+            fig.add_trace(go.Scatter(
+                x=steps, y=slopes[:, layer, h], mode="lines", name=name, legendgroup=name,
+                showlegend=layer == 0, line=dict(color=colors[h], width=2),
+                hovertemplate=_("layer {n}").format(n=layer + 1) + ", " + name + "<br>"
+                + _("step %{x}") + "<br>m=%{y:.4g}<extra></extra>"), row=row + 1, col=col + 1)
+            fig.add_trace(go.Scatter(
+                x=[steps[0], steps[-1]], y=[slopes[0, layer, h]] * 2, mode="lines",
+                showlegend=False, hoverinfo="skip",
+                line=dict(color=colors[h], width=1, dash="dot")), row=row + 1, col=col + 1)
+    fig.update_yaxes(type="log", exponentformat="power", dtick=math.log10(4))
+    fig.update_yaxes(title=_("slope m (log scale)"), col=1)
+    fig.update_xaxes(title=_("training step"), row=math.ceil(layers / cols))
+    return _one_line_per_model_layout(
+        fig, height, _("Learned slopes during training (dotted: the official schedule they "
+                       "started from)"))
+
+
+def learnable_perplexity_figure(results: dict, kind: str, height: int = 400) -> go.Figure:
+    """Perplexity of the learnable-slope variant and the fixed-slope model at each evaluated
+    length (1x .. 32x the training length) on the held-out text of `kind`, one panel per
+    protocol, 95% intervals as error bars."""
+    from alibi_viz.models.layer_slopes import cell
+
+    protocols = results["protocols"]
+    lengths = results["lengths"]
+    fig = make_subplots(rows=1, cols=len(protocols), horizontal_spacing=0.1,
+                        subplot_titles=[_(PROTOCOL_TITLES[p]) for p in protocols])
+    series = (("fixed", _("fixed slopes (the shipped ALiBi model)"), MODEL_COLORS["alibi"]),
+              ("learnable", _("learnable slopes"), OTHER_COLORS[0]))
+    for col, protocol in enumerate(protocols, start=1):
+        cells = [cell(results, kind, protocol, n) for n in lengths]
+        for key, name, color in series:
+            y = [c[key] for c in cells]
+            low = [c[key] - c[f"{key}_ci95"][0] for c in cells]
+            high = [c[f"{key}_ci95"][1] - c[key] for c in cells]
+            fig.add_trace(go.Scatter(
+                x=lengths, y=y, mode="lines+markers", name=name, legendgroup=key,
+                showlegend=col == 1, line=dict(color=color),
+                error_y=dict(type="data", array=high, arrayminus=low, thickness=1),
+                hovertemplate=name + "<br>" + _("%{x} tokens") + "<br>" + _("perplexity %{y:.3f}")
+                + "<extra></extra>"), row=1, col=col)
+        fig.add_vline(x=results["train_seq_len"], line=dict(color=MARKER_COLOR, dash="dash",
+                                                            width=1), row=1, col=col)
+        fig.update_xaxes(type="log", tickvals=lengths, ticktext=[number(n) for n in lengths],
+                         title=_("evaluation length (tokens)"), row=1, col=col)
+    fig.update_yaxes(title=_("perplexity"), col=1)
+    return _one_line_per_model_layout(fig, height, _("Learnable against fixed slopes: {text}")
+                                      .format(text=_(TEXT_KINDS[kind]).lower()))

@@ -33,11 +33,14 @@ from alibi_viz.evaluate import (
 from alibi_viz.figures.extrapolation import (
     copy_heads_figure,
     extrapolation_attention_figure,
+    learnable_perplexity_figure,
+    learned_slopes_figure,
     perplexity_figure,
     rescale_figure,
     win_half_figure,
 )
 from alibi_viz.i18n import N_, _, number, significant, small_percent
+from alibi_viz.models import layer_slopes
 from alibi_viz.models.heads import attention_maps, mean_mass_beyond
 from alibi_viz.models.rescale import (
     interpolation_scale,
@@ -56,7 +59,7 @@ from alibi_viz.reach import (
     reach_summary,
     span_losses,
 )
-from app import ui
+from app import heads_view, ui
 
 PREFIX = "xl"
 LONG_FACTOR = 8            # the attention maps compare the training length with 8x that length
@@ -617,13 +620,12 @@ else:
     summary = rescale_summary(rescale)
     eight = LONG_FACTOR * rescale["train_seq_len"]
     cell = summary["cells"].get(("nonoverlapping", eight))
-    st.markdown(_("**Question.** At {length} tokens ({factor}x the training length), does "
-                  "s = L_train / L = {interp} lower the ALiBi model's perplexity, and does more "
-                  "context then keep helping it?").format(
-        length=number(eight), factor=LONG_FACTOR, interp=scale_label(interpolation_scale(
-            rescale["train_seq_len"], eight))))
     reach_best = min(summary["reach"], key=lambda s: summary["reach"][s]["longest_loss"])
-    with st.expander(_("Answer"), icon=":material/visibility:"):
+    with ui.question(_("At {length} tokens ({factor}x the training length), does s = L_train / "
+                       "L = {interp} lower the ALiBi model's perplexity, and does more context "
+                       "then keep helping it?").format(
+            length=number(eight), factor=LONG_FACTOR, interp=scale_label(interpolation_scale(
+                rescale["train_seq_len"], eight)))):
         if cell and cell["interpolation_ratio"] is not None:
             st.markdown(_("Non-overlapping, it changes the perplexity by {change} against s = 1 "
                           "(the best s here is {best}, {best_change}). With {longest} tokens of "
@@ -676,3 +678,75 @@ else:
                     scale=scale_label(float(scale)), length=number(length),
                     protocol=protocol_name(protocol)), number(out["ppl"], 3))
                 st.caption(_("{tokens} tokens scored.").format(tokens=number(out["tokens"])))
+
+
+# 6. learnable slopes ------------------------------------------------------------------------
+@ui.cached_figure(max_entries=2)
+def learned_slopes_fig():
+    return learned_slopes_figure(assets.load_learnable_slopes_results())
+
+
+@ui.cached_figure(max_entries=8)
+def learnable_fig(kind: str):
+    return learnable_perplexity_figure(assets.load_learnable_slopes_results(), kind)
+
+
+VERDICTS = {  # what the paired interval of learnable / fixed says (layer_slopes.verdict)
+    "worse": N_("worse than with fixed slopes (the interval lies above 1)"),
+    "better": N_("better than with fixed slopes (the interval lies below 1)"),
+    "same": N_("no measurable difference (the interval includes 1)"),
+}
+
+st.subheader(_("6. Learnable slopes: does training m_h help?"))
+st.markdown(_(
+    "The paper fixes the slopes. A variant trains them: here, every layer's slopes are "
+    "parameters, starting from the official schedule, trained with the rest of the model on the "
+    "same data, batches and steps as the shipped ALiBi model. A claim one reads about it: "
+    "learned slopes usually do not improve quality and partly lose the extrapolation, because "
+    "they drift with the training distribution."))
+variant = assets.load_learnable_slopes_results()
+if not variant:
+    st.info(_("No shipped results yet: assets/results/learnable-slopes.json is written by "
+              "`python -m alibi_viz.models.layer_slopes`."))
+else:
+    found = layer_slopes.summary(variant, kind)
+    longest = max(variant["factors"])
+    with ui.question(_("The slopes were trained on {train}-token windows only. At {factor}x "
+                       "that length ({length} tokens), will the learnable-slope model be better "
+                       "or worse than the fixed-slope one?").format(
+            train=number(variant["train_seq_len"]), factor=longest,
+            length=number(longest * variant["train_seq_len"]))):
+        lines = []
+        for factor in (1, LONG_FACTOR, longest):
+            ratio, low, high = found["ratios"][factor]
+            lines.append("- " + _("{factor}x ({length} tokens): learnable / fixed perplexity "
+                                  "{ratio} (95% interval {low} to {high}): {verdict}.").format(
+                factor=factor, length=number(factor * variant["train_seq_len"]),
+                ratio=number(ratio, 3), low=number(low, 3), high=number(high, 3),
+                verdict=_(VERDICTS[found["verdicts"][factor]])))
+        st.markdown("\n".join(lines))
+        first, last = found["ratios"][1][0], found["ratios"][longest][0]
+        if (first - 1) * (last - 1) > 0 and abs(last - 1) < abs(first - 1):
+            st.markdown(_("The gap to the fixed slopes narrows with length: {first} at the "
+                          "training length, {last} at {factor}x.").format(
+                first=relative_change(first), last=relative_change(last), factor=longest))
+        largest = found["largest"]
+        start = variant["slopes"][0][largest["layer"]][largest["head"]]
+        st.markdown(_("{steeper} of the {n} slopes ended steeper than they started. The largest "
+                      "move: layer {layer}, head {head}, from {start} to {end} ({factor} times "
+                      "its start).").format(
+            steeper=found["steeper"], n=found["slopes"], layer=largest["layer"] + 1,
+            head=largest["head"] + 1, start=significant(start, 3),
+            end=significant(start * (1 + largest["relative"]), 3),
+            factor=number(1 + largest["relative"], 1)))
+    ui.show_figure(learned_slopes_fig(), "learned_slopes", key="xl_fig_learned_slopes")
+    ui.show_figure(learnable_fig(kind), "learnable_slopes", key="xl_fig_learnable")
+    st.caption(_("Held-out text: {text}; the same targets for both models, intervals from 16 "
+                 "disjoint chunks. The model: assets/variants/learnable-slopes (its model card "
+                 "says how it was trained). Command: `{command}`.").format(
+        text=_(data.TEXT_KINDS[kind]).lower(), command=variant["command"]))
+
+
+# 7. which heads matter ------------------------------------------------------------------------
+heads_view.ablation_ui(assets.DEFAULT_MODEL, PREFIX, _("7. Which heads matter? Steep heads and "
+                                                       "gentle ones, silenced"))

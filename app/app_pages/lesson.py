@@ -305,8 +305,7 @@ def ask(step: int, question: str, answer: str, present: bool) -> bool:
     The answer is computed by the step from the same numbers its figure draws."""
     key = f"ls_revealed_{step}"
     if not present:  # students on laptops: the answer folded away until they open it
-        st.markdown(_("**Question.** {question}").format(question=question))
-        with st.expander(_("Answer"), icon=":material/visibility:"):
+        with ui.question(question):
             st.markdown(answer)
         return True
     if not st.session_state.get(key):
