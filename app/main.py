@@ -48,7 +48,8 @@ PAGES = [
 # language and means nothing on a phone: hidden; the text boxes say in words how to apply.
 st.html("<style>[data-testid='stSidebarNavLink'] span { white-space: normal !important; "
         "overflow: visible !important; text-overflow: clip !important; } "
-        "[data-testid='InputInstructions'] { display: none !important; }</style>")
+        "[data-testid='InputInstructions'] { display: none !important; }" + ui.WIDE_CSS
+        + "</style>")
 page = st.navigation(PAGES)
 with ui.timed_run(page.url_path):
     page.run()

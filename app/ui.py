@@ -20,7 +20,7 @@ from alibi_viz import i18n
 from alibi_viz.errors import AlibiVizError
 from alibi_viz.figures.extrapolation import perplexity_figure, reach_figure
 from alibi_viz.figures.lesson import projector_figure
-from alibi_viz.figures.render import figure_spec, sendable
+from alibi_viz.figures.render import PAGE_WIDTH_PX, figure_spec, sendable
 from alibi_viz.i18n import _
 from alibi_viz.params import UrlParam, parse_param
 
@@ -225,8 +225,28 @@ def show_figure(fig, filename: str, key: str | None = None, width: int | None = 
         fig = figure_spec(fig, **({"width": width} if width else {}))
     config = {**PLOT_CONFIG, **i18n.plotly_locale(),
               "toImageButtonOptions": {**PLOT_CONFIG["toImageButtonOptions"], "filename": filename}}
-    st.plotly_chart(ready(fig), width="stretch",
-                    config=config, key=key, theme=None)
+    chart = functools.partial(st.plotly_chart, ready(fig), width="stretch", config=config, key=key,
+                              theme=None)
+    if fitted_width(fig) > PHONE_WIDTH_PX:
+        with st.container(key=f"{WIDE}{key or filename}"):  # a phone scrolls it (WIDE_CSS)
+            chart()
+    else:
+        chart()
+
+
+WIDE = "wide_figure_"  # key prefix of the container of a figure fitted to the page's width
+# On a screen as narrow as a phone's, a figure whose texts were fitted to the page's width keeps
+# that width and scrolls sideways: squeezed to 360 px its titles, legends and tick labels ran
+# into each other, and fitted to 360 px its panels had no room (both measured at 390 px).
+PHONE_WIDTH_PX = 400
+WIDE_CSS = (f"@media (max-width: 640px) {{ [class*='st-key-{WIDE}'] {{ overflow-x: auto; }} "
+            f"[class*='st-key-{WIDE}'] [data-testid='stElementContainer'] "
+            f"{{ min-width: {PAGE_WIDTH_PX}px; }} }}")  # Streamlit sizes the plot to it
+
+
+def fitted_width(spec: dict) -> int:
+    """The width a figure dict's texts were fitted to (`render.figure_spec` records it)."""
+    return int(spec.get("layout", {}).get("meta", {}).get("fitted_width", PAGE_WIDTH_PX))
 
 
 def table(rows: list[dict], **kwargs) -> None:

@@ -318,3 +318,53 @@ def test_figure_texts_fit_on_a_1024_screen_in_spanish_and_russian(browser, serve
         assert page.evaluate(FIGURE_TEXT_JS) == []
     finally:
         context.close()
+
+
+def overlaps_everywhere(page) -> list[str]:
+    """FIGURE_OVERLAP_JS over every figure of a page, after scrolling it through so that each
+    has drawn; data labels on data labels (the head statistics' R² next to close points) are
+    the data's own and left out."""
+    page.wait_for_selector(".js-plotly-plot", timeout=FIRST_LOAD_MS)
+    wait_for_app(page)
+    for _ in range(30):
+        page.mouse.wheel(0, 700)
+        page.wait_for_timeout(150)
+    wait_for_app(page)
+    page.wait_for_timeout(1_500)
+    found = page.evaluate(FIGURE_OVERLAP_JS)
+    return [f for f in found if not re.search(r'text trace "[\d,.]+" on text trace "[\d,.]+"', f)]
+
+
+@pytest.mark.parametrize(("size", "lang"), [((1024, 768), "es"), ((1366, 768), "ru")])
+@pytest.mark.parametrize("path", ["/", "/compare", "/extrapolation", "/model?tokens=64"])
+def test_no_figure_text_lies_on_another_outside_the_lesson(browser, server_url, path, size, lang):
+    """Every figure of the page, scrolled through, in Spanish at a projector's 1024 and in
+    Russian at a laptop's 1366: no title on a panel title, axis title on tick labels, legend
+    on a title, or tick labels on each other."""
+    width, height = size
+    context = browser.new_context(viewport={"width": width, "height": height})
+    page = context.new_page()
+    page.set_default_timeout(60_000)
+    try:
+        page.goto(f"{server_url}{path}{'&' if '?' in path else '?'}lang={lang}")
+        assert overlaps_everywhere(page) == []
+    finally:
+        context.close()
+
+
+def test_a_phone_scrolls_wide_figures_sideways(browser, server_url):
+    """At 390 px a figure fitted to the page's width keeps that width inside a box that
+    scrolls sideways (the page itself does not), so its texts lie as they do at 1024 px."""
+    context = browser.new_context(viewport={"width": 390, "height": 844})
+    page = context.new_page()
+    page.set_default_timeout(60_000)
+    try:
+        page.goto(f"{server_url}/extrapolation?lang=es")
+        assert overlaps_everywhere(page) == []
+        widths = page.evaluate("""() => [...document.querySelectorAll('[class*="st-key-wide_figure_"]')]
+            .map(box => [box.clientWidth, box.scrollWidth,
+                         box.querySelector('.main-svg').getBoundingClientRect().width])""")
+        assert widths and all(client < 390 <= scroll and svg >= 600 for client, scroll, svg in widths)
+        assert page.evaluate("() => document.documentElement.scrollWidth") <= 390
+    finally:
+        context.close()

@@ -310,6 +310,7 @@ def reach_figure(reach: dict, train_seq_len: int | None = None, height: int = 42
     for col, values, title in ((1, contexts, _("context given (tokens, log2 scale)")),
                                (2, distances, _("distance between the copies (tokens)"))):
         ticks = sorted(set(values))
+        ticks = ticks[::2] if len(ticks) > 6 else ticks  # upright labels in a half-width panel
         fig.update_xaxes(type="log", tickvals=ticks, ticktext=[number(v) for v in ticks],
                          title=title, row=1, col=col)
     fig.update_yaxes(title=_("loss (nats per token)"), row=1, col=1)
@@ -378,7 +379,7 @@ def rescale_figure(results: dict, height: int = 420) -> go.Figure:
     from alibi_viz.models.rescale import interpolation_scale, scale_label
 
     protocols = list(results["perplexity"])
-    fig = make_subplots(rows=1, cols=len(protocols) + 1, horizontal_spacing=0.08,
+    fig = make_subplots(rows=1, cols=len(protocols) + 1, horizontal_spacing=0.13,
                         subplot_titles=[*(_(PROTOCOL_TITLES[p]) for p in protocols),
                                         _("reach, for each s")])
     scales = results["scales"]
@@ -450,42 +451,58 @@ def learned_slopes_figure(results: dict, height: int = 520) -> go.Figure:
                 x=[steps[0], steps[-1]], y=[slopes[0, layer, h]] * 2, mode="lines",
                 showlegend=False, hoverinfo="skip",
                 line=dict(color=colors[h], width=1, dash="dot")), row=row + 1, col=col + 1)
-    fig.update_yaxes(type="log", exponentformat="power", dtick=math.log10(4))
-    fig.update_yaxes(title=_("slope m (log scale)"), col=1)
-    fig.update_xaxes(title=_("training step"), row=math.ceil(layers / cols))
-    return _one_line_per_model_layout(
-        fig, height, _("Learned slopes during training (dotted: the official schedule they "
-                       "started from)"))
+    powers = range(0, -11, -2)  # the schedule's own units: 1, 1/4, ..., 1/1024
+    fig.update_yaxes(type="log", tickvals=[2.0**k for k in powers],
+                     ticktext=["1" if k == 0 else f"1/{2 ** -k}" for k in powers])
+    fig.update_yaxes(title=_("slope m (log scale)"), row=math.ceil(layers / cols), col=1)
+    fig.update_xaxes(dtick=1000)
+    fig.update_xaxes(title=_("training step"), row=math.ceil(layers / cols), col=1)
+    fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", hoverinfo="skip",
+                             name=_("dotted: the official slope it started from"),
+                             line=dict(color="gray", width=1, dash="dot")), row=1, col=1)
+    return _one_line_per_model_layout(fig, height, _("Learned slopes during training"))
 
 
 def learnable_perplexity_figure(results: dict, kind: str, height: int = 400) -> go.Figure:
-    """Perplexity of the learnable-slope variant and the fixed-slope model at each evaluated
-    length (1x .. 32x the training length) on the held-out text of `kind`, one panel per
-    protocol, 95% intervals as error bars."""
+    """The learnable-slope variant against the fixed-slope model on the held-out text of
+    `kind`, at each evaluated length (1x .. 32x the training length). Left: both models'
+    non-overlapping perplexity with its 95% interval (the text's own spread, wide). Right:
+    learnable / fixed for each protocol with the paired 95% interval (the same tokens, so the
+    text's spread cancels), a line at 1."""
     from alibi_viz.models.layer_slopes import cell
 
-    protocols = results["protocols"]
     lengths = results["lengths"]
-    fig = make_subplots(rows=1, cols=len(protocols), horizontal_spacing=0.1,
-                        subplot_titles=[_(PROTOCOL_TITLES[p]) for p in protocols])
-    series = (("fixed", _("fixed slopes (the shipped ALiBi model)"), MODEL_COLORS["alibi"]),
-              ("learnable", _("learnable slopes"), OTHER_COLORS[0]))
-    for col, protocol in enumerate(protocols, start=1):
-        cells = [cell(results, kind, protocol, n) for n in lengths]
-        for key, name, color in series:
-            y = [c[key] for c in cells]
-            low = [c[key] - c[f"{key}_ci95"][0] for c in cells]
-            high = [c[f"{key}_ci95"][1] - c[key] for c in cells]
-            fig.add_trace(go.Scatter(
-                x=lengths, y=y, mode="lines+markers", name=name, legendgroup=key,
-                showlegend=col == 1, line=dict(color=color),
-                error_y=dict(type="data", array=high, arrayminus=low, thickness=1),
-                hovertemplate=name + "<br>" + _("%{x} tokens") + "<br>" + _("perplexity %{y:.3f}")
-                + "<extra></extra>"), row=1, col=col)
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.14,
+                        subplot_titles=[_(PROTOCOL_TITLES["nonoverlapping"]),
+                                        _("learnable / fixed")])
+    cells = [cell(results, kind, "nonoverlapping", n) for n in lengths]
+    for key, name, color in (("fixed", _("fixed slopes (the shipped ALiBi model)"),
+                              MODEL_COLORS["alibi"]),
+                             ("learnable", _("learnable slopes"), OTHER_COLORS[0])):
+        y = [c[key] for c in cells]
+        fig.add_trace(go.Scatter(
+            x=lengths, y=y, mode="lines+markers", name=name, line=dict(color=color),
+            error_y=dict(type="data", array=[c[f"{key}_ci95"][1] - v for c, v in zip(cells, y, strict=True)],
+                         arrayminus=[v - c[f"{key}_ci95"][0] for c, v in zip(cells, y, strict=True)],
+                         thickness=1),
+            hovertemplate=name + "<br>" + _("%{x} tokens") + "<br>" + _("perplexity %{y:.3f}")
+            + "<extra></extra>"), row=1, col=1)
+    for k, protocol in enumerate(results["protocols"]):
+        ratios = [cell(results, kind, protocol, n)["ratio"] for n in lengths]
+        name = protocol_name(protocol)
+        fig.add_trace(go.Scatter(
+            x=lengths, y=[r[0] for r in ratios], mode="lines+markers", name=name,
+            line=dict(color="#444444", dash="solid" if k == 0 else "dash"),
+            error_y=dict(type="data", array=[r[2] - r[0] for r in ratios],
+                         arrayminus=[r[0] - r[1] for r in ratios], thickness=1),
+            hovertemplate=name + "<br>" + _("%{x} tokens") + "<br>" + _("ratio %{y:.3f}")
+            + "<extra></extra>"), row=1, col=2)
+    fig.add_hline(y=1, line=dict(color="gray", width=1), row=1, col=2)
+    for col in (1, 2):
         fig.add_vline(x=results["train_seq_len"], line=dict(color=MARKER_COLOR, dash="dash",
                                                             width=1), row=1, col=col)
         fig.update_xaxes(type="log", tickvals=lengths, ticktext=[number(n) for n in lengths],
                          title=_("evaluation length (tokens)"), row=1, col=col)
-    fig.update_yaxes(title=_("perplexity"), col=1)
+    fig.update_yaxes(title=_("perplexity"), row=1, col=1)
     return _one_line_per_model_layout(fig, height, _("Learnable against fixed slopes: {text}")
                                       .format(text=_(TEXT_KINDS[kind]).lower()))

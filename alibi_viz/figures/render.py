@@ -190,17 +190,31 @@ def fit_texts(fig: go.Figure, width: int, height: int | None = None, *, font: in
     # figure's width shared by the titles of its row.
     titles = [a for a in layout.annotations
               if a.yref == "paper" and a.yanchor == "bottom" and a.showarrow is False]
+    legend = layout.legend
+    names = [t.name for t in fig.data if t.name and t.showlegend is not False]
+    entry_px = [len(n) * CHAR_EM * font + 45 for n in names]  # symbol, gap and text
+    if (names and layout.showlegend is not False and legend.orientation in (None, "v")
+            and (legend.x is None or legend.x >= 1)):  # beside the plot: plotly narrows it
+        margin["r"] += max(entry_px)
     plot_width = width - margin["l"] - margin["r"]
+    domains = sorted({tuple(layout[k].domain) for k in layout.to_plotly_json()
+                      if k.startswith("xaxis") and layout[k].domain})
     top_row = 0
     for annotation in titles:
         row = sum(1 for other in titles if other.y == annotation.y)
         size = annotation.font.size or 16
-        # centred on its panel: as wide as the panel's share, and no wider than twice the
-        # distance from its centre to the figure's nearer edge
-        centre = margin["l"] + (annotation.x if annotation.x is not None else 0.5) * plot_width
-        room = min(width / row - 16, 2 * min(centre, width - centre) - 10)
+        # centred on its panel: as wide as its panel (or the panel's share of the row), and
+        # no wider than twice the distance from its centre to the figure's nearer edge
+        x = annotation.x if annotation.x is not None else 0.5
+        panel = next((d for d in domains if d[0] - 1e-6 <= x <= d[1] + 1e-6), None)
+        share = (panel[1] - panel[0]) * plot_width if panel else width / row - 16
+        centre = margin["l"] + x * plot_width
+        room = min(share, width / row - 16, 2 * min(centre, width - centre) - 10)
         old = annotation.text or ""
-        text, lines = wrap_text(old, size, room)
+        whole = old
+        if wrap_text(old, size, room, max_lines=9)[1] > 3:  # a qualifier in brackets goes
+            whole = re.sub(r"\s*\([^()]*\)$", "", old)  # before a fourth line: "(labels: R²...)"
+        text, lines = wrap_text(whole, size, room)
         annotation.text = text
         if annotation.y == 1.0:
             top_row = max(top_row, added_lines(old, lines) * round(1.2 * size))
@@ -217,13 +231,31 @@ def fit_texts(fig: go.Figure, width: int, height: int | None = None, *, font: in
     if top_titles and layout.title.text:  # just above the panels' titles, however many lines
         block = max((a.text or "").count("<br>") + 1 for a in top_titles)
         size = max(a.font.size or 16 for a in top_titles)
+        # plotly.js anchors a title's first line: its later lines hang below the anchor
+        below = layout.title.text.count("<br>") * round(1.2 * title_font)
         fig.update_layout(title=dict(yref="paper", y=1.0, yanchor="bottom",
-                                     pad=dict(b=round(1.2 * size * block + 0.6 * font + 4))))
+                                     pad=dict(b=round(1.2 * size * block + 0.6 * font + 8)
+                                              + below)))
+    elif layout.title.text and "<br>" in layout.title.text:  # hung from the top edge, so its
+        # later lines run down the margin and not into the plot (plotly.js anchors line 1)
+        lines = layout.title.text.count("<br>") + 1
+        need = round(1.2 * title_font * lines) + 16
+        fig.update_layout(title=dict(yref="container", y=1 - 8 / height, yanchor="top"),
+                          margin_t=max(need, (layout.margin.t or margin["t"])))
     plot_height = height - margin["t"] - extra_top - margin["b"]
     for name in [key for key in layout.to_plotly_json() if key.startswith(("xaxis", "yaxis"))]:
         axis = layout[name]
+        if axis.type == "log" and axis.dtick is None and axis.tickvals is None:
+            # plotly labels every digit of a short decade, and in a short plot they lie on
+            # each other: 1, 2 and 5 per decade, or the powers of ten alone in a narrow panel
+            span = (axis.domain[1] - axis.domain[0]) if axis.domain else 1.0
+            narrow = name.startswith("x") and span * plot_width < 250
+            axis.dtick = 1 if narrow else "D2"
         if not axis.title or not axis.title.text:
             continue
+        if name.startswith("x"):  # below its tick labels, even rotated ones (plotly
+            # rotates labels that do not fit side by side, onto a title at a fixed offset)
+            axis.automargin = True
         span = (axis.domain[1] - axis.domain[0]) if axis.domain else 1.0
         room = span * (width - margin["l"] - margin["r"] if name.startswith("x") else plot_height)
         # One line, in a smaller font if need be (a title broken over lines grows toward its
@@ -245,19 +277,23 @@ def fit_texts(fig: go.Figure, width: int, height: int | None = None, *, font: in
     # A colour bar's title beside the bar, not on top of it, where it met the top tick label.
     bars = [layout[k].colorbar for k in layout.to_plotly_json() if k.startswith("coloraxis")]
     bars += [t.colorbar for t in fig.data if getattr(t, "colorbar", None) is not None]
-    for bar in bars:
+    for bar in bars:  # a horizontal bar's title above it: beside it, a long one left no bar
         if bar.title and bar.title.text:
-            bar.title.side = "right"
-    legend = layout.legend
-    names = [t.name for t in fig.data if t.name and t.showlegend is not False]
+            bar.title.side = "top" if bar.orientation == "h" else "right"
+    if (legend.orientation == "h" and legend.y is not None and legend.y >= 1
+            and sum(entry_px) > width - 40):  # a legend above the plot in rows runs onto the
+        fig.update_layout(legend=dict(y=-0.2, yanchor="top"))  # title: under the plot
     beside = (place_legend and legend.orientation in (None, "v")
               and len(names) * 1.6 * font > plot_height)
     if beside or (legend.orientation == "h" and legend.y is not None and legend.y < 0):
         # Under the plot: tick labels, the axis title and the legend's rows (in the
         # container's coordinates, so a short plot cannot pull it onto the axis title).
+        # plotly.js sets the entries side by side at their own widths when all fit on one
+        # row; otherwise it aligns them in columns as wide as the widest entry
         row_px = width - 40
-        used = sum(len(n) * CHAR_EM * font + 45 for n in names)
-        rows = max(1, math.ceil(used / row_px))
+        widths = [len(n) * CHAR_EM * font + 45 for n in names] or [0]
+        per_row = len(widths) if sum(widths) <= row_px else max(1, int(row_px // max(widths)))
+        rows = max(1, math.ceil(len(widths) / per_row))
         fig.update_layout(legend=dict(orientation="h", yref="container", y=0.0,
                                       yanchor="bottom", x=0.5, xanchor="center"),
                           margin_b=round((4 + 1.5 * rows) * font))
@@ -277,6 +313,7 @@ def figure_spec(fig: go.Figure, width: int = PAGE_WIDTH_PX, fit: bool = True) ->
         fig.update_layout(separators=plotly_separators())
     if fit:  # fit=False: fitted already, e.g. for a projector (lesson.projector_figure)
         fit_texts(fig, width)
+        fig.update_layout(meta={"fitted_width": width})  # a phone keeps this width (app.ui)
     return _spec_of(fig)
 
 
@@ -454,10 +491,12 @@ def matrix_grid_figure(
     data = [
         {"type": "image", "source": png_data_uri(mosaic), "x0": 0, "dx": 1, "y0": 0, "dy": 1,
          "hoverinfo": "skip"},
-        # Panel titles: one text trace above the panels.
+        # Panel titles: one text trace above the panels, each broken to its panel's width on
+        # a page (a colour bar beside them), growing upward from the panel's top edge.
         {"type": "scatter", "x": [x0 + side_c / 2 for x0, _y in origins],
-         "y": [y0 - gap / 2 for _x, y0 in origins], "text": list(titles), "mode": "text",
-         "textfont": {"size": 11}, "hoverinfo": "skip", "showlegend": False},
+         "y": [y0 - gap / 2 for _x, y0 in origins], "mode": "text", "textposition": "top center",
+         "text": [wrap_text(t, 11, (PAGE_WIDTH_PX - 100) / columns - 6)[0] for t in titles],
+         "cliponaxis": False, "textfont": {"size": 11}, "hoverinfo": "skip", "showlegend": False},
     ]
     sx, sy = side_c / key_len, side_r / seq_len  # pixels per position
     if hover is not None:

@@ -57,7 +57,10 @@ def query_rows(seq_len: int, decode: bool) -> int:
     return min(DECODE_QUERIES, seq_len) if decode else seq_len
 
 
-@ui.cached_figure(max_entries=32)
+SLOPES_COLUMN_PX = 360  # the slope chart's column (3 of 5) on a 1024 px screen with the sidebar open
+
+
+@ui.cached_figure(max_entries=32, width=SLOPES_COLUMN_PX)
 def slopes_chart(num_heads, schedule, max_bias):
     return slope_schedule_figure(num_heads, max_bias, selected=schedule)
 
