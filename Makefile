@@ -47,7 +47,7 @@ nginx:
 	else echo "nginx missing and not root: the deployment tests will be skipped (apt-get install nginx)"; fi
 
 run: install
-	$(BIN)/streamlit run app/main.py --server.address localhost --server.port $(PORT) \
+	$(BIN)/python -m app.serve --server.address localhost --server.port $(PORT) \
 		--browser.gatherUsageStats false
 
 lint: install-dev

@@ -17,6 +17,7 @@ the full attention maps) and drawn by `alibi_viz.figures.heads`. Every cache is 
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
 import textwrap
@@ -265,18 +266,25 @@ def controls_ui(prefix: str, info) -> Choice:
             help=_("−m(i−j): the textbook bias under the causal mask. As the model adds it: "
                    "e.g. BLOOM's +m·j, which differs from −m(i−j) by m·i, the same for every "
                    "key of a row; softmax ignores that, so the attention is identical."))
-    left, mid, _right = st.columns([1, 2, 3])
+    left, _right = st.columns([1, 5])
     layer = left.selectbox(_("Layer"), list(range(1, info.num_layers + 1)),
                            key=_key(prefix, "layer"),
                            help=_("Which layer's heads to draw (1 is the first)."))
-    slopes = info.slopes_of(int(layer) - 1)
-    head = mid.selectbox(
+    head = st.session_state.get(_key(prefix, "head"), 1)  # its picker is in `head_view`
+    return Choice(layer=int(layer) - 1, head=int(head) - 1, scale=scale,
+                  max_tokens=int(max_tokens), bias_shown=bias_shown)
+
+
+def head_ui(prefix: str, info, layer: int) -> int:
+    """The head picker (0-based head returned), with each head's slope in this layer."""
+    slopes = info.slopes_of(layer)
+    left, _right = st.columns([2, 3])
+    head = left.selectbox(
         _("Head"), list(range(1, info.num_heads + 1)), key=_key(prefix, "head"),
         format_func=lambda h: _("head {h}").format(h=h) + (
             f" (m = {significant(slopes[h - 1])})" if slopes else ""),
         help=_("The head whose scores are split into content and bias below."))
-    return Choice(layer=int(layer) - 1, head=int(head) - 1, scale=scale,
-                  max_tokens=int(max_tokens), bias_shown=bias_shown)
+    return int(head) - 1
 
 
 def url_values(prefix: str, choice: Choice, text: str) -> dict:
@@ -327,9 +335,11 @@ def decomposition(loaded: Loaded, text: str, key: tuple, layer: int, bias_shown:
 
 
 @ui.cached_figure(max_entries=16)
-def grid_figure(_analysis, _loaded: Loaded, key: tuple, layer: int, head: int, scale: str):
+def grid_figure(_analysis, _loaded: Loaded, key: tuple, layer: int, scale: str):
+    """Every head of one layer, no head marked (`attention_grid_selection` marks the chosen
+    one on each rerun, so a head switch rebuilds nothing)."""
     return attention_grid_figure(_analysis.layers[layer], _analysis.tokens, layer,
-                                 slopes=_loaded.info.slopes_of(layer), selected=head,
+                                 slopes=_loaded.info.slopes_of(layer),
                                  train_seq_len=_loaded.train_seq_len, scale=scale)
 
 
@@ -407,11 +417,35 @@ def _show(prefix: str, loaded: Loaded, text: str, choice: Choice) -> None:
                   "keys, and keys further away, than the model ever saw in training.").format(
                       n=number(T), train=number(marker)), icon="📏")
 
-    tag = f"{name}_L{choice.layer + 1}_h{choice.head + 1}_T{T}"
     st.subheader(_("1. Every head of layer {layer}").format(layer=choice.layer + 1))
-    grid = grid_figure(analysis, loaded, key, choice.layer, choice.head, choice.scale)
-    ui.show_figure(grid, f"attention_{tag}", key=f"{prefix}_fig_grid")
+    grid = grid_figure(analysis, loaded, key, choice.layer, choice.scale)
+    ui.show_figure(grid, f"attention_{name}_L{choice.layer + 1}_T{T}", key=f"{prefix}_fig_grid")
+    head_view(prefix, loaded, text, key, analysis, choice)
+    show_gallery(prefix, loaded)
+    st.subheader(_("5. Conformance: is this model applying ALiBi correctly?"))
+    conformance_view.show(prefix, loaded.model, loaded.tokenizer, loaded.info, loaded.key)
 
+
+@st.fragment
+def head_view(prefix: str, loaded: Loaded, text: str, key: tuple, analysis, choice: Choice) -> None:
+    """Sections 2 and 3, around the head picker: a head switch reruns this alone (an
+    st.fragment), so it re-sends the chosen head's row and the statistics' rings, not the
+    grid, the gallery or the conformance check above and below it. A rerun of its own is
+    outside `show`'s guard, so it has the same one."""
+    try:
+        _head_view(prefix, loaded, text, key, analysis, choice)
+    except Exception:  # never a traceback in the browser
+        logger.exception("head view failed (text of %d characters, %s)", len(text), choice)
+        st.error(_("Something went wrong while drawing the heads (the details are in the "
+                   "server log). Try another text, layer or head, or reload the page."), icon="🐞")
+
+
+def _head_view(prefix: str, loaded: Loaded, text: str, key: tuple, analysis, choice: Choice):
+    choice = dataclasses.replace(choice, head=head_ui(prefix, loaded.info, choice.layer))
+    ui.set_url_value("head", choice.head + 1)
+    name = Path(loaded.folder).name or "model"
+    T = analysis.seq_len
+    tag = f"{name}_L{choice.layer + 1}_h{choice.head + 1}_T{T}"
     st.subheader(_("2. Head {head}: content, bias, masked total, attention").format(
         head=choice.head + 1))
     try:
@@ -455,9 +489,6 @@ def _show(prefix: str, loaded: Loaded, text: str, choice: Choice) -> None:
         "head that only follows its bias, large when content moves the weight. **Mean "
         "distance**: how far back, on average, each query looks; the crosses are what the "
         "bias alone would give for this text length."))
-    show_gallery(prefix, loaded)
-    st.subheader(_("5. Conformance: is this model applying ALiBi correctly?"))
-    conformance_view.show(prefix, loaded.model, loaded.tokenizer, loaded.info, loaded.key)
 
 
 def _select_head(prefix: str, cell) -> None:

@@ -146,6 +146,13 @@ def write_url(values: dict) -> None:
         st.query_params.from_dict(wanted)
 
 
+def set_url_value(name: str, value) -> None:
+    """Set one value of the shareable URL (a fragment's own control: the rest of the URL
+    was written by the page's last full run and stays)."""
+    if st.query_params.get(name) != str(value):
+        st.query_params[name] = str(value)
+
+
 class Ready(go.Figure):
     """A figure dict (`render.figure_spec`) handed to st.plotly_chart as it is: Streamlit runs
     a plain dict through plotly's full validation on every rerun, and asks a Figure only for

@@ -197,7 +197,7 @@ def fit_texts(fig: go.Figure, width: int, height: int | None = None, *, font: in
             and (legend.x is None or legend.x >= 1)):  # beside the plot: plotly narrows it
         margin["r"] += max(entry_px)
     plot_width = width - margin["l"] - margin["r"]
-    domains = sorted({tuple(layout[k].domain) for k in layout.to_plotly_json()
+    domains = sorted({tuple(layout[k].domain) for k in fig._layout
                       if k.startswith("xaxis") and layout[k].domain})
     top_row = 0
     for annotation in titles:
@@ -243,7 +243,7 @@ def fit_texts(fig: go.Figure, width: int, height: int | None = None, *, font: in
         fig.update_layout(title=dict(yref="container", y=1 - 8 / height, yanchor="top"),
                           margin_t=max(need, (layout.margin.t or margin["t"])))
     plot_height = height - margin["t"] - extra_top - margin["b"]
-    for name in [key for key in layout.to_plotly_json() if key.startswith(("xaxis", "yaxis"))]:
+    for name in [key for key in fig._layout if key.startswith(("xaxis", "yaxis"))]:
         axis = layout[name]
         if axis.type == "log" and axis.dtick is None and axis.tickvals is None:
             # plotly labels every digit of a short decade, and in a short plot they lie on
@@ -275,7 +275,7 @@ def fit_texts(fig: go.Figure, width: int, height: int | None = None, *, font: in
                 axis.title.font.size = math.ceil(floor)
                 axis.title.text = wrap_text(axis.title.text, floor, room - 10, max_lines=2)[0]
     # A colour bar's title beside the bar, not on top of it, where it met the top tick label.
-    bars = [layout[k].colorbar for k in layout.to_plotly_json() if k.startswith("coloraxis")]
+    bars = [layout[k].colorbar for k in fig._layout if k.startswith("coloraxis")]
     bars += [t.colorbar for t in fig.data if getattr(t, "colorbar", None) is not None]
     for bar in bars:  # a horizontal bar's title above it: beside it, a long one left no bar
         if bar.title and bar.title.text:
@@ -342,11 +342,30 @@ def _light_figure(spec: dict) -> Figure:
     return Figure(spec, _validate=False)  # plotly's own private switch (its templates use it)
 
 
+HEAVY_ITEMS = 64  # a trace's arrays longer than this skip plotly's copy (see `figure`)
+
+
+def _heavy(value) -> bool:
+    if isinstance(value, np.ndarray):
+        return value.size > HEAVY_ITEMS
+    return isinstance(value, (list, tuple)) and len(value) > HEAVY_ITEMS
+
+
 def figure(data: list[dict], layout: dict) -> Figure:
     """A Figure of `data` (trace dicts) and `layout` (a dict), unvalidated (see `Figure`).
-    Numbers in hover labels and ticks follow the current language (decimal comma in es, ru)."""
-    return _light_figure({"data": data,
-                          "layout": {"separators": plotly_separators(), **layout}})
+    Numbers in hover labels and ticks follow the current language (decimal comma in es, ru).
+
+    Constructing a Figure deep-copies every value it is given: for a T x T token hover that
+    is millions of calls (0.05 s a figure at 512 tokens). The traces' long arrays (z,
+    customdata, x, y, text...) are therefore put into the Figure's own trace dicts after it is
+    built, as they are: the Figure reads them as usual (`fig.data[0].z`), and they are shared
+    with `data`, which the caller must not change afterwards."""
+    light = [{k: v for k, v in trace.items() if not _heavy(v)} for trace in data]
+    fig = _light_figure({"data": light,
+                         "layout": {"separators": plotly_separators(), **layout}})
+    for own, trace in zip(fig._data, data, strict=True):
+        own.update({k: v for k, v in trace.items() if _heavy(v)})
+    return fig
 
 
 # ----------------------------------------------------------------------------- panels

@@ -1,0 +1,187 @@
+"""What a click costs the server in a real browser session, this tree against another commit.
+
+    .venv/bin/python bench/bench_interactions.py                       # against 3648743
+    .venv/bin/python bench/bench_interactions.py --baseline <commit>
+    .venv/bin/python bench/bench_interactions.py --baseline none       # this tree only
+
+bench_server.py measures a rerun under AppTest, which always reruns the whole script; a page
+that reruns only a fragment on a click (Model heads' head picker) is measured here, as a
+student causes it: chromium (Debian's) drives one `streamlit run` server per tree, and the
+server process's own CPU time (/proc/<pid>/stat: user + system, all its threads) is read
+before and after each interaction, once the page has finished drawing. For each tree, in one
+run, side by side:
+
+  first chart, just started  a fresh server (started as `make run` starts it), a fresh browser,
+                             as soon as the server answers: goto /model -> first chart drawn
+  first chart, warm          the same page again in a fresh browser context
+  another head / layer       the Model heads pickers (median of --repeats)
+  new text, 512 / 2,048      the text box, a fresh text of that many tokens (token cap raised)
+
+Run it on an idle machine (nothing else: the README in this folder says what else ran).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BASELINE = "3648743"  # main before issue 28's work (and this round's variant and figure fixes)
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU of process `pid` so far (all its threads)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS
+
+
+def start_server(tree: Path) -> tuple[subprocess.Popen, str]:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    # as `make run` starts it: app/serve.py where the tree has one, else streamlit run
+    command = (["-m", "app.serve"] if (tree / "app" / "serve.py").is_file()
+               else ["-m", "streamlit", "run", "app/main.py"])
+    proc = subprocess.Popen(
+        [sys.executable, *command, "--server.headless", "true",
+         "--server.port", str(port), "--server.address", "127.0.0.1",
+         "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false"],
+        cwd=tree, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(600):
+        try:
+            if urllib.request.urlopen(url + "/_stcore/health", timeout=1).read() == b"ok":
+                return proc, url
+        except OSError:
+            time.sleep(0.1)
+    raise SystemExit("the server did not start")
+
+
+def settle(page) -> None:
+    """Wait until the script (or fragment) run is over and the charts are drawn."""
+    page.wait_for_function(
+        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')"
+        " || !document.querySelector('[data-testid=\"stStatusWidget\"]').innerText.includes('Running')",
+        timeout=120_000)
+    page.wait_for_timeout(400)
+
+
+def pick(page, key: str, option: str) -> None:
+    """Choose `option` (the start of its text) in the selectbox with widget key `key`."""
+    box = page.locator(f".st-key-{key} [role='combobox']")
+    box.click()
+    box.fill(option)  # the list narrows to the options holding this text
+    page.get_by_role("option").filter(has_text=re.compile(rf"^{re.escape(option)}\b")).first.click()
+
+
+def first_chart(browser, url: str, path: str) -> float:
+    context = browser.new_context(viewport={"width": 1366, "height": 768})
+    page = context.new_page()
+    start = time.perf_counter()
+    page.goto(url + path)
+    page.wait_for_selector(".js-plotly-plot .main-svg", timeout=180_000)
+    seconds = time.perf_counter() - start
+    settle(page)
+    context.close()
+    return seconds
+
+
+def measure(page, pid: int, action) -> float:
+    before = cpu_seconds(pid)
+    action()
+    settle(page)
+    return cpu_seconds(pid) - before
+
+
+def text_of(tokens: int, k: int) -> str:
+    """About `tokens` bytes of Python-like text (one token per byte), different for each k."""
+    line = f"def f{k}(x):\n    return x * {k} + len('alibi')  # {k}\n"
+    return (line * (tokens // len(line) + 1))[:tokens]
+
+
+def run_tree(tree: Path, repeats: int) -> dict:
+    from playwright.sync_api import sync_playwright
+
+    out: dict[str, list[float]] = {}
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        proc, url = start_server(tree)
+        try:
+            out["first chart /model, just-started server (s)"] = [first_chart(browser, url, "/model")]
+            out["first chart /model, warm server (s)"] = [first_chart(browser, url, "/model")]
+            context = browser.new_context(viewport={"width": 1366, "height": 768})
+            page = context.new_page()
+            page.goto(url + "/model")
+            page.wait_for_selector(".st-key-mh_fig_row .main-svg", timeout=180_000)
+            settle(page)
+            for k in range(repeats):
+                out.setdefault("another head (server CPU-s)", []).append(measure(
+                    page, proc.pid, lambda k=k: pick(page, "mh_head", f"head {2 + k % 7}")))
+            for k in range(repeats):
+                out.setdefault("another layer (server CPU-s)", []).append(measure(
+                    page, proc.pid, lambda k=k: pick(page, "mh_layer", str(1 + (k + 1) % 4))))
+            for tokens in (512, 2048):
+                page.locator(".st-key-mh_tokens input").fill(str(tokens))
+                page.keyboard.press("Enter")
+                settle(page)
+                for k in range(max(2, repeats // 2)):
+                    def type_text(k=k, tokens=tokens):
+                        box = page.locator(".st-key-mh_text textarea")
+                        box.fill(text_of(tokens, k))
+                        page.locator("h1").first.click()  # leaving the box applies it
+                    out.setdefault(f"new text, {tokens:,} tokens (server CPU-s)", []).append(
+                        measure(page, proc.pid, type_text))
+            context.close()
+        finally:
+            proc.terminate()
+            proc.wait(30)
+            browser.close()
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--baseline", default=BASELINE, help="commit to compare with, or 'none'")
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args()
+    start, load = time.time(), os.getloadavg()[0]
+    after = run_tree(ROOT, args.repeats)
+    before = None
+    if args.baseline != "none":
+        with tempfile.TemporaryDirectory() as tmp:
+            tree = Path(tmp) / "baseline"
+            subprocess.run(["git", "worktree", "add", "--detach", "-q", str(tree), args.baseline],
+                           cwd=ROOT, check=True)
+            try:
+                before = run_tree(tree, args.repeats)
+            finally:
+                subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=ROOT)
+    print(f"\n## A real browser session (median of {args.repeats}; load average {load:.2f} at "
+          f"the start, {time.time() - start:.0f} s in all)")
+    if before is None:
+        print("| measure | this tree |\n|---|---|")
+        for kind, samples in after.items():
+            print(f"| {kind} | {statistics.median(samples):.3f} |")
+        return
+    print(f"| measure | {args.baseline} | this tree | before / after |\n|---|---|---|---|")
+    for kind, samples in after.items():
+        now = statistics.median(samples)
+        old = statistics.median(before[kind]) if kind in before else float("nan")
+        print(f"| {kind} | {old:.3f} | {now:.3f} | {old / now:.1f}x |")
+
+
+if __name__ == "__main__":
+    main()
