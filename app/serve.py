@@ -69,8 +69,9 @@ def warm_up(port: int, log=print) -> None:
 
 def main() -> None:
     args = sys.argv[1:]
-    import app.preload  # noqa: F401 (the imports every first run needs, before the port opens)
     from streamlit.web import cli
+
+    import app.preload  # noqa: F401 (the imports every first run needs, before the port opens)
 
     if os.environ.get("ALIBI_VIZ_WARM_UP", "1") != "0":
         threading.Thread(target=warm_up, args=(_port(args),), daemon=True).start()
