@@ -322,16 +322,19 @@ def cached_analysis(_loaded: Loaded, _text: str, key: tuple, lang: str):
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)
-def cached_decompositions(_loaded: Loaded, _text: str, key: tuple, layers: tuple, lang: str):
-    """`heads.decomposition_views` of `layers`, shared read-only by every session."""
+def cached_decompositions(_loaded: Loaded, _text: str, key: tuple, layers: tuple,
+                          bias_shown: str, lang: str):
+    """`heads.decomposition_views` of `layers` in one bias form (the other one, rarely
+    asked for, costs one more pass when it is), shared read-only by every session."""
     return decomposition_views(_loaded.model, _loaded.tokenizer, _text, layers,
-                               max_tokens=key[2], info=_loaded.info)
+                               max_tokens=key[2], info=_loaded.info, bias_shown=bias_shown)
 
 
 def decomposition(loaded: Loaded, text: str, key: tuple, layer: int, bias_shown: str):
     """The view of one layer's split, cached as `heads.decomposition_layers` groups it."""
     layers = decomposition_layers(loaded.info.num_layers, layer)
-    return cached_decompositions(loaded, text, key, layers, i18n.get_language())[layer][bias_shown]
+    return cached_decompositions(loaded, text, key, layers, bias_shown,
+                                 i18n.get_language())[layer][bias_shown]
 
 
 @ui.cached_figure(max_entries=16)

@@ -969,12 +969,14 @@ def decomposition_layers(num_layers: int, layer: int) -> tuple[int, ...]:
 
 
 def decomposition_views(model, tokenizer, text, layers, max_tokens: int | None = None,
-                        info: ModelInfo | None = None) -> dict[int, dict[str, DecompositionView]]:
-    """{layer: {bias_shown: DecompositionView}} for each of `layers`, from ONE forward pass of
-    `score_decompositions`: every bias form (BIAS_SHOWN) of every layer, at display size."""
+                        info: ModelInfo | None = None, bias_shown=BIAS_SHOWN
+                        ) -> dict[int, dict[str, DecompositionView]]:
+    """{layer: {form: DecompositionView}} for each of `layers` and each bias form of
+    `bias_shown` (one of BIAS_SHOWN, or several), from ONE forward pass of
+    `score_decompositions`, at display size."""
+    forms = (bias_shown,) if isinstance(bias_shown, str) else tuple(bias_shown)
     views = score_decompositions(
         model, tokenizer, text, list(layers), max_tokens=max_tokens, info=info,
-        reduce=lambda dec: {shown: decomposition_view(dec, bias_shown=shown)
-                            for shown in BIAS_SHOWN})
+        reduce=lambda dec: {shown: decomposition_view(dec, bias_shown=shown) for shown in forms})
     return dict(zip(layers, views, strict=True))
 
