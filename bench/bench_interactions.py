@@ -12,8 +12,9 @@ before and after each interaction, once the page has finished drawing. For each 
 run, side by side:
 
   first chart, just started  a fresh server (started as `make run` starts it), a fresh browser,
-                             as soon as the server answers: goto /model -> first chart drawn
-  first chart, warm          the same page again in a fresh browser context
+                             as soon as the server answers: goto the page -> first chart drawn
+                             (/ and /model, each on its own fresh server)
+  first chart, warm          the same page again, three times, each in a fresh browser context
   another head / layer       the Model heads pickers (median of --repeats)
   new text, 512 / 2,048      the text box, a fresh text of that many tokens (token cap raised)
 
@@ -118,10 +119,15 @@ def run_tree(tree: Path, repeats: int) -> dict:
     out: dict[str, list[float]] = {}
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
-        proc, url = start_server(tree)
+        for path in ("/", "/model"):  # the bias explorer (the landing page) and Model heads
+            proc, url = start_server(tree)
+            out[f"first chart {path}, just-started server (s)"] = [first_chart(browser, url, path)]
+            out[f"first chart {path}, warm server (s)"] = [first_chart(browser, url, path)
+                                                           for _ in range(3)]
+            if path == "/":
+                proc.terminate()
+                proc.wait(30)
         try:
-            out["first chart /model, just-started server (s)"] = [first_chart(browser, url, "/model")]
-            out["first chart /model, warm server (s)"] = [first_chart(browser, url, "/model")]
             context = browser.new_context(viewport={"width": 1366, "height": 768})
             page = context.new_page()
             page.goto(url + "/model")
