@@ -1,6 +1,6 @@
 """The server's own cost of each kind of interaction, this tree against another commit, side by side.
 
-    .venv/bin/python bench/bench_server.py                      # against 60a3d44 (before issue 17)
+    .venv/bin/python bench/bench_server.py                      # against 3648743 (before issue 28)
     .venv/bin/python bench/bench_server.py --baseline <commit>  # against any commit
     .venv/bin/python bench/bench_server.py --baseline none      # this tree only
 
@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-BASELINE = "60a3d44"  # the last commit before issue 17's work on server time
+BASELINE = "3648743"  # main before issue 28 (server time per interaction, round two)
 
 SESSION = r'''
 import json, os, statistics, sys, time
