@@ -244,3 +244,18 @@ def test_shipped_variant_trained_as_long_as_the_alibi_model(shipped):
                 "plant_fraction", "warmup"):
         assert variant[key] == fixed[key], key
     assert variant["learn_slopes"] and shipped["training"]["learnable_s"] == variant["wall_time_s"]
+
+
+def test_readme_states_the_shipped_variant_as_measured(shipped):
+    """The README's paragraph on the variant quotes the shipped results."""
+    readme = " ".join((assets.ASSETS_DIR.parent / "README.md").read_text().split())
+    found = layer_slopes.summary(shipped, "en")
+    largest = found["largest"]
+    start = shipped["slopes"][0][largest["layer"]][largest["head"]]
+    assert f"{found['steeper']} of its {found['slopes']} slopes ended steeper" in readme
+    assert (f"the largest by {1 + largest['relative']:.1f}x (layer {largest['layer'] + 1}, head "
+            f"{largest['head'] + 1}: {start:.3f} to {start * (1 + largest['relative']):.3f})"
+            in readme)
+    assert f"{found['ratios'][1][0]:.3f} of it at 1x, {found['ratios'][32][0]:.3f} at 32x" in readme
+    variant = assets.training_info(assets.LEARNABLE_SLOPES_DIR)["wall_time_s"] / 60
+    assert f"{variant:.1f} min on 2 cores" in readme
