@@ -336,7 +336,7 @@ def overlaps_everywhere(page) -> list[str]:
 
 
 @pytest.mark.parametrize(("size", "lang"), [((1024, 768), "es"), ((1366, 768), "ru")])
-@pytest.mark.parametrize("path", ["/", "/compare", "/extrapolation", "/model?tokens=64"])
+@pytest.mark.parametrize("path", ["/", "/compare", "/extrapolation", "/model"])
 def test_no_figure_text_lies_on_another_outside_the_lesson(browser, server_url, path, size, lang):
     """Every figure of the page, scrolled through, in Spanish at a projector's 1024 and in
     Russian at a laptop's 1366: no title on a panel title, axis title on tick labels, legend

@@ -193,7 +193,8 @@ def fit_texts(fig: go.Figure, width: int, height: int | None = None, *, font: in
     legend = layout.legend
     names = [t.name for t in fig.data if t.name and t.showlegend is not False]
     entry_px = [len(n) * CHAR_EM * font + 45 for n in names]  # symbol, gap and text
-    if (names and layout.showlegend is not False and legend.orientation in (None, "v")
+    if (names and not place_legend and layout.showlegend is not False  # (place_legend: it
+            and legend.orientation in (None, "v")  # may move under the plot, below)
             and (legend.x is None or legend.x >= 1)):  # beside the plot: plotly narrows it
         margin["r"] += max(entry_px)
     plot_width = width - margin["l"] - margin["r"]
@@ -231,17 +232,26 @@ def fit_texts(fig: go.Figure, width: int, height: int | None = None, *, font: in
     if top_titles and layout.title.text:  # just above the panels' titles, however many lines
         block = max((a.text or "").count("<br>") + 1 for a in top_titles)
         size = max(a.font.size or 16 for a in top_titles)
-        # plotly.js anchors a title's first line: its later lines hang below the anchor
+        # plotly.js anchors a title's first line: its later lines, and a subtitle, hang
+        # below the anchor
         below = layout.title.text.count("<br>") * round(1.2 * title_font)
+        if layout.title.subtitle and layout.title.subtitle.text:
+            sub = layout.title.subtitle.font.size or font
+            lines = layout.title.subtitle.text.count("<br>") + 1
+            below += lines * round(1.3 * sub) + round(0.6 * title_font)
         fig.update_layout(title=dict(yref="paper", y=1.0, yanchor="bottom",
                                      pad=dict(b=round(1.2 * size * block + 0.6 * font + 8)
                                               + below)))
-    elif layout.title.text and "<br>" in layout.title.text:  # hung from the top edge, so its
-        # later lines run down the margin and not into the plot (plotly.js anchors line 1)
+    elif layout.title.text and "<br>" in layout.title.text and layout.height:
+        # plotly.js centres a title's first line in the top margin and hangs the others below
+        # it, into the plot: the first line goes near the top edge, the margin holds them all
         lines = layout.title.text.count("<br>") + 1
-        need = round(1.2 * title_font * lines) + 16
-        fig.update_layout(title=dict(yref="container", y=1 - 8 / height, yanchor="top"),
-                          margin_t=max(need, (layout.margin.t or margin["t"])))
+        need = round(1.2 * title_font * lines) + 24
+        fig.update_layout(title=dict(yref="container", yanchor="middle",
+                                     y=1 - (round(0.6 * title_font) + 8) / layout.height))
+        if margin["t"] + extra_top < need:
+            extra_top = need - margin["t"]
+            fig.update_layout(margin_t=need)
     plot_height = height - margin["t"] - extra_top - margin["b"]
     for name in [key for key in fig._layout if key.startswith(("xaxis", "yaxis"))]:
         axis = layout[name]
@@ -249,8 +259,9 @@ def fit_texts(fig: go.Figure, width: int, height: int | None = None, *, font: in
             # plotly labels every digit of a short decade, and in a short plot they lie on
             # each other: 1, 2 and 5 per decade, or the powers of ten alone in a narrow panel
             span = (axis.domain[1] - axis.domain[0]) if axis.domain else 1.0
-            narrow = name.startswith("x") and span * plot_width < 250
-            axis.dtick = 1 if narrow else "D2"
+            length = span * (plot_width if name.startswith("x") else height - margin["t"]
+                             - extra_top - margin["b"])
+            axis.dtick = 1 if length < 250 else "D2"
         if not axis.title or not axis.title.text:
             continue
         if name.startswith("x"):  # below its tick labels, even rotated ones (plotly
@@ -280,7 +291,7 @@ def fit_texts(fig: go.Figure, width: int, height: int | None = None, *, font: in
     for bar in bars:  # a horizontal bar's title above it: beside it, a long one left no bar
         if bar.title and bar.title.text:
             bar.title.side = "top" if bar.orientation == "h" else "right"
-    if (legend.orientation == "h" and legend.y is not None and legend.y >= 1
+    if (not place_legend and legend.orientation == "h" and legend.y is not None and legend.y >= 1
             and sum(entry_px) > width - 40):  # a legend above the plot in rows runs onto the
         fig.update_layout(legend=dict(y=-0.2, yanchor="top"))  # title: under the plot
     beside = (place_legend and legend.orientation in (None, "v")
@@ -288,12 +299,13 @@ def fit_texts(fig: go.Figure, width: int, height: int | None = None, *, font: in
     if beside or (legend.orientation == "h" and legend.y is not None and legend.y < 0):
         # Under the plot: tick labels, the axis title and the legend's rows (in the
         # container's coordinates, so a short plot cannot pull it onto the axis title).
-        # plotly.js sets the entries side by side at their own widths when all fit on one
-        # row; otherwise it aligns them in columns as wide as the widest entry
-        row_px = width - 40
-        widths = [len(n) * CHAR_EM * font + 45 for n in names] or [0]
-        per_row = len(widths) if sum(widths) <= row_px else max(1, int(row_px // max(widths)))
-        rows = max(1, math.ceil(len(widths) / per_row))
+        # plotly.js sets the entries side by side at their own widths, starting a new row
+        # when the next one does not fit: the rows as it fills them
+        row_px, rows, used = width - 40, 1, 0.0
+        for entry in entry_px:
+            if used and used + entry > row_px:
+                rows, used = rows + 1, 0.0
+            used += entry
         fig.update_layout(legend=dict(orientation="h", yref="container", y=0.0,
                                       yanchor="bottom", x=0.5, xanchor="center"),
                           margin_b=round((4 + 1.5 * rows) * font))
@@ -507,15 +519,21 @@ def matrix_grid_figure(
     mosaic = (cells.reshape(grid_rows, columns, cell_h, cell_w, 3)
               .transpose(0, 2, 1, 3, 4).reshape(grid_rows * cell_h, columns * cell_w, 3))
     origins = [((p % columns) * cell_w, (p // columns) * cell_h + gap) for p in range(n)]
+    # Panel titles broken to their panel's width on a page (a colour bar beside them); a
+    # broken one grows upward from its panel's top, so the rows are set further apart and the
+    # mosaic's top row gets the room above it (in mosaic pixels: the panels are drawn about
+    # panel_px wide on the page).
+    wrapped = [wrap_text(t, 11, (PAGE_WIDTH_PX - 100) / columns - 6) for t in titles]
+    extra_lines = max(lines for _text, lines in wrapped) - 1
+    headroom = math.ceil(extra_lines * 14 * side_c / min(panel_px, PAGE_WIDTH_PX / columns))
     data = [
         {"type": "image", "source": png_data_uri(mosaic), "x0": 0, "dx": 1, "y0": 0, "dy": 1,
          "hoverinfo": "skip"},
-        # Panel titles: one text trace above the panels, each broken to its panel's width on
-        # a page (a colour bar beside them), growing upward from the panel's top edge.
         {"type": "scatter", "x": [x0 + side_c / 2 for x0, _y in origins],
-         "y": [y0 - gap / 2 for _x, y0 in origins], "mode": "text", "textposition": "top center",
-         "text": [wrap_text(t, 11, (PAGE_WIDTH_PX - 100) / columns - 6)[0] for t in titles],
-         "cliponaxis": False, "textfont": {"size": 11}, "hoverinfo": "skip", "showlegend": False},
+         "y": [y0 - gap / 2 for _x, y0 in origins], "mode": "text",
+         "textposition": "top center" if extra_lines else "middle center",
+         "text": [text for text, _lines in wrapped], "cliponaxis": False,
+         "textfont": {"size": 11}, "hoverinfo": "skip", "showlegend": False},
     ]
     sx, sy = side_c / key_len, side_r / seq_len  # pixels per position
     if hover is not None:
@@ -566,7 +584,8 @@ def matrix_grid_figure(
                      "showlegend": False, "line": {"color": "red", "width": 1.5, "dash": "dash"}})
     return figure(data, {
         "xaxis": {"visible": False, "range": [-0.5, columns * cell_w - 0.5]},
-        "yaxis": {"visible": False, "range": [grid_rows * cell_h - 0.5, -0.5], "scaleanchor": "x"},
+        "yaxis": {"visible": False, "range": [grid_rows * cell_h - 0.5, -0.5 - headroom],
+                  "scaleanchor": "x"},
         "coloraxis": {"colorscale": colorscale, "cmin": cmin, "cmax": cmax,
                       "colorbar": {"title": {"text": colorbar_title}, "thickness": 14}},
         "title": {"text": title}, "height": min(2400, panel_px * grid_rows + 100),
