@@ -30,10 +30,12 @@ import socket
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.request
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_server import run_at_commit  # noqa: E402 (a script beside this one)
 
 ROOT = Path(__file__).resolve().parents[1]
 BASELINE = "3648743"  # main before issue 28's work (and this round's variant and figure fixes)
@@ -165,16 +167,8 @@ def main() -> None:
     args = parser.parse_args()
     start, load = time.time(), os.getloadavg()[0]
     after = run_tree(ROOT, args.repeats)
-    before = None
-    if args.baseline != "none":
-        with tempfile.TemporaryDirectory() as tmp:
-            tree = Path(tmp) / "baseline"
-            subprocess.run(["git", "worktree", "add", "--detach", "-q", str(tree), args.baseline],
-                           cwd=ROOT, check=True)
-            try:
-                before = run_tree(tree, args.repeats)
-            finally:
-                subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=ROOT)
+    before = (None if args.baseline == "none"
+              else run_at_commit(args.baseline, lambda tree: run_tree(tree, args.repeats)))
     print(f"\n## A real browser session (median of {args.repeats}; load average {load:.2f} at "
           f"the start, {time.time() - start:.0f} s in all)")
     if before is None:

@@ -81,6 +81,19 @@ def run_tree(tree: Path, repeats: int) -> dict:
     return json.loads(line[len("RESULT "):])
 
 
+def run_at_commit(commit: str, run):
+    """run(tree) in a temporary git worktree of `commit` (removed afterwards): the other side
+    of a side-by-side benchmark (bench_interactions.py uses it too)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        tree = Path(tmp) / "baseline"
+        subprocess.run(["git", "worktree", "add", "--detach", "-q", str(tree), commit],
+                       cwd=ROOT, check=True)
+        try:
+            return run(tree)
+        finally:
+            subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=ROOT)
+
+
 def medians(samples: list) -> tuple[float, float]:
     return (statistics.median(s[0] for s in samples), statistics.median(s[1] for s in samples))
 
@@ -93,16 +106,8 @@ def main() -> None:
     start = time.time()
     load = os.getloadavg()[0]
     after = run_tree(ROOT, args.repeats)
-    before = None
-    if args.baseline != "none":
-        with tempfile.TemporaryDirectory() as tmp:
-            tree = Path(tmp) / "baseline"
-            subprocess.run(["git", "worktree", "add", "--detach", "-q", str(tree), args.baseline],
-                           cwd=ROOT, check=True)
-            try:
-                before = run_tree(tree, args.repeats)
-            finally:
-                subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=ROOT)
+    before = (None if args.baseline == "none"
+              else run_at_commit(args.baseline, lambda tree: run_tree(tree, args.repeats)))
     print(f"\n## Server time per interaction (AppTest, median of {args.repeats}; load average "
           f"{load:.2f} at the start, {time.time() - start:.0f} s in all)")
     if before is None:
