@@ -30,6 +30,10 @@ import time
 import urllib.request
 from pathlib import Path
 
+from streamlit.web import cli
+
+import app.preload  # noqa: F401 (the imports every first run needs, paid before the port opens)
+
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = ("model", "", "lesson", "extrapolation", "compare", "inspect")  # URL paths ("": landing), heaviest first
 
@@ -69,10 +73,6 @@ def warm_up(port: int, log=print) -> None:
 
 def main() -> None:
     args = sys.argv[1:]
-    from streamlit.web import cli
-
-    import app.preload  # noqa: F401 (the imports every first run needs, before the port opens)
-
     if os.environ.get("ALIBI_VIZ_WARM_UP", "1") != "0":
         threading.Thread(target=warm_up, args=(_port(args),), daemon=True).start()
     sys.argv = ["streamlit", "run", str(ROOT / "app" / "main.py"), *args]
