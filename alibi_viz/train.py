@@ -265,7 +265,7 @@ def train(cfg: TrainConfig, command: str) -> dict:
                 point = {"step": step + 1, "loss": round(sum(window) / len(window), 4),
                          "lr": round(lr, 6), "seconds": round(time.perf_counter() - start, 1)}
                 if slopes is not None:
-                    point["slopes"] = [[float(f"{m:.5g}") for m in row] for row in slopes.slopes()]
+                    point["slopes"] = layer_slopes.logged(slopes.slopes())
                 curve.append(point)
                 log.write(json.dumps(point) + "\n")
                 log.flush()
@@ -311,8 +311,7 @@ def train(cfg: TrainConfig, command: str) -> dict:
                     "platform": platform.platform()},
         "final_loss": curve[-1]["loss"],
         "initial_slopes": None if slopes is None else [list(alibi_slopes(cfg.heads))] * cfg.layers,
-        "final_slopes": None if slopes is None else [[float(m) for m in row]
-                                                     for row in slopes.slopes()],
+        "final_slopes": None if slopes is None else slopes.slopes().tolist(),
         "valid_loss_at_train_len": valid,
         "valid_ppl_at_train_len": round(math.exp(valid), 4),
         "valid_curve": valid_curve,

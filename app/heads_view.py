@@ -339,8 +339,8 @@ def decomposition(loaded: Loaded, text: str, key: tuple, layer: int, bias_shown:
 
 @ui.cached_figure(max_entries=16)
 def grid_figure(_analysis, _loaded: Loaded, key: tuple, layer: int, scale: str):
-    """Every head of one layer, no head marked (`attention_grid_selection` marks the chosen
-    one on each rerun, so a head switch rebuilds nothing)."""
+    """Every head of one layer, no head marked: a head switch (`head_view`) leaves it as it
+    is."""
     return attention_grid_figure(_analysis.layers[layer], _analysis.tokens, layer,
                                  slopes=_loaded.info.slopes_of(layer),
                                  train_seq_len=_loaded.train_seq_len, scale=scale)
@@ -388,9 +388,16 @@ def show(prefix: str, loaded: Loaded, text: str, choice: Choice) -> None:
 
     Bad input is reported by the library as AlibiVizError and shown as it is; anything else
     is a bug, logged with its traceback on the server and shown as one plain sentence."""
+    guarded(_show, prefix, loaded, text, choice)
+
+
+def guarded(view, prefix: str, loaded: Loaded, text: str, choice: Choice, *args) -> None:
+    """view(prefix, loaded, text, choice, *args), where anything but bad input is a bug:
+    logged with its traceback on the server, shown as one plain sentence (the page's last line
+    of defence: never a traceback in the browser)."""
     try:
-        _show(prefix, loaded, text, choice)
-    except Exception:  # the page's last line of defence: never a traceback in the browser
+        view(prefix, loaded, text, choice, *args)
+    except Exception:
         logger.exception("heads view failed (text of %d characters, %s)", len(text), choice)
         st.error(_("Something went wrong while drawing the heads (the details are in the "
                    "server log). Try another text, layer or head, or reload the page."), icon="🐞")
@@ -435,15 +442,10 @@ def head_view(prefix: str, loaded: Loaded, text: str, key: tuple, analysis, choi
     st.fragment), so it re-sends the chosen head's row and the statistics' rings, not the
     grid, the gallery or the conformance check above and below it. A rerun of its own is
     outside `show`'s guard, so it has the same one."""
-    try:
-        _head_view(prefix, loaded, text, key, analysis, choice)
-    except Exception:  # never a traceback in the browser
-        logger.exception("head view failed (text of %d characters, %s)", len(text), choice)
-        st.error(_("Something went wrong while drawing the heads (the details are in the "
-                   "server log). Try another text, layer or head, or reload the page."), icon="🐞")
+    guarded(_head_view, prefix, loaded, text, choice, key, analysis)
 
 
-def _head_view(prefix: str, loaded: Loaded, text: str, key: tuple, analysis, choice: Choice):
+def _head_view(prefix: str, loaded: Loaded, text: str, choice: Choice, key: tuple, analysis):
     choice = dataclasses.replace(choice, head=head_ui(prefix, loaded.info, choice.layer))
     ui.set_url_value("head", choice.head + 1)
     name = Path(loaded.folder).name or "model"

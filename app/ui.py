@@ -232,13 +232,10 @@ def show_figure(fig, filename: str, key: str | None = None, width: int | None = 
         fig = figure_spec(fig, **({"width": width} if width else {}))
     config = {**PLOT_CONFIG, **i18n.plotly_locale(),
               "toImageButtonOptions": {**PLOT_CONFIG["toImageButtonOptions"], "filename": filename}}
-    chart = functools.partial(st.plotly_chart, ready(fig), width="stretch", config=config, key=key,
-                              theme=None)
-    if fitted_width(fig) > PHONE_WIDTH_PX:
-        with st.container(key=f"{WIDE}{key or filename}"):  # a phone scrolls it (WIDE_CSS)
-            chart()
-    else:
-        chart()
+    box = (st.container(key=f"{WIDE}{key or filename}")  # a phone scrolls it (WIDE_CSS)
+           if fitted_width(fig) > PHONE_WIDTH_PX else contextlib.nullcontext())
+    with box:
+        st.plotly_chart(ready(fig), width="stretch", config=config, key=key, theme=None)
 
 
 WIDE = "wide_figure_"  # key prefix of the container of a figure fitted to the page's width

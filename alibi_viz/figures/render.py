@@ -153,6 +153,11 @@ def wrap_text(text: str, font_px: float, width_px: float, max_lines: int = 3) ->
     return "<br>".join(out), len(out)
 
 
+def without_qualifier(text: str) -> str:
+    """`text` without a qualifier in brackets at its end: "context (tokens, log2 scale)"."""
+    return re.sub(r"\s*\([^()]*\)$", "", text)
+
+
 def fit_texts(fig: go.Figure, width: int, height: int | None = None, *, font: int | None = None,
               title_font: int | None = None, place_legend: bool = False,
               min_font: float = 0) -> None:
@@ -212,9 +217,9 @@ def fit_texts(fig: go.Figure, width: int, height: int | None = None, *, font: in
         centre = margin["l"] + x * plot_width
         room = min(share, width / row - 16, 2 * min(centre, width - centre) - 10)
         old = annotation.text or ""
-        whole = old
-        if wrap_text(old, size, room, max_lines=9)[1] > 3:  # a qualifier in brackets goes
-            whole = re.sub(r"\s*\([^()]*\)$", "", old)  # before a fourth line: "(labels: R²...)"
+        whole = old  # a qualifier in brackets goes before a fourth line: "(labels: R²...)"
+        if wrap_text(old, size, room, max_lines=9)[1] > 3:
+            whole = without_qualifier(old)
         text, lines = wrap_text(whole, size, room)
         annotation.text = text
         if annotation.y == 1.0:
@@ -255,27 +260,24 @@ def fit_texts(fig: go.Figure, width: int, height: int | None = None, *, font: in
     plot_height = height - margin["t"] - extra_top - margin["b"]
     for name in [key for key in fig._layout if key.startswith(("xaxis", "yaxis"))]:
         axis = layout[name]
+        span = (axis.domain[1] - axis.domain[0]) if axis.domain else 1.0
+        room = span * (plot_width if name.startswith("x") else plot_height)  # the axis, in px
         if axis.type == "log" and axis.dtick is None and axis.tickvals is None:
             # plotly labels every digit of a short decade, and in a short plot they lie on
             # each other: 1, 2 and 5 per decade, or the powers of ten alone in a narrow panel
-            span = (axis.domain[1] - axis.domain[0]) if axis.domain else 1.0
-            length = span * (plot_width if name.startswith("x") else height - margin["t"]
-                             - extra_top - margin["b"])
-            axis.dtick = 1 if length < 250 else "D2"
+            axis.dtick = 1 if room < 250 else "D2"
         if not axis.title or not axis.title.text:
             continue
         if name.startswith("x"):  # below its tick labels, even rotated ones (plotly
             # rotates labels that do not fit side by side, onto a title at a fixed offset)
             axis.automargin = True
-        span = (axis.domain[1] - axis.domain[0]) if axis.domain else 1.0
-        room = span * (width - margin["l"] - margin["r"] if name.startswith("x") else plot_height)
         # One line, in a smaller font if need be (a title broken over lines grows toward its
         # tick labels and covers them); broken only when even 3/4 of the font will not fit.
         size = axis.title.font.size or font
         length = len(re.sub(r"<[^>]+>", "", axis.title.text)) * CHAR_EM
         if "<br>" not in axis.title.text and length * size > room - 10:
             floor = max(0.75 * size, min_font)
-            short = re.sub(r"\s*\([^()]*\)$", "", axis.title.text)  # "(tokens, log2 scale)"
+            short = without_qualifier(axis.title.text)  # "(tokens, log2 scale)"
             if short != axis.title.text and (room - 10) / (len(short) * CHAR_EM) >= floor:
                 # a qualifier in brackets goes before the words would have to break
                 axis.title.text, length = short, len(short) * CHAR_EM
@@ -285,7 +287,8 @@ def fit_texts(fig: go.Figure, width: int, height: int | None = None, *, font: in
             else:
                 axis.title.font.size = math.ceil(floor)
                 axis.title.text = wrap_text(axis.title.text, floor, room - 10, max_lines=2)[0]
-    # A colour bar's title beside the bar, not on top of it, where it met the top tick label.
+    # A colour bar's title beside a vertical bar, not on top of it (where it met the top tick
+    # label), and above a horizontal one.
     bars = [layout[k].colorbar for k in fig._layout if k.startswith("coloraxis")]
     bars += [t.colorbar for t in fig.data if getattr(t, "colorbar", None) is not None]
     for bar in bars:  # a horizontal bar's title above it: beside it, a long one left no bar
@@ -520,9 +523,9 @@ def matrix_grid_figure(
               .transpose(0, 2, 1, 3, 4).reshape(grid_rows * cell_h, columns * cell_w, 3))
     origins = [((p % columns) * cell_w, (p // columns) * cell_h + gap) for p in range(n)]
     # Panel titles broken to their panel's width on a page (a colour bar beside them); a
-    # broken one grows upward from its panel's top, so the rows are set further apart and the
-    # mosaic's top row gets the room above it (in mosaic pixels: the panels are drawn about
-    # panel_px wide on the page).
+    # broken one grows upward from its panel's top, so the plot gets room above the mosaic's
+    # top row (in mosaic pixels: the panels are drawn about panel_px wide on the page). Below
+    # the top row a broken title grows into the gap between rows.
     wrapped = [wrap_text(t, 11, (PAGE_WIDTH_PX - 100) / columns - 6) for t in titles]
     extra_lines = max(lines for _text, lines in wrapped) - 1
     headroom = math.ceil(extra_lines * 14 * side_c / min(panel_px, PAGE_WIDTH_PX / columns))

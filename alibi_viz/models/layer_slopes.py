@@ -131,7 +131,13 @@ def attach_from_config(model) -> np.ndarray | None:
 
 def store(model, module: LayerSlopes) -> None:
     """Write the current slopes into the model's config (saved with `save_pretrained`)."""
-    setattr(model.config, CONFIG_KEY, [[float(m) for m in row] for row in module.slopes()])
+    setattr(model.config, CONFIG_KEY, module.slopes().tolist())
+
+
+def logged(slopes) -> list:
+    """(layers, heads) slopes as nested lists to 5 significant digits, as training.json logs
+    them and the shipped results keep them."""
+    return [[float(f"{m:.5g}") for m in row] for row in np.asarray(slopes)]
 
 
 def read(folder) -> np.ndarray | None:
@@ -194,7 +200,7 @@ def compare(variant, fixed, train_seq_len: int, kinds=None, factors=COMPARE_FACT
             for length in lengths:
                 a, b = (evaluate_length(m, length, protocol, max_length=max(lengths), kind=kind)
                         for m in (variant, fixed))
-                out["cells"][f"{kind}/{protocol}/{length}"] = {
+                out["cells"][_cell_key(kind, protocol, length)] = {
                     "learnable": round(a["ppl"], 5), "fixed": round(b["ppl"], 5),
                     "learnable_ci95": [round(v, 5) for v in confidence_interval(a["chunk_nll"])],
                     "fixed_ci95": [round(v, 5) for v in confidence_interval(b["chunk_nll"])],
@@ -203,15 +209,19 @@ def compare(variant, fixed, train_seq_len: int, kinds=None, factors=COMPARE_FACT
                     "tokens": a["tokens"]}
         out["seconds"][kind] = round(time.perf_counter() - t0, 1)
         log(f"{kind}: " + ", ".join(
-            f"{p} {n}: {out['cells'][f'{kind}/{p}/{n}']['ratio'][0]:.3f}x"
+            f"{p} {n}: {out['cells'][_cell_key(kind, p, n)]['ratio'][0]:.3f}x"
             for p in PROTOCOLS for n in lengths) + f" ({out['seconds'][kind]} s)")
     return out
+
+
+def _cell_key(kind: str, protocol: str, length: int) -> str:
+    return f"{kind}/{protocol}/{length}"
 
 
 def cell(results: dict, kind: str, protocol: str, length: int) -> dict:
     """One comparison cell of the shipped results (learnable, fixed, their intervals, ratio)."""
     try:
-        return results["cells"][f"{kind}/{protocol}/{length}"]
+        return results["cells"][_cell_key(kind, protocol, length)]
     except KeyError:
         raise AlibiVizError(_("No learnable-slope result for {kind}, {protocol}, {length} tokens.")
                             .format(kind=kind, protocol=protocol, length=length)) from None
@@ -263,8 +273,7 @@ def main(argv=None) -> None:
     steps, history = slope_history(training)
     results = compare(load_eval_model(LEARNABLE_SLOPES_DIR), load_eval_model(folder),
                       shipped_train_seq_len(folder))
-    results.update(steps=steps, slopes=[[[float(f"{m:.5g}") for m in row] for row in step]
-                                        for step in history],
+    results.update(steps=steps, slopes=[logged(step) for step in history],
                    drift=drift(history[0], read(LEARNABLE_SLOPES_DIR)),
                    training={"learnable_s": training["wall_time_s"],
                              "fixed_s": training_info(folder).get("wall_time_s")})
