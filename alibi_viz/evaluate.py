@@ -47,7 +47,7 @@ from alibi_viz.assets import (
     training_info,
 )
 from alibi_viz.errors import AlibiVizError
-from alibi_viz.i18n import N_, _, number, percent
+from alibi_viz.i18n import MINUS, N_, _, number, percent
 from alibi_viz.models import layer_slopes
 
 PROTOCOLS = ("nonoverlapping", "sliding")
@@ -74,9 +74,6 @@ HELDOUT_WHERE = " (assets/corpus/heldout, alibi_viz.data)"
 def protocol_name(protocol: str) -> str:
     """A protocol as the page names it, in the current language (unknown names unchanged)."""
     return _(PROTOCOL_NAMES[protocol]) if protocol in PROTOCOL_NAMES else protocol
-
-
-MINUS = "\u2212"  # the minus sign (−), as every other negative number on the pages is written
 
 
 def signed(value: float, decimals: int) -> str:

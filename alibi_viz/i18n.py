@@ -117,8 +117,13 @@ def formatted(value: float, spec: str) -> str:
     return _localized_marks(format(value, spec))
 
 
+MINUS = "\u2212"  # the minus sign (−), not a hyphen: "−5", as plotly writes its tick labels
+
+
 def _localized_marks(text: str) -> str:
-    """`text`, a number Python wrote ("." decimal, "," grouping), in the current language's marks."""
+    """`text`, a number Python wrote ("." decimal, "," grouping, "-"), in the current
+    language's marks, its minus a minus sign in every language."""
+    text = text.replace("-", MINUS)
     code = _current.get()
     if code == DEFAULT_LANGUAGE:
         return text
@@ -139,12 +144,13 @@ def significant(value: float, digits: int = 3) -> str:
 
 
 def percent(fraction: float, decimals: int = 0) -> str:
-    """`fraction` (0.25) as a percentage in the current language ("25%", "25 %" in es and ru)."""
+    """`fraction` (0.25) as a percentage in the current language ("25%", "25 %" in es and ru;
+    "−3%")."""
     from babel.numbers import format_percent
 
     pattern = "#,##0" + ("." + "0" * decimals if decimals > 0 else "") + "%"
     return format_percent(fraction, format=pattern, locale=_current.get(),
-                          decimal_quantization=True)
+                          decimal_quantization=True).replace("-", MINUS)
 
 
 def tokens(value: float, shown: str | None = None) -> str:

@@ -263,17 +263,20 @@ def test_unknown_language_is_a_typed_error():
 @pytest.mark.parametrize("code", list(i18n.LANGUAGES))
 def test_numbers_are_what_cldr_writes(code):
     """i18n.number writes what Babel's format_decimal writes for CLDR's "#,##0.###" and
-    "#,##0.00" patterns (it formats them itself, much faster), on values with no rounding tie."""
+    "#,##0.00" patterns (it formats them itself, much faster), on values with no rounding tie,
+    except that its minus is the minus sign (CLDR's is a hyphen in these languages)."""
     from babel.numbers import format_decimal
+
+    def cldr(value, pattern):
+        return format_decimal(value, pattern, locale=code).replace("-", "\u2212")
 
     values = [0, 1, -3, 0.5, 2.0, 0.0039, 12.3456, 999.9996, 1234.5, 65_536, -12_345.678, 3.2e7]
     i18n.set_language(code)
     try:
         for value in values:
-            assert i18n.number(value) == format_decimal(value, "#,##0.###", locale=code), value
-            assert i18n.number(value, 2) == format_decimal(value, "#,##0.00", locale=code), value
-            assert i18n.number(value, 0, grouping=False) == format_decimal(
-                value, "0", locale=code), value
+            assert i18n.number(value) == cldr(value, "#,##0.###"), value
+            assert i18n.number(value, 2) == cldr(value, "#,##0.00"), value
+            assert i18n.number(value, 0, grouping=False) == cldr(value, "0"), value
     finally:
         i18n.set_language("en")
 
@@ -342,3 +345,16 @@ def test_spanish_speaks_to_the_reader_as_tu():
     found = [(form, mid) for mid, m in catalog("es").items() if isinstance(m.string, str)
              for form in USTED if re.search(rf"\b{form}\b", m.string)]
     assert not found, found[:5]
+
+
+@pytest.mark.parametrize("code", list(i18n.LANGUAGES))
+def test_negative_numbers_are_written_with_the_minus_sign(code):
+    """"−5", "−0,5", "−10 %": the minus sign that plotly's tick labels and the pages' signed
+    changes use, never a hyphen beside them."""
+    i18n.set_language(code)
+    try:
+        written = [i18n.number(-5.0), i18n.number(-0.5, 1), i18n.significant(-0.00391),
+                   i18n.formatted(-2.5, "+.2f"), i18n.percent(-0.1)]
+    finally:
+        i18n.set_language("en")
+    assert all(text.startswith("\u2212") and "-" not in text for text in written), written
