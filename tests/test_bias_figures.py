@@ -136,7 +136,8 @@ def test_display_size_is_the_size_of_the_display_values(heads, rows, keys):
 
 def panel_pixels(fig, n: int) -> list[np.ndarray]:
     """The mosaic image of a bias grid decoded back to pixels, cut into its n panels (equal
-    cells of the grid_columns(n) x rows layout), each (h, w, 3) uint8."""
+    cells of the grid_columns(n) x rows layout, each panel the cell's box of pixels that are
+    not the white of the gaps and title band), each (h, w, 3) uint8."""
     import base64
     import io
     import math
@@ -151,8 +152,12 @@ def panel_pixels(fig, n: int) -> list[np.ndarray]:
     columns = grid_columns(n)
     rows = math.ceil(n / columns)
     h, w = mosaic.shape[0] // rows, mosaic.shape[1] // columns
-    return [mosaic[(p // columns) * h:(p // columns + 1) * h, (p % columns) * w:(p % columns + 1) * w]
-            for p in range(n)]
+    panels = []
+    for p in range(n):
+        cell = mosaic[(p // columns) * h:(p // columns + 1) * h, (p % columns) * w:(p % columns + 1) * w]
+        rows_in, cols_in = np.nonzero(np.any(cell != 255, axis=-1))
+        panels.append(cell[rows_in.min():rows_in.max() + 1, cols_in.min():cols_in.max() + 1])
+    return panels
 
 
 @pytest.mark.parametrize("heads,length", [(8, 16), (8, 512), (12, 512), (32, 2048), (64, 4096)])

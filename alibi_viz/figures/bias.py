@@ -252,8 +252,9 @@ def decay_figure(slopes, seq_len: int, mode: str = "causal", head_ids=None,
     distance = "log" if log_distance else "linear"
     layout = {
         "height": 400, "barmode": "group", "margin": {"l": 50, "r": 20, "t": 60, "b": 50},
-        "legend": {"orientation": "v", "x": 1.01, "xanchor": "left", "y": 1, "yanchor": "top",
-                   "font": {"size": 10}},
+        # Under the plot in rows: beside it, 12 heads (each its own legend group, 10 px apart)
+        # needed a scroll bar and left the three panels a third of the width each.
+        "legend": {"orientation": "h", "y": -0.2, "yanchor": "top", "tracegroupgap": 0},
         "title": {"text": title},
         "xaxis": {"title": {"text": _("distance d = |i - j| (tokens)")}, "type": distance},
         "xaxis2": {"title": {"text": _("distance d (tokens)")}, "type": distance},

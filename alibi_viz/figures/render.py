@@ -514,29 +514,31 @@ def matrix_grid_figure(
     columns = grid_columns(n)
     grid_rows = math.ceil(n / columns)
     gap = max(2, max(side_r, side_c) // 10)  # white pixels between panels
-    cell_w, cell_h = side_c + gap, side_r + gap
+    # Panel titles broken to their panel's width on a page (a colour bar beside them), each in
+    # the band above its panel, which is as tall as the longest title: in a band of `gap`
+    # pixels a second line lay on the panel above. Panels are drawn at least `shown` px wide
+    # (a page's width shared by the columns), so `scale` mosaic pixels make one page pixel.
+    wrapped = [wrap_text(t, 11, (PAGE_WIDTH_PX - 100) / columns - 6) for t in titles]
+    title_px = max(lines for _text, lines in wrapped) * 14 + 4
+    shown = min(panel_px, (PAGE_WIDTH_PX - 100) / columns)
+    scale = side_c / shown
+    top = max(gap, math.ceil(title_px * scale))  # the band above each panel, in mosaic px
+    cell_w, cell_h = side_c + gap, side_r + top
     # (grid_rows, columns) cells of (cell_h, cell_w) pixels; each panel sits at the cell's
-    # top-left after a top gap, so the mosaic is one reshape of the padded panels.
+    # left under its title band, so the mosaic is one reshape of the padded panels.
     cells = np.full((grid_rows * columns, cell_h, cell_w, 3), 255, dtype=np.uint8)
-    cells[:n, gap:, :side_c] = rgb
+    cells[:n, top:, :side_c] = rgb
     mosaic = (cells.reshape(grid_rows, columns, cell_h, cell_w, 3)
               .transpose(0, 2, 1, 3, 4).reshape(grid_rows * cell_h, columns * cell_w, 3))
-    origins = [((p % columns) * cell_w, (p // columns) * cell_h + gap) for p in range(n)]
-    # Panel titles broken to their panel's width on a page (a colour bar beside them); a
-    # broken one grows upward from its panel's top, so the plot gets room above the mosaic's
-    # top row (in mosaic pixels: the panels are drawn about panel_px wide on the page). Below
-    # the top row a broken title grows into the gap between rows.
-    wrapped = [wrap_text(t, 11, (PAGE_WIDTH_PX - 100) / columns - 6) for t in titles]
-    extra_lines = max(lines for _text, lines in wrapped) - 1
-    headroom = math.ceil(extra_lines * 14 * side_c / min(panel_px, PAGE_WIDTH_PX / columns))
+    origins = [((p % columns) * cell_w, (p // columns) * cell_h + top) for p in range(n)]
     data = [
         {"type": "image", "source": png_data_uri(mosaic), "x0": 0, "dx": 1, "y0": 0, "dy": 1,
          "hoverinfo": "skip"},
         {"type": "scatter", "x": [x0 + side_c / 2 for x0, _y in origins],
-         "y": [y0 - gap / 2 for _x, y0 in origins], "mode": "text",
-         "textposition": "top center" if extra_lines else "middle center",
-         "text": [text for text, _lines in wrapped], "cliponaxis": False,
-         "textfont": {"size": 11}, "hoverinfo": "skip", "showlegend": False},
+         "y": [y0 - top / 2 for _x, y0 in origins], "mode": "text",
+         "textposition": "middle center", "text": [text for text, _lines in wrapped],
+         "cliponaxis": False, "textfont": {"size": 11}, "hoverinfo": "skip",
+         "showlegend": False},
     ]
     sx, sy = side_c / key_len, side_r / seq_len  # pixels per position
     if hover is not None:
@@ -546,7 +548,7 @@ def matrix_grid_figure(
         # plotly does not stretch cells across the gaps.
         hx = np.concatenate([np.append(x0 + (hc + 0.5) * sx - 0.5, x0 + side_c + gap / 2)
                              for x0 in range(0, columns * cell_w, cell_w)])
-        hy = np.concatenate([np.append(y0 + gap + (hr + 0.5) * sy - 0.5, y0 + gap + side_r + gap / 2)
+        hy = np.concatenate([np.append(y0 + top + (hr + 0.5) * sy - 0.5, y0 + top + side_r + gap / 2)
                              for y0 in range(0, grid_rows * cell_h, cell_h)])
         z = np.full((hy.size, hx.size), np.nan, dtype=np.float32)
         # head, i, j, i - j: 16-bit when they fit (8 bytes a cell instead of 16 in the page)
@@ -587,11 +589,11 @@ def matrix_grid_figure(
                      "showlegend": False, "line": {"color": "red", "width": 1.5, "dash": "dash"}})
     return figure(data, {
         "xaxis": {"visible": False, "range": [-0.5, columns * cell_w - 0.5]},
-        "yaxis": {"visible": False, "range": [grid_rows * cell_h - 0.5, -0.5 - headroom],
+        "yaxis": {"visible": False, "range": [grid_rows * cell_h - 0.5, -0.5],
                   "scaleanchor": "x"},
         "coloraxis": {"colorscale": colorscale, "cmin": cmin, "cmax": cmax,
                       "colorbar": {"title": {"text": colorbar_title}, "thickness": 14}},
-        "title": {"text": title}, "height": min(2400, panel_px * grid_rows + 100),
+        "title": {"text": title}, "height": min(2400, grid_rows * (panel_px + title_px) + 100),
         "margin": {"l": 10, "r": 10, "t": 60, "b": 10}, "plot_bgcolor": "white",
         "showlegend": False})
 

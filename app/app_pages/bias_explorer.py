@@ -170,17 +170,18 @@ with right:
         st.info(note)
     else:
         st.warning(note, icon="↕️")
-    # Plain tables (this one scrolls): st.dataframe's grid would add 0.2 MB of JavaScript to a
-    # first visit (bench/README.md, first visit through nginx).
-    ui.table(head_summary(slopes, seq_len, mode), height=260)
-    if mode == "causal":
-        st.caption(_("Span and mean distance of the bias-only attention of query i = {query}: "
-                     "the last one, with every key behind it.").format(query=number(query)))
-    else:
-        st.caption(_("Span and mean distance of the bias-only attention of query i = {query}: "
-                     "the middle one, {query} keys behind and {ahead} ahead (no query of a "
-                     "bidirectional sequence sees every key on both sides).").format(
-            query=number(query), ahead=number(seq_len - 1 - query)))
+# The table under both, at the page's width (in the right column its six columns were cut at
+# 1366 px). A plain table that scrolls: st.dataframe's grid would add 0.2 MB of JavaScript to
+# a first visit (bench/README.md, first visit through nginx).
+ui.table(head_summary(slopes, seq_len, mode), height=260)
+if mode == "causal":
+    st.caption(_("Span and mean distance of the bias-only attention of query i = {query}: "
+                 "the last one, with every key behind it.").format(query=number(query)))
+else:
+    st.caption(_("Span and mean distance of the bias-only attention of query i = {query}: "
+                 "the middle one, {query} keys behind and {ahead} ahead (no query of a "
+                 "bidirectional sequence sees every key on both sides).").format(
+        query=number(query), ahead=number(seq_len - 1 - query)))
 with st.expander(_("How were the slopes chosen?")):
     st.markdown(_(
         "The paper tried about ten sets of slopes and found that slopes in (0, 1), dense near "
