@@ -115,6 +115,21 @@ def test_key_result_states_the_measured_sliding_ratios():
 
 
 
+def test_where_no_longer_context_helps_the_key_result_says_so():
+    """On Python, ALiBi's sliding-window perplexity is significantly lower at no length past
+    its training length: the key result says that, with the change from 128 to 4,096, and
+    does not report a gain "from 128 to 128 tokens"."""
+    from alibi_viz.evaluate import describe_ratio, useful_context
+
+    results = assets.load_extrapolation_results("python")
+    n, _gain, rest = useful_context(results, "alibi")
+    assert n == 128
+    at = run_app("extrapolation", {"kind": "python"})
+    text = next(m.value for m in at.markdown if m.value.startswith("**The key result.**"))
+    assert "no length past its training length" in text and describe_ratio(rest) in text
+    assert "from 128 to 128" not in text
+
+
 def test_held_out_text_follows_the_page_language_and_the_url():
     """The lab reads the held-out text of the page's language first (Russian prose for
     ?lang=ru), and ?kind=python switches the results to code."""

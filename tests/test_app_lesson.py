@@ -82,7 +82,7 @@ def test_misconception_demonstrations_are_computed():
     scores a causal layer computes at 1,024 tokens."""
     at = run_app("lesson", {"step": str(LAST)})
     at.button(key="ls_myth_slopes").click().run()
-    table = at.dataframe[0].value
+    table = at.table[0].value
     assert list(table["slope m"]) == [f"1/{2 ** k}" for k in range(1, 9)]
     at.button(key="ls_myth_linear").click().run()
     assert any("524,800 scores" in m.value for m in at.markdown)
@@ -157,7 +157,7 @@ def test_on_a_projector_the_myths_come_one_at_a_time_claim_before_fact():
     assert "**Myth 1 of 6:**" in text() and "**Fact:**" not in text()
     at.button(key="ls_next").click().run()
     assert "**Fact:** They are 1/2" in text()
-    assert list(at.dataframe[0].value["slope m"]) == [f"1/{2 ** k}" for k in range(1, 9)]
+    assert list(at.table[0].value["slope m"]) == [f"1/{2 ** k}" for k in range(1, 9)]
     at.button(key="ls_next").click().run()
     assert "**Myth 2 of 6:**" in text() and "**Fact:**" not in text()
     for _ in range(9):
@@ -180,3 +180,59 @@ def test_context_myth_quotes_the_papers_tables():
     assert "makes use of all 10K tokens" in text
     for value in (*paper.TABLE3_ALIBI.values(), *paper.TABLE15_ALIBI.values()):
         assert number(value, 2) in text, value
+
+
+def test_handout_shows_every_step_with_its_answer():
+    """?print=1 draws all nine steps one after another, each on its own sheet when printed,
+    with the nine figures and without the step navigation."""
+    at = run_app("lesson", {"print": "1"})
+    assert not at.exception
+    assert [h.value for h in at.header if h.value[:1].isdigit()] == [
+        f"{k}. {title}" for k, title in enumerate(STEP_TITLES, 1)]
+    assert figure_keys(at) == ["ls_fig_position", "ls_fig_bias", "ls_fig_slopes", "ls_fig_decay",
+                               "ls_fig_real_head", "ls_fig_extrapolation", "ls_fig_reach",
+                               "ls_fig_training"]
+    keys = {b.key for b in at.button}
+    assert not keys & {"ls_next", "ls_prev", "ls_key_next"}
+
+
+def test_handout_states_the_answers_and_the_myths_facts():
+    """On paper nothing waits behind a click: each question's answer follows it (no closed
+    Answer box, no Reveal button) and every myth is printed with its fact and its
+    demonstration."""
+    at = run_app("lesson", {"print": "1"})
+    texts = [m.value for m in at.markdown]
+    answers = [t for t in texts if "**Answer:**" in t]
+    assert len(answers) == 8
+    assert answers[1].endswith("**Answer:** 0 on the diagonal and −5 ten tokens back (hover over "
+                               "the first panel).")
+    assert all(e.label != "Answer" for e in at.expander)
+    assert not [b for b in at.button if b.label in ("Reveal the answer", "Show me")]
+    assert sum("**Fact:**" in t for t in texts) == 6
+    assert any("position parameters" in t.value.columns for t in at.table)
+
+
+def test_handout_is_in_the_page_language():
+    at = run_app("lesson", {"print": "1", "lang": "ru"})
+    assert not at.exception
+    assert sum("**Ответ:**" in m.value for m in at.markdown) == 8
+
+
+def test_where_no_longer_context_helps_the_lesson_does_not_count_from_l_to_l():
+    """On the Russian held-out text ALiBi's sliding-window perplexity improves nowhere past its
+    training length (useful_context gives 128 itself): the lesson says so, instead of "a gain
+    of +0.0% from 128 to 128 tokens"."""
+    from alibi_viz.evaluate import describe_ratio, useful_context
+    from alibi_viz.i18n import set_language
+
+    results = assets.load_extrapolation_results("ru")
+    n, _gain, rest = useful_context(results, "alibi")
+    assert n == 128
+    at = run_app("lesson", {"print": "1", "lang": "ru"})
+    texts = " ".join(m.value for m in at.markdown)
+    set_language("ru")
+    try:
+        assert describe_ratio(rest) in texts
+    finally:
+        set_language("en")
+    assert "128 до 128" not in texts and "128 до 128 токенов" not in texts

@@ -368,3 +368,34 @@ def test_a_phone_scrolls_wide_figures_sideways(browser, server_url):
         assert page.evaluate("() => document.documentElement.scrollWidth") <= 390
     finally:
         context.close()
+
+
+SVG_WIDTHS_JS = """() => [...document.querySelectorAll('.js-plotly-plot .main-svg')]
+  .map(svg => svg.getBoundingClientRect().width)"""
+PRINT_STYLE_JS = """() => ({
+  hidden: ['[data-testid="stSidebar"]', '[data-testid="stButton"]', 'header'].map(selector =>
+    [...document.querySelectorAll(selector)].every(e => getComputedStyle(e).display === 'none')),
+  breaks: [...document.querySelectorAll('[class*="st-key-ls_handout_"]')]
+    .map(e => getComputedStyle(e).breakBefore)})"""
+
+
+def test_the_handout_prints_one_step_per_sheet_without_the_chrome(browser, server_url):
+    """The lesson's handout (?print=1) opened on a laptop in Spanish: no figure text on
+    another, every chart no wider than a sheet's text (A4 at the browser's margins, about
+    720 px: a chart prints at the width it was drawn), and printed (chromium's own PDF) without
+    the sidebar, header and buttons, each step after the first starting a new sheet."""
+    context = browser.new_context(viewport={"width": 1366, "height": 768})
+    page = context.new_page()
+    page.set_default_timeout(60_000)
+    try:
+        page.goto(f"{server_url}/lesson?print=1&lang=es")
+        assert overlaps_everywhere(page) == []
+        widths = page.evaluate(SVG_WIDTHS_JS)
+        assert len(widths) >= 8 and max(widths) <= 720, widths
+        page.emulate_media(media="print")
+        style = page.evaluate(PRINT_STYLE_JS)
+        assert style == {"hidden": [True, True, True], "breaks": ["auto"] + ["page"] * (STEPS - 1)}
+        pdf = page.pdf(format="A4")
+        assert len(re.findall(rb"/Type\s*/Page[^s]", pdf)) >= STEPS
+    finally:
+        context.close()

@@ -254,7 +254,22 @@ def reading_notes(results: dict, train_seq_len: int) -> None:
     use = useful_context(results, "alibi") if "alibi" in results["models"] else None
     nonover = (compare_cells(results, "nonoverlapping", ("alibi", longest), ("alibi", train_seq_len))
                if use else None)
-    if use and nonover:
+    if use and nonover and use[0] == train_seq_len:  # no longer context helps at all
+        st.markdown(_(
+            "**The key result.** In sliding windows, where every scored token sees between "
+            "L − {slack} and L tokens, no length past its training length makes ALiBi "
+            "significantly better on this text: its perplexity changes by {rest} from "
+            "{train_seq_len} to {longest}. In non-overlapping windows it moves by "
+            "{nonoverlapping} over the same lengths; that is only fewer tokens paying the early "
+            "token curse, not more context used. In the paper's own sliding-window evaluation "
+            "(appendix B) ALiBi likewise gains nothing from context beyond about its training "
+            "length. Making ALiBi use a longer context takes more than a longer input: the "
+            "official repository points to position interpolation for ALiBi ({interpolation})."
+        ).format(slack=results.get("stride", DEFAULT_STRIDE) - 1,
+                 interpolation=paper.ALIBI_INTERPOLATION, rest=describe_ratio(use[2]),
+                 nonoverlapping=describe_ratio(nonover), train_seq_len=number(train_seq_len),
+                 longest=number(longest)))
+    elif use and nonover:
         n, gain, rest = use
         st.markdown(_(
             "**The key result.** In sliding windows, where every scored token sees between "

@@ -5,6 +5,11 @@ collapsed, each step shows a short text and one figure sized to fit the screen, 
 poses its question first and reveals the answer (computed from the step's own figure) on a
 click. A presenter's clicker moves the lesson (PageDown/PageUp, the arrow keys, Space, Home,
 End: `CLICKER_JS`), whatever control has the focus, except while typing in a text box.
+
+The handout (URL print=1) is every step on one page, each question with its answer and every
+myth with its fact and demonstration, for the browser's Print (paper, or a PDF file): the
+print style sheet (`HANDOUT_CSS`) hides the sidebar and the buttons and starts each step on a
+new sheet.
 """
 
 import html
@@ -80,6 +85,27 @@ h2 { font-size: 26px !important; padding: 0.2rem 0 !important; }
     font-size: 20px !important; }
 </style>
 """
+# The handout is a column as wide as a sheet's text (A4 or Letter at the browser's default
+# margins: about 720 px), on screen too: a chart keeps the width it was drawn at when printed,
+# so one drawn across a laptop's page was cut at the sheet's edge. Printed, it keeps only the
+# lesson (no sidebar, header, buttons, links or chart toolbars), never splits a chart, and
+# starts every step after the first on a new sheet.
+HANDOUT_CSS = """
+<style>
+.block-container { max-width: 736px !important; }
+.ls-print { font-size: 16px; padding: 6px 14px; margin: 4px 0 12px; cursor: pointer; }
+@media print {
+  [data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"], header,
+  [data-testid="stToolbar"], [data-testid="stDecoration"], [data-testid="stButton"],
+  [data-testid="stPageLink"], .modebar-container, .ls-print { display: none !important; }
+  [data-testid="stMain"] { margin-left: 0 !important; }
+  .block-container { padding: 0 !important; max-width: 100% !important; }
+  [data-testid="stPlotlyChart"], .js-plotly-plot { break-inside: avoid; }
+  [class*="st-key-ls_handout_"]:not(.st-key-ls_handout_1) { break-before: page; }
+}
+</style>
+"""
+PRINT_BUTTON = '<button class="ls-print" onclick="window.print()">%s</button>'
 # From no bias at all (0) through the gentlest slope to the steepest: moving the slider right
 # always makes the bias steeper.
 SLOPE_CHOICES = (0.0,) + tuple(2.0 ** -k for k in range(8, -1, -1))
@@ -229,11 +255,14 @@ def at_the_end(step: int, present: bool) -> bool:
 
 
 def controls_ui():
-    """Step and presentation mode, seeded from the URL (step 1..8, present=1). Returns them."""
+    """Step, presentation mode and handout, seeded from the URL (step 1..9, present=1,
+    print=1). Returns them."""
     first_run = ui.seed_from_url(PREFIX, [UrlParam("step", "int", 1, 1, len(STEPS)),
-                                          UrlParam("present", "choice", "0", choices=("0", "1"))])
-    if first_run:  # the URL holds "0"/"1"; the toggle wants a bool
-        st.session_state["ls_present"] = st.session_state["ls_present"] == "1"
+                                          UrlParam("present", "choice", "0", choices=("0", "1")),
+                                          UrlParam("print", "choice", "0", choices=("0", "1"))])
+    if first_run:  # the URL holds "0"/"1"; the toggles want a bool
+        for key in ("ls_present", "ls_print"):
+            st.session_state[key] = st.session_state[key] == "1"
     with st.sidebar:
         st.header(_("Lesson"))
         present = st.toggle(_("Presentation mode"), key="ls_present",
@@ -241,13 +270,22 @@ def controls_ui():
                                    "the question first and the answer on a click. A clicker "
                                    "(PageDown/PageUp) or the arrow keys move between steps "
                                    "(URL: present=1)."))
+        handout = st.toggle(_("Handout"), key="ls_print",
+                            help=_("Every step on one page, each question with its answer, for "
+                                   "printing on paper or saving as a PDF file with the "
+                                   "browser's Print (Ctrl+P). URL: print=1."))
         step = st.radio(_("Steps"), list(range(1, len(STEPS) + 1)), key="ls_step",
                         format_func=ui.labels(range(1, len(STEPS) + 1),
                                            lambda k: f"{k}. {_(STEPS[k - 1])}"))
         with st.expander(_("Glossary"), icon=":material/menu_book:"):
             for row in glossary_rows():
                 st.markdown(f"**{row['term']}**: {row['meaning']}")
-    return int(step), bool(present)
+    return int(step), bool(present) and not handout, bool(handout)
+
+
+def in_handout() -> bool:
+    """Whether this run draws the handout (every step, answers shown)."""
+    return bool(st.session_state.get("ls_print"))
 
 
 def navigation_ui(step: int, present: bool) -> None:
@@ -302,8 +340,12 @@ def ask(step: int, question: str, answer: str, present: bool) -> bool:
     """Predict, then reveal. In presentation mode the question comes first and the figure and
     answer only after a click (returns False until then); otherwise the figure is shown and the
     answer waits in a closed "Answer" box, so a student following on a laptop predicts first.
-    The answer is computed by the step from the same numbers its figure draws."""
+    In the handout the answer follows the question. The answer is computed by the step from the same numbers its figure draws."""
     key = f"ls_revealed_{step}"
+    if in_handout():  # on paper the answer follows its question
+        st.markdown(_("**Predict:** {question}  \n**Answer:** {answer}").format(
+            question=question, answer=answer))
+        return True
     if not present:  # students on laptops: the answer folded away until they open it
         with ui.question(question):
             st.markdown(answer)
@@ -563,7 +605,13 @@ def step_extrapolation(step: int, present: bool) -> None:
                "does not by itself mean it uses the extra context. Compare the sliding-window "
                "panel, where each scored token sees between L − {fewest} and L tokens:").format(
                    train_seq_len=train_seq_len, fewest=results.get("stride", 64) - 1)]
-    if use:
+    if use and use[0] == train_seq_len:
+        parts.append(_("ALiBi's sliding curve does not improve significantly past its training "
+                       "length ({length} tokens), so what it gains in non-overlapping windows "
+                       "beyond it comes from avoiding the early token curse, not from the longer "
+                       "context (the paper's appendix B says the same).").format(
+                           length=number(use[0])))
+    elif use:
         parts.append(_("ALiBi's sliding curve stops improving at about {length} tokens "
                        "({factor}x its training length) and stays flat after, so past that "
                        "length what it gains in non-overlapping windows comes from avoiding the "
@@ -661,7 +709,8 @@ def step_copying(step: int, present: bool) -> None:
 def show_myths(myths: list, present: bool) -> None:
     """The myths, predict first. On a projector one at a time: the claim, then (next click or
     clicker press) the fact with its computed demonstration. Elsewhere every claim, each with
-    its fact and a button for the demonstration in a closed box."""
+    its fact and a button for the demonstration in a closed box; in the handout every claim
+    with its fact and demonstration."""
     if present:
         k = min(st.session_state.get("ls_myth", 0), len(myths) - 1)
         _key, claim, truth, demo = myths[k]
@@ -673,6 +722,13 @@ def show_myths(myths: list, present: bool) -> None:
             return
         st.markdown(_("**Fact:** {truth}").format(truth=truth))
         demo()
+        return
+    if in_handout():
+        for _key, claim, truth, demo in myths:
+            with st.container(border=True):
+                st.markdown(_("**Myth:** {claim}").format(claim=claim))
+                st.markdown(_("**Fact:** {truth}").format(truth=truth))
+                demo()
         return
     for key, claim, truth, demo in myths:
         with st.container(border=True):
@@ -688,14 +744,22 @@ def step_misconceptions(step: int, present: bool) -> None:
          _("Six myths, each checked."), present)
 
     def slopes_demo():
-        st.dataframe([{_("head"): h + 1, _("slope m"): f"1/{round(1 / m)}"}
-                      for h, m in enumerate(alibi_slopes(8))], hide_index=True)
+        ui.table([{N_("head"): h + 1, N_("slope m"): f"1/{round(1 / m)}"}
+                  for h, m in enumerate(alibi_slopes(8))])
 
     def context_demo():
         results = assets.load_extrapolation_results(data.page_kind(i18n.get_language()))
         train_seq_len = train_seq_len_of(results) if results else None
         longest = max(results.get("lengths", [0])) if results else 0
         use = useful_context(results, "alibi") if train_seq_len else None
+        if use and use[0] == train_seq_len:
+            st.markdown(_("Shipped ALiBi model (trained at {train_seq_len}), sliding window: "
+                          "{rest} from {train_seq_len} to {longest} tokens: it runs at "
+                          "{factor}x without breaking, but no context beyond its training "
+                          "length helps.").format(
+                              train_seq_len=train_seq_len, rest=describe_ratio(use[2]),
+                              longest=number(longest), factor=longest // train_seq_len))
+            return
         st.markdown(_("Shipped ALiBi model (trained at {train_seq_len}), sliding window: {gain} "
                       "from {train_seq_len} to {useful} tokens, then {rest} from {useful} to "
                       "{longest}: it runs at {factor}x without breaking, but the context beyond "
@@ -713,9 +777,10 @@ def step_misconceptions(step: int, present: bool) -> None:
                 continue
             model, _tokenizer, _info = ui.cached_model(path)
             position = position_parameter_count(model)
-            rows.append({_("model"): assets.model_title(name), _("position parameters"): position,
-                         _("all parameters"): sum(p.numel() for p in model.parameters())})
-        st.dataframe(rows, hide_index=True)
+            rows.append({N_("model"): assets.model_title(name),
+                         N_("position parameters"): position,
+                         N_("all parameters"): sum(p.numel() for p in model.parameters())})
+        ui.table(rows)
 
     def linear_demo():
         L = 1024
@@ -773,16 +838,31 @@ STEP_VIEWS = (step_position, step_bias, step_slopes, step_decay, step_real_head,
 
 # ----------------------------------------------------------------------------- page
 
-step, present = controls_ui()
-ui.write_url({"step": step, "present": 1 if present else None})
-if present:
-    st.html(PRESENT_CSS)
-if not present:  # on a projector the step's own heading is the title
-    st.title(_("Lesson: ALiBi in nine steps"))
+def show_step(step: int, present: bool) -> None:
+    st.header(f"{step}. {_(STEPS[step - 1])}")
+    try:
+        STEP_VIEWS[step - 1](step, present)
+    except AlibiVizError as exc:  # the controls keep values valid; this guards the library's
+        st.error(str(exc))        # checks
+
+
+step, present, handout = controls_ui()
+ui.write_url({"step": step, "present": 1 if present else None, "print": 1 if handout else None})
 ui.show_url_warnings(PREFIX)
-navigation_ui(step, present)
-st.header(f"{step}. {_(STEPS[step - 1])}")
-try:
-    STEP_VIEWS[step - 1](step, present)
-except AlibiVizError as exc:  # the controls keep values valid; this guards the library's checks
-    st.error(str(exc))
+if handout:
+    st.title(_("Lesson: ALiBi in nine steps"))
+    st.html(HANDOUT_CSS + PRINT_BUTTON % html.escape(_("Print or save as PDF")),
+            unsafe_allow_javascript=True)
+    st.caption(_("Every step with its answer. Your browser's Print (Ctrl+P) puts each step on "
+                 "its own sheet, without the sidebar and the buttons, on paper or in a PDF "
+                 "file. The controls keep the values set on the lesson's pages."))
+    for k in range(1, len(STEPS) + 1):
+        with st.container(key=f"ls_handout_{k}"):
+            show_step(k, False)
+else:
+    if present:
+        st.html(PRESENT_CSS)
+    else:  # on a projector the step's own heading is the title
+        st.title(_("Lesson: ALiBi in nine steps"))
+    navigation_ui(step, present)
+    show_step(step, present)
