@@ -30,6 +30,7 @@ from alibi_viz.display import StackView, masked_pixels
 from alibi_viz.errors import AlibiVizError
 from alibi_viz.figures.render import (
     ATTENTION_COLORSCALE,
+    CHAR_EM,
     MASK_COLOR,
     figure,
     matrix_grid_figure,
@@ -334,13 +335,54 @@ def _layer_colors(layers: int) -> list[str]:
     return pc.sample_colorscale("Viridis", np.linspace(0.0, 0.85, max(2, layers)))[:layers]
 
 
+LABEL_PX = 10  # font of the R² labels
+# The fitted-vs-applied panel on a page: one of three panels of a page-wide figure (px).
+SLOPE_PANEL_PX = (150, 240)
+
+
+def _slope_range(applied: np.ndarray, fitted: np.ndarray) -> tuple[float, float]:
+    """Both axes of the fitted-vs-applied panel (log): every positive slope, with room."""
+    finite = applied[np.isfinite(applied) & (applied > 0)]
+    ys = fitted[np.isfinite(fitted) & (fitted > 0)]
+    low = min(finite.min(), ys.min() if ys.size else finite.min()) / 1.5
+    high = max(finite.max(), ys.max() if ys.size else finite.max()) * 1.5
+    return low, high
+
+
+def _label_sides(x, y, texts: list[str], axis: tuple[float, float]) -> list[str | None]:
+    """Where each point's label goes ("middle right", else "middle left"), or None where both
+    sides would lie on another label or past the panel's edge (the tick labels): points at
+    (x, y) on log axes spanning `axis`, in a panel of at least SLOPE_PANEL_PX. Consecutive
+    heads sit about 12 px apart, closer than a label is wide."""
+    span = np.log10(axis[1]) - np.log10(axis[0])
+    width, height = SLOPE_PANEL_PX
+    placed, sides = [], []
+    for xv, yv, text in zip(x, y, texts, strict=True):
+        px = (np.log10(xv) - np.log10(axis[0])) / span * width
+        py = (np.log10(yv) - np.log10(axis[0])) / span * height
+        w, h = len(text) * CHAR_EM * LABEL_PX + 2, LABEL_PX * 1.3
+        for side, left in (("middle right", px + 6), ("middle left", px - 6 - w)):
+            box = (left, py - h / 2, left + w, py + h / 2)
+            if box[0] < 0 or box[2] > width or any(
+                    box[0] < b[2] and b[0] < box[2] and box[1] < b[3] and b[1] < box[3]
+                    for b in placed):
+                continue
+            placed.append(box)
+            sides.append(side)
+            break
+        else:
+            sides.append(None)
+    return sides
+
+
 def head_statistics_figure(stats: HeadStatistics, seq_len: int,
                            selected: tuple[int, int] | None = None) -> go.Figure:
     """Panels over every (layer, head): fitted slope, mean distance and (ALiBi) content
     reliance.
 
     Left, for models with applied slopes (ALiBi): the fitted slope against the applied
-    slope, log-log, with the line y = x, each point labelled with its fit's R^2. For an ALiBi
+    slope, log-log, with the line y = x, the points of the selected head's layer labelled with
+    their fit's R^2 (every point's is in its hover). For an ALiBi
     head log p = content - m d - log Z, so the row-centred fit returns m whenever content is
     uncorrelated with distance, however much content moves the attention: a point on y = x
     with a low R^2 is a head whose content does the work. Heads whose fit is not positive
@@ -356,8 +398,11 @@ def head_statistics_figure(stats: HeadStatistics, seq_len: int,
     reliance = stats.content_kl is not None
     positive = np.isfinite(fitted) & (fitted > 0)
     hidden = int((~positive).sum()) if alibi else 0
-    left_title = (_("fitted vs applied slope (labels: fit R²)") if alibi
-                  else _("fitted slope per head"))
+    # R² labels for one layer, the chosen head's, on alternate sides of consecutive heads:
+    # four layers' labels of the same slopes lay on each other.
+    labelled = selected[0] if selected else 0
+    left_title = (_("fitted vs applied slope (labels: fit R², layer {n})").format(n=labelled + 1)
+                  if alibi else _("fitted slope per head"))
     if hidden:
         left_title += " (" + _("{n} not positive, not shown").format(n=hidden) + ")"
     titles = [left_title, _("mean attention distance")]
@@ -378,10 +423,15 @@ def head_statistics_figure(stats: HeadStatistics, seq_len: int,
         if alibi:
             keep = positive[layer]
             x, y = applied[layer][keep], fitted[layer][keep]
+            labels = layer == labelled
+            r2 = [number(r, 2) for r in stats.slope_fit_r2[layer][keep]]
+            sides = _label_sides(x, y, r2, _slope_range(applied, fitted)) if labels else None
             fig.add_trace(go.Scatter(
-                x=x, y=y, customdata=custom[keep], mode="markers+text", marker=style,
-                text=[number(r, 2) for r in stats.slope_fit_r2[layer][keep]],
-                textposition="middle right", textfont=dict(size=9, color=colors[layer]),
+                x=x, y=y, customdata=custom[keep], mode="markers+text" if labels else "markers",
+                marker=style,
+                text=[t if side else "" for t, side in zip(r2, sides, strict=True)] if labels else None,
+                textposition=[side or "middle right" for side in sides] if labels else None,
+                textfont=dict(size=LABEL_PX, color=colors[layer]),
                 name=layer_name.format(n=layer + 1), legendgroup=str(layer),
                 hovertemplate=where + _("applied m=%{x:.4g}") + "<br>"
                               + _("fitted m=%{y:.4g}") + fit + "<br>"
@@ -411,10 +461,7 @@ def head_statistics_figure(stats: HeadStatistics, seq_len: int,
                 hovertemplate=where + _("KL from bias alone %{y:.3f} nats") + fit
                               + "<extra></extra>"), row=1, col=3)
     if alibi:
-        finite = applied[np.isfinite(applied) & (applied > 0)]
-        ys = fitted[positive]
-        low = min(finite.min(), ys.min() if ys.size else finite.min()) / 1.5
-        high = max(finite.max(), ys.max() if ys.size else finite.max()) * 1.5
+        low, high = _slope_range(applied, fitted)
         fig.add_trace(go.Scatter(x=[low, high], y=[low, high], mode="lines", name="y = x",
                                  line=dict(color="grey", dash="dash"), hoverinfo="skip"),
                       row=1, col=1)
