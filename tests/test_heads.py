@@ -163,6 +163,15 @@ def test_highlight_reads_as_text_with_a_bar_per_continuation_byte():
     assert "м" in page and "а" in page and page.count("inline-block") == 2
 
 
+def test_highlighted_code_keeps_its_indentation_and_breaks_at_the_box():
+    """Spaces are real spaces in a pre-wrap box: four of them indent a line, and a line longer
+    than the box breaks at its edge (non-breaking spaces ran past it)."""
+    labels = ["⏎", "␣", "␣", "␣", "␣", "x"]
+    page = highlight_html(labels, np.ones(6) / 6, query=5)
+    assert "white-space: pre-wrap" in page and "&nbsp;" not in page
+    assert page.count('"> </span>') == 4 and "⏎\n" in page
+
+
 def test_other_causal_lms_give_maps_but_no_decomposition(tokenizer):
     """An architecture without a recomputation (OPT) still gives maps; decomposing it says why not."""
     config = OPTConfig(vocab_size=259, hidden_size=32, num_attention_heads=4, num_hidden_layers=2,

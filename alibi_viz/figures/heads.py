@@ -698,12 +698,13 @@ def highlight_html(tokens: list[str], weights, query: int) -> str:
 
     tokens are `token_labels`: a token that continues a character (CONTINUATION, "◦") is drawn
     as a thin shaded bar after the character instead of the mark, so the text reads as text
-    ("мама", not "м◦а◦м◦а◦") and every byte still shows its weight."""
+    ("мама", not "м◦а◦м◦а◦") and every byte still shows its weight. Lines break at the box's
+    edge, indentation kept."""
     weights = np.asarray(weights, dtype=np.float64)
     top = float(weights[: query + 1].max()) or 1.0
     spans = []
     for j, token in enumerate(tokens):
-        label = {"⏎": "⏎<br>", "␣": "&nbsp;"}.get(token, _escape(token))
+        label = {"⏎": "⏎\n", "␣": " "}.get(token, _escape(token))
         alpha = 0.0 if j > query else min(1.0, weights[j] / top)
         style = f"background: rgba(31,119,180,{alpha:.2f});"
         if token.startswith(CONTINUATION):
@@ -714,8 +715,10 @@ def highlight_html(tokens: list[str], weights, query: int) -> str:
             style += " outline: 2px solid #d62728;"
         spans.append(f'<span title="{number(weights[j] if j <= query else 0, 3)}" '
                      f'style="{style}">{label}</span>')
+    # pre-wrap: spaces and indentation kept, long lines broken at the box's edge (with
+    # non-breaking spaces a code line ran past it)
     return ('<div style="font-family: monospace; font-size: 14px; line-height: 1.6; '
-            'white-space: normal;">' + "".join(spans) + "</div>")
+            'white-space: pre-wrap; overflow-wrap: anywhere;">' + "".join(spans) + "</div>")
 
 
 # ----------------------------------------------------------------------------- (f) conformance
