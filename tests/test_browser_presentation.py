@@ -6,7 +6,7 @@ import contextlib
 import re
 
 import pytest
-from conftest import ARTIFACTS, wait_for_app
+from conftest import ARTIFACTS, screenshot, wait_for_app
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from alibi_viz import i18n
@@ -283,6 +283,11 @@ def test_no_page_is_wider_than_a_phone(browser, server_url, path):
         page.wait_for_selector("[data-testid='stMain'] h1", timeout=FIRST_LOAD_MS)
         wait_for_app(page)
         page.wait_for_timeout(1000)
+        if path == "model":
+            page.locator(".st-key-mh_fig_grid .js-plotly-plot").wait_for(timeout=FIRST_LOAD_MS)
+            page.get_by_role("heading", name=re.compile(r"^1\. ")).scroll_into_view_if_needed()
+            page.wait_for_timeout(1500)
+            screenshot(page, "phone_model_heads_es")  # the README's phone
         assert page.evaluate("() => document.documentElement.scrollWidth") <= 390
     finally:
         context.close()
@@ -333,15 +338,18 @@ def overlaps_everywhere(page) -> list[str]:
     return page.evaluate(FIGURE_OVERLAP_JS)
 
 
+SHORT_CODE = "/model?text=def%20add(a,%20b):%0A%20%20%20%20return%20a%20%2B%20b"  # 32 tokens
+
+
 @pytest.mark.parametrize(("size", "lang"), [((1024, 768), "es"), ((1366, 768), "ru")])
 @pytest.mark.parametrize("path", ["/", "/?heads=12", "/?heads=32", "/compare", "/extrapolation",
-                                  "/model", "/lesson?print=1"])
+                                  "/model", SHORT_CODE, "/lesson?print=1"])
 def test_no_figure_text_lies_on_another_outside_the_lesson(browser, server_url, path, size, lang):
     """Every figure of the page, scrolled through, in Spanish at a projector's 1024 and in
     Russian at a laptop's 1366: no title on a panel title, axis title on tick labels, legend
     on a title, or tick labels on each other. The bias explorer also with 12 and 32 heads
-    (grids of several rows, 12 or 32 decay curves), and the lesson's steps as its handout
-    shows them all at once."""
+    (grids of several rows, 12 or 32 decay curves), Model heads on a short text (maps drawn
+    as labelled heatmaps), and the lesson's steps as its handout shows them all at once."""
     width, height = size
     context = browser.new_context(viewport={"width": width, "height": height})
     page = context.new_page()
@@ -391,6 +399,8 @@ def test_the_handout_prints_one_step_per_sheet_without_the_chrome(browser, serve
     try:
         page.goto(f"{server_url}/lesson?print=1&lang=es")
         assert overlaps_everywhere(page) == []
+        page.evaluate("() => document.querySelector('[data-testid=stMain]').scrollTo(0, 0)")
+        screenshot(page, "lesson_handout_es")
         widths = page.evaluate(SVG_WIDTHS_JS)
         assert len(widths) >= 8 and max(widths) <= 720, widths
         page.emulate_media(media="print")

@@ -20,6 +20,7 @@ from alibi_viz.figures.heads import (
     head_statistics_figure,
     model_slopes_figure,
 )
+from alibi_viz.figures.render import PAGE_WIDTH_PX
 from alibi_viz.models.heads import (
     Decomposition,
     HeadStatistics,
@@ -155,15 +156,21 @@ def test_bias_only_mean_distance_matches_brute_force():
 # ----------------------------------------------------------------------------- figures
 
 def test_short_grid_labels_every_token(bloom):
-    """Up to LABEL_MAX_TOKENS tokens each head is a heatmap with the tokens on its axes and
-    a hover on every cell (even when the sampled hover grid is coarser)."""
+    """Up to LABEL_MAX_TOKENS tokens each head is a heatmap with the tokens on its axes (every
+    k-th one where a label each would not fit the panel) and a hover on every cell (even when
+    the sampled hover grid is coarser)."""
     model, tokenizer = bloom
     analysis = analyze_heads(model, tokenizer, TEXT, hover_cells=64)
     fig = attention_grid_figure(analysis.layers[0], analysis.tokens, 0, selected=1)
     heatmaps = [t for t in fig.data if isinstance(t, go.Heatmap)]
     assert len(heatmaps) == 4
     assert heatmaps[0].customdata.shape == (analysis.seq_len, analysis.seq_len, 4)
-    assert list(fig.layout.xaxis.ticktext) == analysis.tokens
+    shown = list(fig.layout.xaxis.tickvals)
+    step = shown[1] - shown[0]
+    assert shown == list(range(0, analysis.seq_len, step))
+    assert list(fig.layout.xaxis.ticktext) == analysis.tokens[::step]
+    panel_px = (PAGE_WIDTH_PX - 150) / 4  # four heads a row on a page
+    assert len(shown) * fig.layout.xaxis.tickfont.size * 1.2 <= panel_px
     assert tuple(heatmaps[0].customdata[3, 0][:3]) == ("␣", "d", 3)  # "def f": query 3, key 0
     assert "▶ head 2" in fig.layout.annotations[1].text
 
@@ -232,7 +239,7 @@ def test_statistics_plot_effective_against_configured_with_identity_line():
     assert list(scatter.x) == [0.5] and list(scatter.y) == [0.5]
     assert any(t.name == "y = x" for t in fig.data)
     assert fig.layout.xaxis.type == "log" and fig.layout.yaxis.type == "log"
-    assert "1 not positive" in fig.layout.annotations[0].text
+    assert "1 not positive" in fig.layout.title.text
 
 
 def test_statistics_without_slopes_plot_per_head():
@@ -293,3 +300,22 @@ def test_decomposition_figure_passes_full_validation(bloom, text):
     checked = go.Figure(fig.to_dict())  # raises on anything plotly.js would not read
     assert {t.xaxis for t in checked.data} == {"x", "x2", "x3", "x4"}
     assert all(checked.layout[f"coloraxis{k}"].colorbar.len for k in ("", "2", "3", "4"))
+
+
+def test_r2_labels_are_drawn_for_one_layer_on_sides_that_do_not_collide():
+    """Only the labelled layer's points carry their R² (every layer's is in the hover); with
+    the paper's 8 slopes on y = x, consecutive labels alternate sides or are left out rather
+    than lie on each other or on the tick labels, and every head that keeps a label shows
+    its own R²."""
+    from alibi_viz.figures.heads import _label_sides
+
+    slopes = np.tile(alibi_slopes(8), (4, 1))
+    fig = head_statistics_figure(stats(slopes, slopes), 64, labelled_layer=2)
+    scatters = {t.name: t for t in fig.data
+                if t.name and t.name.startswith("layer ") and t.xaxis in (None, "x")}
+    assert [name for name, t in scatters.items() if t.text is not None] == ["layer 3"]
+    shown = [t for t in scatters["layer 3"].text if t]
+    assert len(shown) == 8 and set(shown) == {"1.00"}
+    sides = _label_sides(slopes[2], slopes[2], ["0.93"] * 8, (slopes.min() / 1.5, 0.75))
+    assert None not in sides  # 8 heads on y = x all keep a label in a page-wide figure
+    assert sides[0] == "middle left"  # the steepest, at the panel's right edge

@@ -32,10 +32,12 @@ from alibi_viz.figures.render import (
     ATTENTION_COLORSCALE,
     CHAR_EM,
     MASK_COLOR,
+    PAGE_WIDTH_PX,
     figure,
     matrix_grid_figure,
     panel_traces,
     subplot_row,
+    wrap_text,
 )
 from alibi_viz.i18n import N_, _, ngettext, number, significant
 from alibi_viz.models.heads import (
@@ -46,6 +48,7 @@ from alibi_viz.models.heads import (
 )
 
 LABEL_MAX_TOKENS = 48        # up to this many tokens, maps are heatmaps with token labels
+GRID_TITLE_PX = 13           # panel titles of a labelled grid
 SMALL_GRID_CELLS = 20_000    # ... and the grid only if heads x T^2 stays below this
 CONTENT_COLORSCALE = "RdBu_r"
 SCORE_COLORSCALE = "Viridis"
@@ -150,10 +153,14 @@ def _marker_lines(T: int, train_seq_len: int | None):
     return [edge, edge, None, -0.5, T - 0.5], [-0.5, T - 0.5, None, edge, edge]
 
 
-def _tick_labels(tokens: list[str], T: int, panel_px: int) -> dict:
-    """Axis settings that show every token under its position, in a font that fits."""
-    size = int(max(6, min(11, 0.8 * panel_px / max(T, 1))))
-    return dict(tickmode="array", tickvals=list(range(T)), ticktext=[_escape(t) for t in tokens],
+def _tick_labels(tokens: list[str], T: int, panel_px: float) -> dict:
+    """Axis settings that label the tokens under their positions in a panel `panel_px` wide
+    (and tall), in a font of 8-11 px: every token where they fit, else every k-th one (at 6 px
+    a label a token, 31 tokens in a 100 px panel lay on each other; the hover names each)."""
+    size = int(max(8, min(11, 0.8 * panel_px / max(T, 1))))
+    step = max(1, math.ceil(T * (1.2 * size + 2) / panel_px))
+    shown = list(range(0, T, step))
+    return dict(tickmode="array", tickvals=shown, ticktext=[_escape(tokens[i]) for i in shown],
                 tickfont=dict(size=size), tickangle=0)
 
 
@@ -206,8 +213,16 @@ def attention_grid_figure(view: StackView, tokens: list[str], layer: int, *, slo
 
     columns = min(heads, 4)
     rows = math.ceil(heads / columns)
+    # The gap between rows holds the longest panel title as it breaks on a page (a 0.06
+    # fraction of the height left its second line on the tick marks of the row above).
+    lines = max(wrap_text(t, GRID_TITLE_PX, (PAGE_WIDTH_PX - 150) / columns - 6)[1]
+                for t in titles)
+    gap_px = lines * 1.2 * GRID_TITLE_PX + 12
+    height = panel_px * rows + gap_px * (rows - 1) + 160
     fig = make_subplots(rows=rows, cols=columns, subplot_titles=titles, shared_xaxes=True,
-                        shared_yaxes=True, horizontal_spacing=0.02, vertical_spacing=0.06)
+                        shared_yaxes=True, horizontal_spacing=0.02,
+                        vertical_spacing=gap_px / (height - 120) if rows > 1 else 0.06)
+    fig.update_annotations(font_size=GRID_TITLE_PX)
     values, cmin, cmax, bar = attention_colors(_with_mask(view.images, T), T, scale)
     fig.update_layout(coloraxis=dict(colorscale=ATTENTION_COLORSCALE, cmin=cmin, cmax=cmax,
                                      colorbar=dict(title=dict(text=bar), thickness=14)))
@@ -222,7 +237,7 @@ def attention_grid_figure(view: StackView, tokens: list[str], layer: int, *, slo
             fig.add_trace(go.Scatter(x=lines[0], y=lines[1], mode="lines", hoverinfo="skip",
                                      showlegend=False, line=dict(color="red", dash="dash")),
                           row=r + 1, col=c + 1)
-    ticks = _tick_labels(tokens, T, panel_px)
+    ticks = _tick_labels(tokens, T, (PAGE_WIDTH_PX - 150) / columns)
     fig.update_xaxes(range=[-0.5, T - 0.5], showgrid=False, zeroline=False, **ticks)
     fig.update_yaxes(range=[T - 0.5, -0.5], showgrid=False, zeroline=False, **ticks)
     for r in range(rows):  # labels on the outer axes only
@@ -235,8 +250,8 @@ def attention_grid_figure(view: StackView, tokens: list[str], layer: int, *, slo
         "Layer {layer}: {shown}, {n} token{mark}. Rows: query i; columns: key j. Grey: masked.",
         "Layer {layer}: {shown}, {n} tokens{mark}. Rows: query i; columns: key j. Grey: masked.",
         T).format(layer=layer + 1, shown=shown, n=T, mark=mark)),
-                      height=panel_px * rows + 160, plot_bgcolor=MASK_COLOR, showlegend=False,
-                      margin=dict(l=60, r=10, t=70, b=50))
+                      height=height, plot_bgcolor=MASK_COLOR, showlegend=False,
+                      margin=dict(l=60, r=90, t=70, b=50))  # r: the colour bar's room
     return fig
 
 
@@ -271,7 +286,7 @@ def decomposition_figure(view: DecompositionView, head: int, *, slope: float | N
     hover_labels = {"content": _("content"), "bias": _("bias"), "total": _("total"),
                     "probs": _("attention")}
     lines = _marker_lines(T, train_seq_len)
-    ticks = _tick_labels(view.tokens, T, panel_px) if labels else {}
+    ticks = _tick_labels(view.tokens, T, (PAGE_WIDTH_PX - 60) / 4) if labels else {}
     data, layout = [], {"annotations": []}
     for k, (part, (x0, x1)) in enumerate(zip(DECOMPOSITION_PARTS, subplot_row(4, 0.035),
                                              strict=True), start=1):
@@ -376,7 +391,8 @@ def _label_sides(x, y, texts: list[str], axis: tuple[float, float]) -> list[str 
 
 
 def head_statistics_figure(stats: HeadStatistics, seq_len: int,
-                           selected: tuple[int, int] | None = None) -> go.Figure:
+                           selected: tuple[int, int] | None = None,
+                           labelled_layer: int | None = None) -> go.Figure:
     """Panels over every (layer, head): fitted slope, mean distance and (ALiBi) content
     reliance.
 
@@ -386,11 +402,12 @@ def head_statistics_figure(stats: HeadStatistics, seq_len: int,
     head log p = content - m d - log Z, so the row-centred fit returns m whenever content is
     uncorrelated with distance, however much content moves the attention: a point on y = x
     with a low R^2 is a head whose content does the work. Heads whose fit is not positive
-    cannot sit on a log axis; their number is in the title. Without applied slopes: the
+    cannot sit on a log axis; their number is in the figure's title. Without applied slopes: the
     fitted slope per head. Middle: mean attention distance per head, one line per layer,
     and (ALiBi) what the bias alone would give at this length. Right (ALiBi): content
     reliance, KL(attention || bias-only attention) per head. selected: (layer, head),
-    0-based, ringed in every panel.
+    0-based, ringed in every panel. labelled_layer: the layer whose R² labels are drawn
+    (default the selected head's, else the first).
     """
     fitted, applied = stats.fitted_slope, stats.applied_slope
     layers, heads = fitted.shape
@@ -400,11 +417,9 @@ def head_statistics_figure(stats: HeadStatistics, seq_len: int,
     hidden = int((~positive).sum()) if alibi else 0
     # R² labels for one layer, the chosen head's, on alternate sides of consecutive heads:
     # four layers' labels of the same slopes lay on each other.
-    labelled = selected[0] if selected else 0
+    labelled = labelled_layer if labelled_layer is not None else selected[0] if selected else 0
     left_title = (_("fitted vs applied slope (labels: fit R², layer {n})").format(n=labelled + 1)
                   if alibi else _("fitted slope per head"))
-    if hidden:
-        left_title += " (" + _("{n} not positive, not shown").format(n=hidden) + ")"
     titles = [left_title, _("mean attention distance")]
     if reliance:
         titles.append(_("content reliance: KL from the bias alone"))
@@ -485,12 +500,15 @@ def head_statistics_figure(stats: HeadStatistics, seq_len: int,
     if reliance:
         fig.update_xaxes(title=_("head"), dtick=max(1, heads // 16), row=1, col=3)
         fig.update_yaxes(title="nats", row=1, col=3, rangemode="tozero")
+    title = ngettext("Head statistics over {n} token (fitted slope: log p fitted against "
+                     "distance up to {d})",
+                     "Head statistics over {n} tokens (fitted slope: log p fitted against "
+                     "distance up to {d})", seq_len).format(n=number(seq_len),
+                                                            d=stats.max_distance)
+    if hidden:  # in the wide title: a second qualifier broke the panel's title past its width
+        title += "; " + _("{n} not positive, not shown").format(n=hidden)
     fig.update_layout(
-        title=ngettext("Head statistics over {n} token (fitted slope: log p fitted against "
-                       "distance up to {d})",
-                       "Head statistics over {n} tokens (fitted slope: log p fitted against "
-                       "distance up to {d})", seq_len).format(n=number(seq_len),
-                                                              d=stats.max_distance),
+        title=title,
         height=440, margin=dict(l=60, r=20, t=80, b=50),
         legend=dict(orientation="h", y=-0.2, yanchor="top", x=0.5, xanchor="center"))
     return fig

@@ -239,7 +239,7 @@ def fit_texts(fig: go.Figure, width: int, height: int | None = None, *, font: in
         size = max(a.font.size or 16 for a in top_titles)
         # plotly.js anchors a title's first line: its later lines, and a subtitle, hang
         # below the anchor
-        below = layout.title.text.count("<br>") * round(1.2 * title_font)
+        below = layout.title.text.count("<br>") * round(1.3 * title_font)  # (its lines' pitch)
         if layout.title.subtitle and layout.title.subtitle.text:
             sub = layout.title.subtitle.font.size or font
             lines = layout.title.subtitle.text.count("<br>") + 1
