@@ -266,13 +266,20 @@ def controls_ui(prefix: str, info) -> Choice:
             help=_("−m(i−j): the textbook bias under the causal mask. As the model adds it: "
                    "e.g. BLOOM's +m·j, which differs from −m(i−j) by m·i, the same for every "
                    "key of a row; softmax ignores that, so the attention is identical."))
+    # the layer and head pickers are in the fragments they rerun (`layer_view`, `head_view`)
+    layer = st.session_state.get(_key(prefix, "layer"), 1)
+    head = st.session_state.get(_key(prefix, "head"), 1)
+    return Choice(layer=int(layer) - 1, head=int(head) - 1, scale=scale,
+                  max_tokens=int(max_tokens), bias_shown=bias_shown)
+
+
+def layer_ui(prefix: str, info) -> int:
+    """The layer picker (0-based layer returned)."""
     left, _right = st.columns([1, 5])
     layer = left.selectbox(_("Layer"), list(range(1, info.num_layers + 1)),
                            key=_key(prefix, "layer"),
                            help=_("Which layer's heads to draw (1 is the first)."))
-    head = st.session_state.get(_key(prefix, "head"), 1)  # its picker is in `head_view`
-    return Choice(layer=int(layer) - 1, head=int(head) - 1, scale=scale,
-                  max_tokens=int(max_tokens), bias_shown=bias_shown)
+    return int(layer) - 1
 
 
 def head_ui(prefix: str, info, layer: int) -> int:
@@ -355,10 +362,11 @@ def row_figure(_view, _loaded: Loaded, key: tuple, layer: int, head: int, scale:
 
 
 @ui.cached_figure(max_entries=16)
-def stats_figure(_analysis, key: tuple):
-    """The statistics of every head (drawn once per text; the chosen head's rings are added
-    by `with_traces`, so a head switch rebuilds nothing)."""
-    return head_statistics_figure(_analysis.stats, _analysis.seq_len)
+def stats_figure(_analysis, key: tuple, layer: int):
+    """The statistics of every head, the R² labels on `layer`'s (drawn once per text and
+    layer; the chosen head's rings are added by `with_traces`, so a head switch rebuilds
+    nothing)."""
+    return head_statistics_figure(_analysis.stats, _analysis.seq_len, labelled_layer=layer)
 
 
 @ui.cached_figure(max_entries=8)
@@ -404,7 +412,6 @@ def guarded(view, prefix: str, loaded: Loaded, text: str, choice: Choice, *args)
 
 
 def _show(prefix: str, loaded: Loaded, text: str, choice: Choice) -> None:
-    name = Path(loaded.folder).name or "model"
     marker = loaded.train_seq_len
     key = analysis_key(loaded, text, choice.max_tokens)
     lang = i18n.get_language()
@@ -427,13 +434,31 @@ def _show(prefix: str, loaded: Loaded, text: str, choice: Choice) -> None:
                   "keys, and keys further away, than the model ever saw in training.").format(
                       n=number(T), train=number(marker)), icon="📏")
 
-    st.subheader(_("1. Every head of layer {layer}").format(layer=choice.layer + 1))
-    grid = grid_figure(analysis, loaded, key, choice.layer, choice.scale)
-    ui.show_figure(grid, f"attention_{name}_L{choice.layer + 1}_T{T}", key=f"{prefix}_fig_grid")
-    head_view(prefix, loaded, text, key, analysis, choice)
+    layer_view(prefix, loaded, text, key, analysis, choice)
     show_gallery(prefix, loaded)
     st.subheader(_("5. Conformance: is this model applying ALiBi correctly?"))
     conformance_view.show(prefix, loaded.model, loaded.tokenizer, loaded.info, loaded.key)
+
+
+@st.fragment
+def layer_view(prefix: str, loaded: Loaded, text: str, key: tuple, analysis,
+               choice: Choice) -> None:
+    """Sections 1-3, around the layer picker: a layer switch reruns this alone (an
+    st.fragment), so it re-sends the layer's grid, the chosen head's row and the statistics,
+    not the text box, the gallery or the conformance check. The head picker inside it is a
+    fragment of its own (`head_view`)."""
+    guarded(_layer_view, prefix, loaded, text, choice, key, analysis)
+
+
+def _layer_view(prefix: str, loaded: Loaded, text: str, choice: Choice, key: tuple, analysis):
+    choice = dataclasses.replace(choice, layer=layer_ui(prefix, loaded.info))
+    ui.set_url_value("layer", choice.layer + 1)
+    name = Path(loaded.folder).name or "model"
+    st.subheader(_("1. Every head of layer {layer}").format(layer=choice.layer + 1))
+    grid = grid_figure(analysis, loaded, key, choice.layer, choice.scale)
+    ui.show_figure(grid, f"attention_{name}_L{choice.layer + 1}_T{analysis.seq_len}",
+                   key=f"{prefix}_fig_grid")
+    head_view(prefix, loaded, text, key, analysis, choice)
 
 
 @st.fragment
@@ -478,7 +503,7 @@ def _head_view(prefix: str, loaded: Loaded, text: str, choice: Choice, key: tupl
                     error=formatted(view.max_abs_error, ".1e")))
 
     st.subheader(_("3. Head statistics"))
-    stats = with_traces(stats_figure(analysis, key),
+    stats = with_traces(stats_figure(analysis, key, choice.layer),
                         head_statistics_selection(analysis.stats, (choice.layer, choice.head)))
     ui.show_figure(stats, f"head_statistics_{name}_T{T}", key=f"{prefix}_fig_stats")
     st.markdown(_(
