@@ -41,7 +41,7 @@ from alibi_viz.figures.heads import (
     highlight_html,
     single_map_figure,
 )
-from alibi_viz.figures.render import with_traces
+from alibi_viz.figures.render import with_fitted_layout, with_traces
 from alibi_viz.figures.training import snapshot_figure
 from alibi_viz.i18n import N_, _, formatted, number, significant, tokens
 from alibi_viz.models.ablation import MINOR, ablation_summary
@@ -353,12 +353,26 @@ def grid_figure(_analysis, _loaded: Loaded, key: tuple, layer: int, scale: str):
                                  train_seq_len=_loaded.train_seq_len, scale=scale)
 
 
-@ui.cached_figure(max_entries=16)
-def row_figure(_view, _loaded: Loaded, key: tuple, layer: int, head: int, scale: str,
-               bias_shown: str):
-    slope = _loaded.info.slopes_of(layer)[head] if _loaded.info.slopes else None
-    return decomposition_figure(_view, head, slope=slope, train_seq_len=_loaded.train_seq_len,
+def _row(view, loaded: Loaded, layer: int, head: int, scale: str):
+    slope = loaded.info.slopes_of(layer)[head] if loaded.info.slopes else None
+    return decomposition_figure(view, head, slope=slope, train_seq_len=loaded.train_seq_len,
                                 scale=scale)
+
+
+@ui.cached_figure(max_entries=16)
+def row_layout(_view, _loaded: Loaded, key: tuple, layer: int, scale: str, bias_shown: str):
+    """The first head's row, fitted to the page: every head's row of this layer, text and
+    colours has its layout but for the title and the colour ranges."""
+    return _row(_view, _loaded, layer, 0, scale)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def row_figure(_view, _loaded: Loaded, key: tuple, layer: int, head: int, scale: str,
+               bias_shown: str, lang: str) -> dict:
+    """One head's row on the layer's fitted layout (`row_layout`): a head switch builds the
+    head's panels, and fits no text."""
+    template = row_layout(_view, _loaded, key, layer, scale, bias_shown)
+    return with_fitted_layout(_row(_view, _loaded, layer, head, scale), template)
 
 
 @ui.cached_figure(max_entries=16)
@@ -485,7 +499,7 @@ def _head_view(prefix: str, loaded: Loaded, text: str, choice: Choice, key: tupl
         st.info(ui.failure_message(exc), icon="ℹ️")
     else:
         row = row_figure(view, loaded, key, choice.layer, choice.head, choice.scale,
-                         choice.bias_shown)
+                         choice.bias_shown, i18n.get_language())
         ui.show_figure(row, f"decomposition_{tag}", key=f"{prefix}_fig_row")
         if view.truncated and view.seq_len < T:
             st.caption(_("Decomposition: {note}").format(note=view.truncated))

@@ -319,3 +319,30 @@ def test_r2_labels_are_drawn_for_one_layer_on_sides_that_do_not_collide():
     sides = _label_sides(slopes[2], slopes[2], ["0.93"] * 8, (slopes.min() / 1.5, 0.75))
     assert None not in sides  # 8 heads on y = x all keep a label in a page-wide figure
     assert sides[0] == "middle left"  # the steepest, at the panel's right edge
+
+
+@pytest.mark.parametrize("lang", ["en", "es", "ru"])
+@pytest.mark.parametrize("T", [24, 700])
+def test_a_heads_row_on_the_layers_fitted_layout_is_its_own_fitting(lang, T):
+    """Every head's decomposition row laid out as the first head's fitted row
+    (`with_fitted_layout`, what a head switch draws) is the row fitting that head's own
+    figure gives: same layout, same traces, in every language, labelled (24 tokens) or drawn
+    as images (700)."""
+    from alibi_viz import i18n
+    from alibi_viz.figures.render import figure_spec, with_fitted_layout
+
+    view = decomposition_view(fake_decomposition(4, T))
+    slopes = alibi_slopes(4)
+    i18n.set_language(lang)
+    try:
+        first = figure_spec(decomposition_figure(view, 0, slope=slopes[0], train_seq_len=16))
+        for head in range(1, 4):
+            own = figure_spec(decomposition_figure(view, head, slope=slopes[head],
+                                                   train_seq_len=16))
+            laid = with_fitted_layout(decomposition_figure(view, head, slope=slopes[head],
+                                                           train_seq_len=16), first)
+            assert json.dumps(laid["layout"], sort_keys=True, default=str) == json.dumps(
+                own["layout"], sort_keys=True, default=str)
+            assert json.dumps(laid["data"], default=str) == json.dumps(own["data"], default=str)
+    finally:
+        i18n.set_language("en")

@@ -332,6 +332,21 @@ def figure_spec(fig: go.Figure, width: int = PAGE_WIDTH_PX, fit: bool = True) ->
     return _spec_of(fig)
 
 
+def with_fitted_layout(fig: go.Figure, fitted: dict) -> dict:
+    """`fig` as a figure dict (`figure_spec`) laid out as `fitted`, the spec of a figure fitted
+    earlier that differs from `fig` only in its title's text and its colour axes' ranges (one
+    head's decomposition row against another head's): fitting the texts is the largest part
+    of building such a figure, and gives the same layout. `fig`'s title must fit on one line
+    (tests/test_render.py checks a head's row against its own fitting)."""
+    spec = _spec_of(fig)
+    own, layout = spec["layout"], _copy_tree(fitted["layout"])
+    layout["title"] = {**layout.get("title", {}), "text": own.get("title", {}).get("text")}
+    for name, axis in own.items():
+        if name.startswith("coloraxis"):
+            layout[name] = {**layout[name], "cmin": axis["cmin"], "cmax": axis["cmax"]}
+    return {"data": spec["data"], "layout": layout}
+
+
 def with_traces(spec: dict, traces: list) -> dict:
     """A figure dict with `traces` drawn on top (`spec` itself, often cached, is unchanged):
     e.g. the rings marking the chosen head over a cached figure of every head."""
