@@ -35,7 +35,9 @@ from streamlit.web import cli
 import app.preload  # noqa: F401 (the imports every first run needs, paid before the port opens)
 
 ROOT = Path(__file__).resolve().parent.parent
-PAGES = ("model", "", "lesson", "extrapolation", "compare", "inspect")  # URL paths ("": landing), heaviest first
+# URL paths: the landing page first (most students open it first, and it is quick), then the
+# heaviest first
+PAGES = ("", "model", "lesson", "extrapolation", "compare", "inspect")
 
 
 def _port(args: list[str]) -> int:

@@ -16,7 +16,11 @@ run, side by side:
                              (/ and /model, each on its own fresh server)
   first chart, warm          the same page again, three times, each in a fresh browser context
   another head / layer       the Model heads pickers (median of --repeats)
-  new text, 512 / 2,048      the text box, a fresh text of that many tokens (token cap raised)
+  new text, 128 / 512 / 2,048  the text box, a fresh text of that many tokens (token cap
+                             raised): server CPU, and wall time until the page is idle
+                             again (the maps drawn in chromium)
+  first visit, each page     HTTP and websocket MB a fresh browser receives from the warm
+                             server, straight from Streamlit (`make run`, no proxy)
 
 Run it on an idle machine (nothing else: the README in this folder says what else ran).
 """
@@ -42,6 +46,7 @@ BASELINE = "3648743"  # main before issue 28's work (and this round's variant an
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 TICKS = os.sysconf("SC_CLK_TCK")
+PAGES = ("/", "/compare", "/model", "/inspect", "/extrapolation", "/lesson")
 
 
 def cpu_seconds(pid: int) -> float:
@@ -102,10 +107,35 @@ def first_chart(browser, url: str, path: str) -> float:
     return seconds
 
 
-def measure(page, pid: int, action) -> float:
-    before = cpu_seconds(pid)
+def first_visit_bytes(browser, url: str, path: str) -> tuple[float, float]:
+    """(HTTP MB, websocket MB) a first visit to `path` receives, straight from Streamlit (as
+    `make run` serves it, no proxy), in a fresh context (cold browser cache): headers and
+    bodies as they crossed the wire, until the page is idle."""
+    context = browser.new_context(viewport={"width": 1366, "height": 768})
+    page = context.new_page()
+    requests, frames = [], []
+    page.on("requestfinished", requests.append)
+    page.on("websocket", lambda ws: ws.on("framereceived", lambda data: frames.append(len(data))))
+    page.goto(url + path)
+    page.wait_for_selector(".js-plotly-plot .main-svg", timeout=180_000)
+    settle(page)
+    page.wait_for_timeout(1500)  # late requests (fonts, images) finish
+    http = 0
+    for request in requests:
+        sizes = request.sizes()
+        http += sizes["responseBodySize"] + sizes["responseHeadersSize"]
+    context.close()
+    return http / 1e6, sum(frames) / 1e6
+
+
+def measure(page, pid: int, action, walls: list | None = None) -> float:
+    """Server CPU-s of `action` until the page is idle again; its wall time (s, less settle's
+    own wait) goes to `walls`."""
+    before, start = cpu_seconds(pid), time.perf_counter()
     action()
     settle(page)
+    if walls is not None:
+        walls.append(time.perf_counter() - start - 0.4)
     return cpu_seconds(pid) - before
 
 
@@ -141,18 +171,23 @@ def run_tree(tree: Path, repeats: int) -> dict:
             for k in range(repeats):
                 out.setdefault("another layer (server CPU-s)", []).append(measure(
                     page, proc.pid, lambda k=k: pick(page, "mh_layer", str(1 + (k + 1) % 4))))
-            for tokens in (512, 2048):
+            for tokens in (128, 512, 2048):
                 page.locator(".st-key-mh_tokens input").fill(str(tokens))
                 page.keyboard.press("Enter")
                 settle(page)
+                walls = out.setdefault(f"new text, {tokens:,} tokens: until drawn (s)", [])
                 for k in range(max(2, repeats // 2)):
                     def type_text(k=k, tokens=tokens):
                         box = page.locator(".st-key-mh_text textarea")
                         box.fill(text_of(tokens, k))
                         page.locator("h1").first.click()  # leaving the box applies it
                     out.setdefault(f"new text, {tokens:,} tokens (server CPU-s)", []).append(
-                        measure(page, proc.pid, type_text))
+                        measure(page, proc.pid, type_text, walls))
             context.close()
+            for path in PAGES:  # the server is warm: what the page itself sends
+                http, ws = first_visit_bytes(browser, url, path)
+                out[f"first visit {path}: HTTP (MB)"] = [http]
+                out[f"first visit {path}: websocket (MB)"] = [ws]
         finally:
             proc.terminate()
             proc.wait(30)
