@@ -114,7 +114,7 @@ def first_visit_bytes(browser, url: str, path: str) -> tuple[float, float]:
     context = browser.new_context(viewport={"width": 1366, "height": 768})
     page = context.new_page()
     requests, frames = [], []
-    page.on("requestfinished", requests.append)
+    page.on("requestfinished", lambda request: requests.append(request))
     page.on("websocket", lambda ws: ws.on("framereceived", lambda data: frames.append(len(data))))
     page.goto(url + path)
     page.wait_for_selector(".js-plotly-plot .main-svg", timeout=180_000)
