@@ -36,7 +36,9 @@ from alibi_viz.figures.heads import (
     behaviour_grid_figure,
     behaviour_selection,
     decomposition_figure,
+    decomposition_title,
     head_statistics_figure,
+    head_statistics_labels,
     head_statistics_selection,
     highlight_html,
     single_map_figure,
@@ -353,34 +355,42 @@ def grid_figure(_analysis, _loaded: Loaded, key: tuple, layer: int, scale: str):
                                  train_seq_len=_loaded.train_seq_len, scale=scale)
 
 
+def _slope(loaded: Loaded, layer: int, head: int) -> float | None:
+    return loaded.info.slopes_of(layer)[head] if loaded.info.slopes else None
+
+
 def _row(view, loaded: Loaded, layer: int, head: int, scale: str):
-    slope = loaded.info.slopes_of(layer)[head] if loaded.info.slopes else None
-    return decomposition_figure(view, head, slope=slope, train_seq_len=loaded.train_seq_len,
-                                scale=scale)
+    return decomposition_figure(view, head, slope=_slope(loaded, layer, head),
+                                train_seq_len=loaded.train_seq_len, scale=scale)
 
 
 @ui.cached_figure(max_entries=16)
-def row_layout(_view, _loaded: Loaded, key: tuple, layer: int, scale: str, bias_shown: str):
-    """The first head's row, fitted to the page: every head's row of this layer, text and
-    colours has its layout but for the title and the colour ranges."""
-    return _row(_view, _loaded, layer, 0, scale)
+def row_layout(_view, _loaded: Loaded, key: tuple, layer: int, scale: str, bias_shown: str,
+               _head: int):
+    """A head's row fitted to the page, the first head asked for (`_head`, not part of the
+    key): every head's row of this layer, text and colours has its layout but for the title
+    and the colour ranges."""
+    return _row(_view, _loaded, layer, _head, scale)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
 def row_figure(_view, _loaded: Loaded, key: tuple, layer: int, head: int, scale: str,
                bias_shown: str, lang: str) -> dict:
-    """One head's row on the layer's fitted layout (`row_layout`): a head switch builds the
-    head's panels, and fits no text."""
-    template = row_layout(_view, _loaded, key, layer, scale, bias_shown)
-    return with_fitted_layout(_row(_view, _loaded, layer, head, scale), template)
+    """One head's row on the layer's fitted layout (`row_layout`): the first head of a layer
+    is fitted, every later one builds its panels and fits no text."""
+    fitted = row_layout(_view, _loaded, key, layer, scale, bias_shown, head)
+    title = decomposition_title(layer, head, _slope(_loaded, layer, head))
+    if fitted["layout"]["title"]["text"] == title:  # fitted for this very head
+        return fitted
+    return with_fitted_layout(_row(_view, _loaded, layer, head, scale), fitted)
 
 
 @ui.cached_figure(max_entries=16)
-def stats_figure(_analysis, key: tuple, layer: int):
-    """The statistics of every head, the R² labels on `layer`'s (drawn once per text and
-    layer; the chosen head's rings are added by `with_traces`, so a head switch rebuilds
+def stats_figure(_analysis, key: tuple):
+    """The statistics of every head (drawn once per text; the chosen head's rings and its
+    layer's R² labels are added by `with_traces`, so a head or layer switch rebuilds
     nothing)."""
-    return head_statistics_figure(_analysis.stats, _analysis.seq_len, labelled_layer=layer)
+    return head_statistics_figure(_analysis.stats, _analysis.seq_len, labelled_layer=None)
 
 
 @ui.cached_figure(max_entries=8)
@@ -517,8 +527,9 @@ def _head_view(prefix: str, loaded: Loaded, text: str, choice: Choice, key: tupl
                     error=formatted(view.max_abs_error, ".1e")))
 
     st.subheader(_("3. Head statistics"))
-    stats = with_traces(stats_figure(analysis, key, choice.layer),
-                        head_statistics_selection(analysis.stats, (choice.layer, choice.head)))
+    stats = with_traces(stats_figure(analysis, key),
+                        head_statistics_labels(analysis.stats, choice.layer)
+                        + head_statistics_selection(analysis.stats, (choice.layer, choice.head)))
     ui.show_figure(stats, f"head_statistics_{name}_T{T}", key=f"{prefix}_fig_stats")
     st.markdown(_(
         "**Fitted slope**: the slope of the straight line that best fits log attention "

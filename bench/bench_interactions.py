@@ -17,8 +17,8 @@ run, side by side:
   first chart, warm          the same page again, three times, each in a fresh browser context
   another head / layer       the Model heads pickers (median of --repeats)
   new text, 128 / 512 / 2,048  the text box, a fresh text of that many tokens (token cap
-                             raised): server CPU, and wall time until the page is idle
-                             again (the maps drawn in chromium)
+                             raised): server CPU, and wall time until the layer's maps
+                             are drawn in chromium (the grid's title shows the new length)
   first visit, each page     HTTP and websocket MB a fresh browser receives from the warm
                              server, straight from Streamlit (`make run`, no proxy)
 
@@ -128,15 +128,21 @@ def first_visit_bytes(browser, url: str, path: str) -> tuple[float, float]:
     return http / 1e6, sum(frames) / 1e6
 
 
-def measure(page, pid: int, action, walls: list | None = None) -> float:
-    """Server CPU-s of `action` until the page is idle again; its wall time (s, less settle's
-    own wait) goes to `walls`."""
-    before, start = cpu_seconds(pid), time.perf_counter()
+def measure(page, pid: int, action) -> float:
+    before = cpu_seconds(pid)
     action()
     settle(page)
-    if walls is not None:
-        walls.append(time.perf_counter() - start - 0.4)
     return cpu_seconds(pid) - before
+
+
+GRID_TITLE = ".st-key-mh_fig_grid .gtitle"
+
+
+def until_drawn(page, tokens: int) -> None:
+    """Wait until the layer's grid shows a text of `tokens` tokens (its title says so)."""
+    page.wait_for_function(
+        f"() => (document.querySelector('{GRID_TITLE}')?.textContent || '')"
+        f".includes(', {tokens:,} tokens')", timeout=180_000)
 
 
 def text_of(tokens: int, k: int) -> str:
@@ -177,12 +183,16 @@ def run_tree(tree: Path, repeats: int) -> dict:
                 settle(page)
                 walls = out.setdefault(f"new text, {tokens:,} tokens: until drawn (s)", [])
                 for k in range(max(2, repeats // 2)):
-                    def type_text(k=k, tokens=tokens):
-                        box = page.locator(".st-key-mh_text textarea")
-                        box.fill(text_of(tokens, k))
+                    size = tokens - 1 - k  # a new length each time: the grid's title tells
+
+                    def type_text(size=size, k=k, walls=walls):
+                        start = time.perf_counter()
+                        page.locator(".st-key-mh_text textarea").fill(text_of(size, k))
                         page.locator("h1").first.click()  # leaving the box applies it
+                        until_drawn(page, size)
+                        walls.append(time.perf_counter() - start)
                     out.setdefault(f"new text, {tokens:,} tokens (server CPU-s)", []).append(
-                        measure(page, proc.pid, type_text, walls))
+                        measure(page, proc.pid, type_text))
             context.close()
             for path in PAGES:  # the server is warm: what the page itself sends
                 http, ws = first_visit_bytes(browser, url, path)

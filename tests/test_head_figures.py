@@ -311,11 +311,14 @@ def test_r2_labels_are_drawn_for_one_layer_on_sides_that_do_not_collide():
 
     slopes = np.tile(alibi_slopes(8), (4, 1))
     fig = head_statistics_figure(stats(slopes, slopes), 64, labelled_layer=2)
-    scatters = {t.name: t for t in fig.data
-                if t.name and t.name.startswith("layer ") and t.xaxis in (None, "x")}
-    assert [name for name, t in scatters.items() if t.text is not None] == ["layer 3"]
-    shown = [t for t in scatters["layer 3"].text if t]
-    assert len(shown) == 8 and set(shown) == {"1.00"}
+    points = {t.name: t for t in fig.data
+              if t.name and t.name.startswith("layer ") and t.xaxis in (None, "x")}
+    assert all(t.text is None for t in points.values())
+    (labels,) = [t for t in fig.data if t.mode == "text"]
+    assert list(labels.text) == ["1.00"] * 8 and list(labels.x) == list(points["layer 3"].x)
+    assert labels.textfont.color == points["layer 3"].marker.color
+    unlabelled = head_statistics_figure(stats(slopes, slopes), 64, labelled_layer=None)
+    assert not [t for t in unlabelled.data if t.mode == "text"]
     sides = _label_sides(slopes[2], slopes[2], ["0.93"] * 8, (slopes.min() / 1.5, 0.75))
     assert None not in sides  # 8 heads on y = x all keep a label in a page-wide figure
     assert sides[0] == "middle left"  # the steepest, at the panel's right edge

@@ -267,6 +267,12 @@ PART_TITLES = {
 AS_ADDED_TITLE = N_("position bias, as the model adds it")
 
 
+def decomposition_title(layer: int, head: int, slope: float | None = None) -> str:
+    """The title of `decomposition_figure`'s row of (layer, head), 0-based."""
+    return (_("Layer {layer}, head {head}").format(layer=layer + 1, head=head + 1)
+            + (f" (m={significant(slope)})" if slope is not None else ""))
+
+
 def decomposition_figure(view: DecompositionView, head: int, *, slope: float | None = None,
                          train_seq_len: int | None = None, scale: str = "log",
                          panel_px: int = 300) -> go.Figure:
@@ -327,8 +333,7 @@ def decomposition_figure(view: DecompositionView, head: int, *, slope: float | N
             "text": titles[k - 1], "x": (x0 + x1) / 2, "y": 1.0, "xref": "paper",
             "yref": "paper", "xanchor": "center", "yanchor": "bottom", "showarrow": False,
             "font": {"size": 16}})
-    what = (_("Layer {layer}, head {head}").format(layer=view.layer + 1, head=head + 1)
-            + (f" (m={significant(slope)})" if slope is not None else ""))
+    what = decomposition_title(view.layer, head, slope)
     notes = []
     if sv.reduced:
         notes.append(_("drawn at {px} px from {n} tokens (scores sampled, attention block max); "
@@ -392,13 +397,14 @@ def _label_sides(x, y, texts: list[str], axis: tuple[float, float]) -> list[str 
 
 def head_statistics_figure(stats: HeadStatistics, seq_len: int,
                            selected: tuple[int, int] | None = None,
-                           labelled_layer: int | None = None) -> go.Figure:
+                           labelled_layer: int | None = 0) -> go.Figure:
     """Panels over every (layer, head): fitted slope, mean distance and (ALiBi) content
     reliance.
 
     Left, for models with applied slopes (ALiBi): the fitted slope against the applied
-    slope, log-log, with the line y = x, the points of the selected head's layer labelled with
-    their fit's R^2 (every point's is in its hover). For an ALiBi
+    slope, log-log, with the line y = x, one layer's points labelled with their fit's R^2 in
+    the layer's colour (`head_statistics_labels`; every point's R^2 is in its hover). For an
+    ALiBi
     head log p = content - m d - log Z, so the row-centred fit returns m whenever content is
     uncorrelated with distance, however much content moves the attention: a point on y = x
     with a low R^2 is a head whose content does the work. Heads whose fit is not positive
@@ -406,8 +412,8 @@ def head_statistics_figure(stats: HeadStatistics, seq_len: int,
     fitted slope per head. Middle: mean attention distance per head, one line per layer,
     and (ALiBi) what the bias alone would give at this length. Right (ALiBi): content
     reliance, KL(attention || bias-only attention) per head. selected: (layer, head),
-    0-based, ringed in every panel. labelled_layer: the layer whose R² labels are drawn
-    (default the selected head's, else the first).
+    0-based, ringed in every panel. labelled_layer: the layer whose R² labels are drawn, or
+    None for none (a page adds the chosen head's layer's, as it adds the rings).
     """
     fitted, applied = stats.fitted_slope, stats.applied_slope
     layers, heads = fitted.shape
@@ -415,11 +421,8 @@ def head_statistics_figure(stats: HeadStatistics, seq_len: int,
     reliance = stats.content_kl is not None
     positive = np.isfinite(fitted) & (fitted > 0)
     hidden = int((~positive).sum()) if alibi else 0
-    # R² labels for one layer, the chosen head's, on alternate sides of consecutive heads:
-    # four layers' labels of the same slopes lay on each other.
-    labelled = labelled_layer if labelled_layer is not None else selected[0] if selected else 0
-    left_title = (_("fitted vs applied slope (labels: fit R², layer {n})").format(n=labelled + 1)
-                  if alibi else _("fitted slope per head"))
+    left_title = (_("fitted vs applied slope (labels: fit R²)") if alibi
+                  else _("fitted slope per head"))
     titles = [left_title, _("mean attention distance")]
     if reliance:
         titles.append(_("content reliance: KL from the bias alone"))
@@ -438,15 +441,8 @@ def head_statistics_figure(stats: HeadStatistics, seq_len: int,
         if alibi:
             keep = positive[layer]
             x, y = applied[layer][keep], fitted[layer][keep]
-            labels = layer == labelled
-            r2 = [number(r, 2) for r in stats.slope_fit_r2[layer][keep]]
-            sides = _label_sides(x, y, r2, _slope_range(applied, fitted)) if labels else None
             fig.add_trace(go.Scatter(
-                x=x, y=y, customdata=custom[keep], mode="markers+text" if labels else "markers",
-                marker=style,
-                text=[t if side else "" for t, side in zip(r2, sides, strict=True)] if labels else None,
-                textposition=[side or "middle right" for side in sides] if labels else None,
-                textfont=dict(size=LABEL_PX, color=colors[layer]),
+                x=x, y=y, customdata=custom[keep], mode="markers", marker=style,
                 name=layer_name.format(n=layer + 1), legendgroup=str(layer),
                 hovertemplate=where + _("applied m=%{x:.4g}") + "<br>"
                               + _("fitted m=%{y:.4g}") + fit + "<br>"
@@ -493,7 +489,8 @@ def head_statistics_figure(stats: HeadStatistics, seq_len: int,
     else:
         fig.update_xaxes(title=_("head"), dtick=max(1, heads // 16), row=1, col=1)
         fig.update_yaxes(title=_("fitted slope"), row=1, col=1)
-    for trace in head_statistics_selection(stats, selected):
+    for trace in (head_statistics_labels(stats, labelled_layer) if labelled_layer is not None
+                  else []) + head_statistics_selection(stats, selected):
         fig.add_trace(trace)
     fig.update_xaxes(title=_("head"), dtick=max(1, heads // 16), row=1, col=2)
     fig.update_yaxes(title=_("tokens"), row=1, col=2, rangemode="tozero")
@@ -580,6 +577,27 @@ BEHAVIOUR_COLORS = {
     "previous_token": "#1f77b4", "local": "#aec7e8", "sink": "#7f7f7f", "induction": "#d62728",
     "delimiter": "#2ca02c", "newline": "#9467bd", "content": "#ff7f0e",
 }
+
+
+def head_statistics_labels(stats: HeadStatistics, layer: int) -> list:
+    """The fit's R² beside each point of `layer` in the fitted-vs-applied panel of
+    `head_statistics_figure`, in the layer's colour, as trace dicts (a page adds them for the
+    chosen head's layer, as it adds the rings): each on the side where it lies on no other
+    label and off the tick labels, or left out (`_label_sides`). Four layers' labels of the
+    same slopes lay on each other. None for a model without applied slopes."""
+    applied, fitted = stats.applied_slope, stats.fitted_slope
+    if applied is None:
+        return []
+    keep = np.isfinite(fitted[layer]) & (fitted[layer] > 0)
+    x, y = applied[layer][keep], fitted[layer][keep]
+    texts = [number(r, 2) for r in stats.slope_fit_r2[layer][keep]]
+    sides = _label_sides(x, y, texts, _slope_range(applied, fitted))
+    placed = [k for k, side in enumerate(sides) if side]
+    color = _layer_colors(fitted.shape[0])[layer]
+    return [{"type": "scatter", "mode": "text", "x": x[placed], "y": y[placed],
+             "text": [texts[k] for k in placed], "textposition": [sides[k] for k in placed],
+             "textfont": {"size": LABEL_PX, "color": color}, "hoverinfo": "skip",
+             "showlegend": False, "xaxis": "x", "yaxis": "y"}]
 
 
 def head_statistics_selection(stats: HeadStatistics, selected: tuple[int, int] | None) -> list:
