@@ -339,9 +339,10 @@ def cached_decompositions(_loaded: Loaded, _text: str, key: tuple, layers: tuple
                                max_tokens=key[2], info=_loaded.info, bias_shown=bias_shown)
 
 
-def decomposition(loaded: Loaded, text: str, key: tuple, layer: int, bias_shown: str):
+def decomposition(loaded: Loaded, text: str, key: tuple, layer: int, bias_shown: str,
+                  seq_len: int):
     """The view of one layer's split, cached as `heads.decomposition_layers` groups it."""
-    layers = decomposition_layers(loaded.info.num_layers, layer)
+    layers = decomposition_layers(loaded.info.num_layers, layer, seq_len)
     return cached_decompositions(loaded, text, key, layers, bias_shown,
                                  i18n.get_language())[layer][bias_shown]
 
@@ -504,7 +505,7 @@ def _head_view(prefix: str, loaded: Loaded, text: str, choice: Choice, key: tupl
         head=choice.head + 1))
     try:
         with st.spinner(_("Splitting the scores into content and bias...")):
-            view = decomposition(loaded, text, key, choice.layer, choice.bias_shown)
+            view = decomposition(loaded, text, key, choice.layer, choice.bias_shown, T)
     except (AlibiVizError, RuntimeError, MemoryError) as exc:
         st.info(ui.failure_message(exc), icon="ℹ️")
     else:

@@ -649,3 +649,14 @@ def test_a_run_given_the_model_info_reads_no_model_facts_again(models, tokenizer
     got = score_decomposition(model, tokenizer, TEXT, 0, info=info)
     np.testing.assert_array_equal(got.total, expected.total)
     assert got.bias_form == expected.bias_form
+
+
+def test_a_long_text_is_split_one_layer_at_a_time():
+    """A new text splits every layer of a small model in one pass when the text is short (a
+    layer switch then runs no model), only the layer shown when it is long or the model deep
+    (the first screen waits for one layer)."""
+    from alibi_viz.models.heads import decomposition_layers
+
+    assert decomposition_layers(4, 2, 512) == (0, 1, 2, 3)
+    assert decomposition_layers(4, 2, 2048) == (2,)
+    assert decomposition_layers(24, 5, 64) == (5,)

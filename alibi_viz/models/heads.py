@@ -958,14 +958,19 @@ def decomposition_view(dec: Decomposition, side: int = DECOMP_PANEL_PIXELS,
                              bias_shown=bias_shown)
 
 
-ALL_LAYERS_AT_ONCE = 12  # models with at most this many layers are split in one pass
+ALL_LAYERS_AT_ONCE = 12  # models with at most this many layers are split in one pass ...
+ALL_LAYERS_CELLS = 12 * 512 * 512  # ... when layers x T^2 is at most this
 
 
-def decomposition_layers(num_layers: int, layer: int) -> tuple[int, ...]:
-    """The layers one pass splits when layer `layer` (0-based) is asked for: every layer of a
-    small model (at most ALL_LAYERS_AT_ONCE), so that switching layer afterwards runs no
-    model; only `layer` of a deep one, to bound the first wait."""
-    return tuple(range(num_layers)) if num_layers <= ALL_LAYERS_AT_ONCE else (layer,)
+def decomposition_layers(num_layers: int, layer: int, seq_len: int = 0) -> tuple[int, ...]:
+    """The layers one pass splits when layer `layer` (0-based) is asked for, on a text of
+    `seq_len` tokens: every layer of a small model on a text short enough (ALL_LAYERS_AT_ONCE
+    layers, ALL_LAYERS_CELLS layer x T^2 cells), so that switching layer afterwards runs no
+    model; only `layer` otherwise, to bound the first wait (2,048 tokens: splitting the
+    shipped model's 4 layers took three quarters of a new text's 4.8 CPU-s, bench/README.md)."""
+    if num_layers <= ALL_LAYERS_AT_ONCE and num_layers * seq_len ** 2 <= ALL_LAYERS_CELLS:
+        return tuple(range(num_layers))
+    return (layer,)
 
 
 def decomposition_views(model, tokenizer, text, layers, max_tokens: int | None = None,
