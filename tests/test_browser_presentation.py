@@ -342,12 +342,13 @@ SHORT_CODE = "/model?text=def%20add(a,%20b):%0A%20%20%20%20return%20a%20%2B%20b"
 
 
 @pytest.mark.parametrize(("size", "lang"), [((1024, 768), "es"), ((1366, 768), "ru")])
-@pytest.mark.parametrize("path", ["/", "/?heads=12", "/?heads=32", "/compare", "/extrapolation",
+@pytest.mark.parametrize("path", ["/", "/?heads=12", "/?heads=32", "/?heads=64", "/compare",
+                                  "/extrapolation",
                                   "/model", SHORT_CODE, "/lesson?print=1"])
 def test_no_figure_text_lies_on_another_outside_the_lesson(browser, server_url, path, size, lang):
     """Every figure of the page, scrolled through, in Spanish at a projector's 1024 and in
     Russian at a laptop's 1366: no title on a panel title, axis title on tick labels, legend
-    on a title, or tick labels on each other. The bias explorer also with 12 and 32 heads
+    on a title, or tick labels on each other. The bias explorer also with 12, 32 and 64 heads
     (grids of several rows, 12 or 32 decay curves), Model heads on a short text (maps drawn
     as labelled heatmaps), and the lesson's steps as its handout shows them all at once."""
     width, height = size

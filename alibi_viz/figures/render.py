@@ -128,6 +128,7 @@ def _copy_tree(node):
 
 CHAR_EM = 0.55      # average width of a character, in ems (what fitting text to a width assumes)
 PAGE_WIDTH_PX = 620  # a page's full-width figure on a 1024 px screen with the sidebar open
+WIDE_PAGE_PX = 900   # ... on a 1366 px laptop
 
 
 def wrap_text(text: str, font_px: float, width_px: float, max_lines: int = 3) -> tuple[str, int]:
@@ -533,7 +534,11 @@ def matrix_grid_figure(
     # the band above its panel, which is as tall as the longest title: in a band of `gap`
     # pixels a second line lay on the panel above. Panels are drawn at least `shown` px wide
     # (a page's width shared by the columns), so `scale` mosaic pixels make one page pixel.
-    wrapped = [wrap_text(t, 11, (PAGE_WIDTH_PX - 100) / columns - 6) for t in titles]
+    room = (PAGE_WIDTH_PX - 100) / columns - 6
+    if max(len(word) for t in titles for word in re.split(r" |<br>", t)) * CHAR_EM * 11 > room:
+        titles = [str(k) for k in panel_ids]  # 64+ heads: a word wider than its panel lay on
+        # its neighbours' titles; the number alone (the hover and the page's table say more)
+    wrapped = [wrap_text(t, 11, room) for t in titles]
     title_px = max(lines for _text, lines in wrapped) * 14 + 4
     shown = min(panel_px, (PAGE_WIDTH_PX - 100) / columns)
     scale = side_c / shown
@@ -608,7 +613,8 @@ def matrix_grid_figure(
                   "scaleanchor": "x"},
         "coloraxis": {"colorscale": colorscale, "cmin": cmin, "cmax": cmax,
                       "colorbar": {"title": {"text": colorbar_title}, "thickness": 14}},
-        "title": {"text": title}, "height": min(2400, grid_rows * (panel_px + title_px) + 100),
+        "title": {"text": title}, "height": min(2400, grid_rows * (min(panel_px, (WIDE_PAGE_PX - 100) / columns) + title_px)
+                      + 100),  # as tall as a laptop's page draws it (more was white space)
         "margin": {"l": 10, "r": 10, "t": 60, "b": 10}, "plot_bgcolor": "white",
         "showlegend": False})
 
