@@ -233,8 +233,9 @@ GRID_SIGNATURE = """() => {
 }"""
 GRID_NEW_TEXT = """([want, old]) => (document.querySelector('.st-key-mh_fig_grid .gtitle')
     ?.textContent || '').includes(want) && (""" + GRID_SIGNATURE + """)() !== old"""
-GRID_PANEL_MARKED = """want => [...document.querySelectorAll('.st-key-mh_fig_grid g.textpoint')]
-    .some(t => t.textContent.startsWith(want))"""
+# The chosen head's row (the grid marks no head: it is drawn once per layer).
+ROW_TITLE_HAS = """want => (document.querySelector('.st-key-mh_fig_row .gtitle')
+    ?.textContent || '').includes(want)"""
 WORDS = ("attention", "bias", "slope", "head", "token", "distance", "linear", "query", "key",
          "softmax", "position", "decay", "train", "short", "test", "long", "the", "a", "of")
 
@@ -268,7 +269,7 @@ async def model_change(page, rng, user, stats, timeout_s, shown: dict) -> None:
             await page.get_by_role("option").nth(head - 1).click()
 
         async def wait(ms):
-            await page.wait_for_function(GRID_PANEL_MARKED, arg=f"▶ head {head}", timeout=ms)
+            await page.wait_for_function(ROW_TITLE_HAS, arg=f", head {head} ", timeout=ms)
     else:
         # Unique per user and change, so the shared caches miss and the model runs.
         words = [rng.choice(WORDS) for _ in range(rng.randint(12, 50))]
