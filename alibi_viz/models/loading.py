@@ -40,6 +40,7 @@ import importlib.util
 import json
 import math
 import os
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -58,6 +59,13 @@ from alibi_viz.models.hub_cache import (
     parse_repo_id,
     resolve_repo,
 )
+
+# transformers' from_pretrained builds a model on the meta device and then fills it in, and that
+# is not safe in two threads at once: of 24 loads of the shipped models, 8 threads at a time,
+# 21 failed ("NotImplementedError: Cannot copy out of meta tensor"); a class on one server
+# evicting and reloading models met it on /extrapolation (706 of 3,942 visits in a 10-minute
+# soak). So loads in one process take turns (tests/test_loading.py).
+_LOADING = threading.Lock()
 
 MODEL_ROOT_ENV = "ALIBI_VIZ_MODEL_ROOT"  # only folders inside this root can be loaded
 ALLOW_CUSTOM_ENV = "ALIBI_VIZ_ALLOW_CUSTOM_PATHS"  # "0": only shipped models can be loaded
@@ -513,15 +521,16 @@ def load_model(path, device="cpu", device_map=None, max_seq_len: int | None = No
         if offload_folder is not None:
             Path(offload_folder).mkdir(parents=True, exist_ok=True)
     try:
-        model, loading_info = AutoModelForCausalLM.from_pretrained(
-            folder, config=config, local_files_only=True, trust_remote_code=False,
-            use_safetensors=True, attn_implementation="eager", dtype=dtype,
-            device_map=device_map, output_loading_info=True, **placement)
+        with _LOADING:  # one load at a time in a process (see _LOADING)
+            model, loading_info = AutoModelForCausalLM.from_pretrained(
+                folder, config=config, local_files_only=True, trust_remote_code=False,
+                use_safetensors=True, attn_implementation="eager", dtype=dtype,
+                device_map=device_map, output_loading_info=True, **placement)
+            if device_map is None:
+                model.to(device)
     except (OSError, ValueError, RuntimeError, KeyError, TypeError, ImportError) as exc:
         raise ModelLoadError(_("The model could not be loaded: {error}").format(
             error=_first_line(exc))) from None
-    if device_map is None:
-        model.to(device)
     model.eval()
     if layer_slopes.attach_from_config(model) is not None:
         notes.append(Message(N_("Each layer applies its own slopes, read from config.json "
