@@ -215,8 +215,8 @@ def attention_grid_figure(view: StackView, tokens: list[str], layer: int, *, slo
     rows = math.ceil(heads / columns)
     # The gap between rows holds the longest panel title as it breaks on a page (a 0.06
     # fraction of the height left its second line on the tick marks of the row above).
-    lines = max(wrap_text(t, GRID_TITLE_PX, (PAGE_WIDTH_PX - 150) / columns - 6)[1]
-                for t in titles)
+    shown_px = (PAGE_WIDTH_PX - 150) / columns  # a panel on a page, beside the colour bar
+    lines = max(wrap_text(t, GRID_TITLE_PX, shown_px - 6)[1] for t in titles)
     gap_px = lines * 1.2 * GRID_TITLE_PX + 12
     height = panel_px * rows + gap_px * (rows - 1) + 160
     fig = make_subplots(rows=rows, cols=columns, subplot_titles=titles, shared_xaxes=True,
@@ -237,7 +237,7 @@ def attention_grid_figure(view: StackView, tokens: list[str], layer: int, *, slo
             fig.add_trace(go.Scatter(x=lines[0], y=lines[1], mode="lines", hoverinfo="skip",
                                      showlegend=False, line=dict(color="red", dash="dash")),
                           row=r + 1, col=c + 1)
-    ticks = _tick_labels(tokens, T, (PAGE_WIDTH_PX - 150) / columns)
+    ticks = _tick_labels(tokens, T, shown_px)
     fig.update_xaxes(range=[-0.5, T - 0.5], showgrid=False, zeroline=False, **ticks)
     fig.update_yaxes(range=[T - 0.5, -0.5], showgrid=False, zeroline=False, **ticks)
     for r in range(rows):  # labels on the outer axes only
@@ -584,7 +584,7 @@ def head_statistics_labels(stats: HeadStatistics, layer: int) -> list:
     `head_statistics_figure`, in the layer's colour, as trace dicts (a page adds them for the
     chosen head's layer, as it adds the rings): each on the side where it lies on no other
     label and off the tick labels, or left out (`_label_sides`). Four layers' labels of the
-    same slopes lay on each other. None for a model without applied slopes."""
+    same slopes lay on each other. No traces for a model without applied slopes."""
     applied, fitted = stats.applied_slope, stats.fitted_slope
     if applied is None:
         return []

@@ -534,15 +534,19 @@ def matrix_grid_figure(
     # the band above its panel, which is as tall as the longest title: in a band of `gap`
     # pixels a second line lay on the panel above. Panels are drawn at least `shown` px wide
     # (a page's width shared by the columns), so `scale` mosaic pixels make one page pixel.
-    room = (PAGE_WIDTH_PX - 100) / columns - 6
+    column_px = (PAGE_WIDTH_PX - 100) / columns
+    shown = min(panel_px, column_px)
+    room = column_px - 6
     if max(len(word) for t in titles for word in re.split(r" |<br>", t)) * CHAR_EM * 11 > room:
         titles = [str(k) for k in panel_ids]  # 64+ heads: a word wider than its panel lay on
         # its neighbours' titles; the number alone (the hover and the page's table say more)
     wrapped = [wrap_text(t, 11, room) for t in titles]
     title_px = max(lines for _text, lines in wrapped) * 14 + 4
-    shown = min(panel_px, (PAGE_WIDTH_PX - 100) / columns)
     scale = side_c / shown
     top = max(gap, math.ceil(title_px * scale))  # the band above each panel, in mosaic px
+    # The figure as tall as a laptop's page draws the grid (a taller one was white space).
+    height = min(2400, grid_rows * (min(panel_px, (WIDE_PAGE_PX - 100) / columns) + title_px)
+                 + 100)
     cell_w, cell_h = side_c + gap, side_r + top
     # (grid_rows, columns) cells of (cell_h, cell_w) pixels; each panel sits at the cell's
     # left under its title band, so the mosaic is one reshape of the padded panels.
@@ -613,8 +617,7 @@ def matrix_grid_figure(
                   "scaleanchor": "x"},
         "coloraxis": {"colorscale": colorscale, "cmin": cmin, "cmax": cmax,
                       "colorbar": {"title": {"text": colorbar_title}, "thickness": 14}},
-        "title": {"text": title}, "height": min(2400, grid_rows * (min(panel_px, (WIDE_PAGE_PX - 100) / columns) + title_px)
-                      + 100),  # as tall as a laptop's page draws it (more was white space)
+        "title": {"text": title}, "height": height,
         "margin": {"l": 10, "r": 10, "t": 60, "b": 10}, "plot_bgcolor": "white",
         "showlegend": False})
 

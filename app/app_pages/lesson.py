@@ -340,9 +340,10 @@ def ask(step: int, question: str, answer: str, present: bool) -> bool:
     """Predict, then reveal. In presentation mode the question comes first and the figure and
     answer only after a click (returns False until then); otherwise the figure is shown and the
     answer waits in a closed "Answer" box, so a student following on a laptop predicts first.
-    In the handout the answer follows the question. The answer is computed by the step from the same numbers its figure draws."""
+    In the handout the answer follows the question. The answer is computed by the step from
+    the same numbers its figure draws."""
     key = f"ls_revealed_{step}"
-    if in_handout():  # on paper the answer follows its question
+    if in_handout() or (present and st.session_state.get(key)):  # on paper, or revealed
         st.markdown(_("**Predict:** {question}  \n**Answer:** {answer}").format(
             question=question, answer=answer))
         return True
@@ -350,14 +351,10 @@ def ask(step: int, question: str, answer: str, present: bool) -> bool:
         with ui.question(question):
             st.markdown(answer)
         return True
-    if not st.session_state.get(key):
-        st.markdown(_("**Predict:** {question}").format(question=question))
-        st.button(_("Reveal the answer"), key=f"ls_reveal_button_{step}", type="primary",
-                  on_click=lambda: st.session_state.__setitem__(key, True))
-        return False
-    st.markdown(_("**Predict:** {question}  \n**Answer:** {answer}").format(
-        question=question, answer=answer))
-    return True
+    st.markdown(_("**Predict:** {question}").format(question=question))
+    st.button(_("Reveal the answer"), key=f"ls_reveal_button_{step}", type="primary",
+              on_click=lambda: st.session_state.__setitem__(key, True))
+    return False
 
 
 # ----------------------------------------------------------------------------- the steps
@@ -723,16 +720,13 @@ def show_myths(myths: list, present: bool) -> None:
         st.markdown(_("**Fact:** {truth}").format(truth=truth))
         demo()
         return
-    if in_handout():
-        for _key, claim, truth, demo in myths:
-            with st.container(border=True):
-                st.markdown(_("**Myth:** {claim}").format(claim=claim))
-                st.markdown(_("**Fact:** {truth}").format(truth=truth))
-                demo()
-        return
     for key, claim, truth, demo in myths:
         with st.container(border=True):
             st.markdown(_("**Myth:** {claim}").format(claim=claim))
+            if in_handout():  # on paper: the fact and its demonstration
+                st.markdown(_("**Fact:** {truth}").format(truth=truth))
+                demo()
+                continue
             with st.expander(_("Answer"), icon=":material/visibility:"):
                 st.markdown(_("**Fact:** {truth}").format(truth=truth))
                 if st.button(_("Show me"), key=f"ls_myth_{key}"):
