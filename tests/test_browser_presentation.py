@@ -411,3 +411,19 @@ def test_the_handout_prints_one_step_per_sheet_without_the_chrome(browser, serve
         assert len(re.findall(rb"/Type\s*/Page[^s]", pdf)) >= STEPS
     finally:
         context.close()
+
+
+@pytest.mark.parametrize(("width", "shown"), [(1024, True), (390, False)])
+def test_the_keys_hint_shows_on_a_projector_not_on_a_phone(browser, server_url, width, shown):
+    """Presentation mode names the clicker's keys in a corner at 1024 px; on a 390 px phone,
+    which has no such keys, the hint is hidden (there it lay on the sidebar's button)."""
+    context = browser.new_context(viewport={"width": width, "height": 800})
+    page = context.new_page()
+    page.set_default_timeout(60_000)
+    try:
+        open_step(page, server_url, 2, "es")
+        visible = page.evaluate("() => getComputedStyle(document.querySelector('.ls-keys-help'))"
+                                ".display !== 'none'")
+        assert visible is shown
+    finally:
+        context.close()

@@ -321,7 +321,9 @@ def navigation_ui(step: int, present: bool) -> None:
     keys_text = _("Keys: PageDown, → or Space next; PageUp or ← back; Home, End.")
     keys_help = f'<div class="ls-keys-help">{html.escape(keys_text)}</div>' if present else ""
     st.html("<style>.st-key-ls_keys { display: none; } .ls-keys-help { position: fixed; "
-            "right: 64px; top: 14px; font-size: 14px; color: #6b6b6b; z-index: 1000000; }</style>"
+            "right: 64px; top: 14px; font-size: 14px; color: #6b6b6b; z-index: 1000000; } "
+            # a phone has no keys, and there the hint lay on the sidebar's button
+            "@media (max-width: 640px) { .ls-keys-help { display: none; } }</style>"
             + keys_help + CLICKER_JS % json.dumps(companions), unsafe_allow_javascript=True)
 
 
