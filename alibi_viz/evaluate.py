@@ -28,6 +28,7 @@ import json
 import math
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -60,6 +61,11 @@ SLIDING_TOKENS = 512  # scored tokens per kind; each costs length / stride forwa
 CHUNKS = 16  # scored tokens are cut into this many contiguous chunks for the spread
 TOKENS_PER_BATCH = 4096  # windows of one length batched up to this many input tokens
 CHECK_WINDOWS = 4  # extrapolation.json keeps 4 x 128 + 1 ids for tests to re-evaluate
+# A longer window "gains" when the paired 95% interval of its perplexity over the shorter
+# window's lies wholly below 1 - MIN_GAIN: significant, and large enough to be written (0.1%).
+# At 2,048 and 4,096 tokens the ALiBi model scores nearly the same numbers, and a difference of
+# 0.01% can be significant without meaning anything.
+MIN_GAIN = 0.001
 LIVE_CELL_BUDGET = 2048 * 4096  # attention cells (query x key) a live run may compute
 LIVE_MAX_TOKENS = 4096          # scored tokens of a live run, whatever the length
 # Notes written into extrapolation.json in English and shown translated (results_details).
@@ -399,7 +405,8 @@ def shipped_cell(results: dict | None, name: str, protocol: str, length: int):
     return (None if ppl is None else float(ppl)), (None if tokens is None else int(tokens))
 
 
-PAPER_MODELS = {"sinusoidal": "sinusoidal", "rotary": "rope", "ALiBi": "alibi"}  # ours per method
+# ours per method of the paper's Table 2 (None: this project trained no T5-bias model)
+PAPER_MODELS = {"sinusoidal": "sinusoidal", "rotary": "rope", "T5 bias": None, "ALiBi": "alibi"}
 
 
 def paper_comparison(results: dict, train_seq_len: int) -> dict:
@@ -409,8 +416,9 @@ def paper_comparison(results: dict, train_seq_len: int) -> dict:
     compare like with like.
 
     Returns {"paper_factor", "our_length", "our_factor", "rows": [{"method", "paper_short",
-    "paper_long", "paper_ratio", "ours_short", "ours_long", "ours_ratio"}]}; our numbers are
-    None where the results lack them."""
+    "paper_long", "paper_ratio", "ours_short", "ours_long", "ours_ratio"}]}, one row per
+    method of the paper's table (T5 bias included); our numbers are None where the results
+    lack them or this project has no such model."""
     from alibi_viz import paper
 
     paper_factor = paper.TABLE2_LONG / paper.TABLE2_TRAIN_LEN
@@ -418,7 +426,7 @@ def paper_comparison(results: dict, train_seq_len: int) -> dict:
     our_length = min(longer, key=lambda n: abs(n / train_seq_len - paper_factor))
     rows = []
     for method, (short, long) in paper.TABLE2.items():
-        cells = results["models"].get(PAPER_MODELS[method], {}).get("perplexity", {}).get(
+        cells = results["models"].get(PAPER_MODELS.get(method), {}).get("perplexity", {}).get(
             "nonoverlapping", {})
         ours_short, ours_long = cells.get(str(train_seq_len)), cells.get(str(our_length))
         rows.append({"method": method, "paper_short": short, "paper_long": long,
@@ -527,25 +535,127 @@ def describe_ratio(ratio_interval) -> str:
     return _("{change} (95% interval {low} to {high})").format(**values)
 
 
-def useful_context(results: dict, name: str, protocol: str = "sliding"):
-    """How far extra context helps `name` under `protocol` (sliding: each scored token sees
-    a full window): the shortest length n from which no longer length is better by more than
-    its paired 95% interval. Returns (n, gain from the training length to n, change from n to
-    the longest length), each gain a `paired_ratio_interval` triple, or None without data."""
+@dataclass(frozen=True)
+class ContextUse:
+    """What one model's curve under one protocol says about the context it uses, from the
+    paired 95% intervals of every pair of evaluated lengths at or past the training length.
+
+    last_gain: (a, b), the gain (b's interval against a lies wholly below 1 - MIN_GAIN) that
+    starts latest, the shortest b for that a; None when no longer length is significantly better than
+    a shorter one. flat_from: that b (the training length when there is no gain): from it on,
+    no longer length gains on a shorter one, since a later gain would start later than a. Each ratio is a `paired_ratio_interval` triple, longer over
+    shorter: gain (b over a), to_flat (flat_from over the training length; None when they are
+    the same), rest (the longest length over flat_from; None when they are the same), whole
+    (the longest length over the training length). tokens: scored tokens per length.
+    """
+
+    name: str
+    protocol: str
+    train_seq_len: int
+    longest: int
+    tokens: int | None
+    last_gain: tuple[int, int] | None
+    gain: tuple | None
+    flat_from: int
+    to_flat: tuple | None
+    rest: tuple | None
+    whole: tuple
+
+
+def useful_context(results: dict, name: str, protocol: str = "sliding") -> ContextUse | None:
+    """How far extra context helps `name` under `protocol` (sliding: every scored token sees
+    nearly a full window), as a `ContextUse`; None without the data (every pair of lengths
+    from the training length on needs its chunks)."""
     train_seq_len = train_seq_len_of(results)
     lengths = sorted(int(x) for x in results.get("lengths", []))
     if not train_seq_len or train_seq_len not in lengths or name not in results.get("models", {}):
         return None
-    for n in lengths[lengths.index(train_seq_len):]:
-        later = [compare_cells(results, protocol, (name, m), (name, n)) for m in lengths
-                 if m > n]
-        if None in later:
-            return None
-        if all(c[2] >= 1 for c in later):  # nothing longer is significantly lower
-            gain = compare_cells(results, protocol, (name, n), (name, train_seq_len))
-            rest = compare_cells(results, protocol, (name, lengths[-1]), (name, n))
-            return n, gain, rest
-    return None
+    lengths = lengths[lengths.index(train_seq_len):]
+    pairs = {(a, b): compare_cells(results, protocol, (name, b), (name, a))
+             for i, a in enumerate(lengths) for b in lengths[i + 1:]}
+    if not pairs or None in pairs.values():
+        return None
+    significant = [(a, b) for (a, b), c in pairs.items() if c[2] < 1 - MIN_GAIN]
+    last_gain = None
+    if significant:
+        start = max(a for a, _b in significant)
+        last_gain = (start, min(b for a, b in significant if a == start))
+    flat = last_gain[1] if last_gain else train_seq_len
+    longest = lengths[-1]
+    tokens = results["models"][name].get("tokens", {}).get(protocol, {}).get(str(longest))
+    return ContextUse(name=name, protocol=protocol, train_seq_len=train_seq_len, longest=longest,
+                      tokens=int(tokens) if tokens else None, last_gain=last_gain,
+                      gain=pairs[last_gain] if last_gain else None, flat_from=flat,
+                      to_flat=pairs.get((train_seq_len, flat)), rest=pairs.get((flat, longest)),
+                      whole=pairs[(train_seq_len, longest)])
+
+
+def context_use_sentence(use: ContextUse) -> str:
+    """One sentence on what a sliding-window `use` shows, in the current language: where the
+    last significant gain of a longer window ends and that no longer window is significantly
+    better from there on, or that no longer window is significantly better at all (the weaker
+    sentence when the intervals detect nothing). Every number is one of `use`'s intervals."""
+    if use.protocol != "sliding":
+        raise AlibiVizError(_("Only the sliding protocol says how much context a model uses."))
+    values = {"model": model_label(use.name), "min_gain": percent(MIN_GAIN, 1),
+              "train_seq_len": number(use.train_seq_len), "longest": number(use.longest),
+              "flat": number(use.flat_from), "tokens": number(use.tokens or 0)}
+    if use.last_gain is None:
+        return _("In sliding windows no length makes {model}'s perplexity lower than a "
+                 "shorter length's by a significant {min_gain} or more ({tokens} scored tokens, "
+                 "paired 95% intervals): from {train_seq_len} to {longest} tokens it changes by "
+                 "{whole}.").format(
+            whole=describe_ratio(use.whole), **values)
+    start = use.last_gain[0]
+    last = "" if start == use.train_seq_len else _(
+        ", its last significant gain {gain} from {start} to {flat} tokens").format(
+        gain=describe_ratio(use.gain), start=number(start), flat=values["flat"])
+    if use.rest is None:
+        return _("In sliding windows {model}'s perplexity changes by {to_flat} from "
+                 "{train_seq_len} to {longest} tokens{last}: it still gains at the longest "
+                 "length evaluated ({tokens} scored tokens, paired 95% intervals).").format(
+            to_flat=describe_ratio(use.to_flat), last=last, **values)
+    return _("In sliding windows {model}'s perplexity changes by {to_flat} from "
+             "{train_seq_len} to {flat} tokens{last}; from {flat} tokens on no longer window is "
+             "better than a shorter one by a significant {min_gain} or more ({rest} from {flat} "
+             "to {longest}; {tokens} scored tokens, paired 95% intervals).").format(
+        to_flat=describe_ratio(use.to_flat), last=last, rest=describe_ratio(use.rest),
+        **values)
+
+
+def key_result(results: dict, name: str = "alibi") -> str | None:
+    """The lab's key result on one kind of held-out text, in the current language: what the
+    sliding windows say of the context `name` uses (`context_use_sentence`), what its
+    non-overlapping curve does over the same lengths, and the paper's own sliding-window row
+    beside it (Table 15, the ALiBi model trained at L = 512). None without the data."""
+    from alibi_viz import paper
+
+    use = useful_context(results, name)
+    if use is None:
+        return None
+    # non-overlapping, over the lengths where the sliding windows detect no gain
+    nonover = (compare_cells(results, "nonoverlapping", (name, use.longest), (name, use.flat_from))
+               if use.flat_from != use.longest else None)
+    curse = (_(": with no gain detected in the sliding windows, that is fewer tokens paying "
+               "the early token curse") if nonover and nonover[2] < 1 else "")
+    row = paper.TABLE15_ALIBI_L512
+    values = {"use": context_use_sentence(use), "p512": number(row[512], 2),
+              "p1024": number(row[1024], 2), "p3072": number(row[3072], 2)}
+    if use.last_gain is None:
+        return _("**The key result.** {use} In non-overlapping windows it moves by "
+                 "{nonoverlapping} over the same lengths{curse}. In the paper's sliding-window "
+                 "evaluation (appendix B, Table 15) its ALiBi model trained at L = 512 scores "
+                 "{p512} at 512 tokens, {p1024} at 1,024 and {p3072} at 3,072.").format(
+            nonoverlapping=describe_ratio(nonover), curse=curse, **values)
+    past = "" if nonover is None else " " + _(
+        "Past {flat} tokens it moves by {nonoverlapping} in non-overlapping windows{curse}."
+    ).format(flat=number(use.flat_from), nonoverlapping=describe_ratio(nonover), curse=curse)
+    return _("**The key result.** {use} So on this text {model} uses context up to about {flat} "
+             "tokens ({factor}x its training length).{past} In the paper's sliding-window "
+             "evaluation (appendix B, Table 15) its ALiBi model trained at L = 512 scores "
+             "{p512} at 512 tokens, {p1024} at 1,024 and {p3072} at 3,072.").format(
+        model=model_label(name), flat=number(use.flat_from),
+        factor=number(use.flat_from / use.train_seq_len), past=past, **values)
 
 
 def in_distribution_ranking(results: dict, protocol: str = "nonoverlapping") -> list[str]:

@@ -20,8 +20,9 @@ TERMS = (
     ("bias", N_("bias"),
      N_("A number added to an attention score before the softmax; ALiBi's is −m·(i−j).")),
     ("slope", N_("slope"),
-     N_("m, how much one head's bias falls per token of distance; set before training, never "
-        "learned.")),
+     N_("m, how much one head's bias falls per token of distance; in the paper's ALiBi set "
+        "before training, not learned (a variant that learns them: Extrapolation lab, section "
+        "6).")),
     ("half-life", N_("half-life"),
      N_("The distance at which a head's bias alone halves a key's weight: ln 2 / m tokens.")),
     ("causal", N_("causal"),

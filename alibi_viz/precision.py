@@ -7,6 +7,12 @@ m = 1/2) is off by up to 2 logits, and neighbouring keys collapse onto the same 
 textbook form -m (i - j) would be small near the diagonal, where the attention is; the row
 constant m * i that the short form saves is exactly what makes the numbers large.
 
+The content score is rounded with it. `BloomAttention.forward` computes the whole score as
+`alibi.baddbmm(q, k^T, beta=1, alpha=1/sqrt(d))` in the model's dtype, so m * j + q.k/sqrt(d)
+comes back on the grid of m * j: in bfloat16, steps of 4 logits on [512, 1,024) and 8 on
+[1,024, 2,048), and a content score of a few logits is rounded to a multiple of them
+(`content_rounding`).
+
 Everything here calls transformers' own builder and torch's own rounding, so the figures are
 what the model computes, not a model of it.
 """
@@ -88,6 +94,39 @@ def row_constant_error_table(head_counts=(8, 112), seq_len: int = 2048,
     return rows
 
 
+def _scores(bias: torch.Tensor, content: float, dtype: torch.dtype, head_dim: int) -> torch.Tensor:
+    """bias (H, T) in `dtype` plus a content score of `content` at every key, computed as
+    BloomAttention.forward computes its scores: bias.baddbmm(q, k^T, beta=1, alpha=1/sqrt(d))
+    in `dtype`, with one query and keys whose q.k/sqrt(d) is `content`. Returns (H, T) float64."""
+    heads, keys = bias.shape
+    q = torch.zeros(heads, 1, head_dim, dtype=dtype)
+    q[:, 0, 0] = content * math.sqrt(head_dim)  # q.k = content * sqrt(d) with k = e_0
+    k = torch.zeros(heads, head_dim, keys, dtype=dtype)
+    k[:, 0, :] = 1.0
+    scores = bias[:, None, :].baddbmm(q, k, beta=1.0, alpha=1.0 / math.sqrt(head_dim))
+    return scores[:, 0, :].double()
+
+
+def content_rounding(num_heads: int, head: int, keys, content: float = 3.0, dtype="bfloat16",
+                     head_dim: int = 64) -> dict:
+    """What BLOOM's attention in `dtype` keeps of a content score at the given keys.
+
+    head: 0-based; keys: key positions j (the bias is transformers' m_h * j from
+    build_alibi_tensor, in `dtype`). The score of a key whose content score q.k/sqrt(d) is
+    `content` is computed with torch's own baddbmm in `dtype`, as BloomAttention.forward does,
+    and so is that of a key with content 0 (the bias alone); their difference is what the
+    softmax sees of the content. Returns {"keys", "bias" (m_h * j as the model holds it),
+    "seen" (the content the softmax sees, per key), "error" (seen - content)}, each (K,)."""
+    dtype = check_dtype(dtype)
+    keys = np.asarray(keys, dtype=np.int64)
+    if keys.ndim != 1 or keys.size == 0 or keys.min() < 0:
+        raise AlibiVizError(_("keys must be a list of key positions (0 or more)."))
+    bias = bloom_bias(num_heads, int(keys.max()) + 1, dtype)[[head]][:, keys]  # (1, K)
+    seen = (_scores(bias, content, dtype, head_dim) - _scores(bias, 0.0, dtype, head_dim))[0]
+    return {"keys": keys, "bias": bias[0].double().numpy(), "seen": seen.numpy(),
+            "error": seen.numpy() - content}
+
+
 FORMS = ("row_constant", "textbook", "falcon")
 
 
@@ -99,7 +138,7 @@ def default_lens(model_type: str, dtype: str) -> tuple[str, str]:
 
 
 def precision_lens(num_heads: int, seq_len: int, dtype="bfloat16", form: str = "row_constant",
-                   head_dim: int = 64) -> dict:
+                   head_dim: int = 64, content: float | None = None) -> dict:
     """What `dtype` does to the bias of the last of `seq_len` queries, per head.
 
     form: "row_constant" (BLOOM: float32 m * j cast to dtype), "textbook" (-m (i - j) cast to
@@ -107,7 +146,11 @@ def precision_lens(num_heads: int, seq_len: int, dtype="bfloat16", form: str = "
     dtype, then scaled by 1/sqrt(head_dim)). Returns {"error": (H, T) |added - exact| in logits
     against the exact bias of the same form (float64), "step": (H, T) the dtype's spacing at
     each exact value, "kl": (H,) KL(exact attention || attention with the added bias) of the
-    last query with all content scores equal, in nats}.
+    last query with all content scores equal, in nats}. With `content` (a content score
+    q.k/sqrt(d), logits) and a form that adds the bias to the content in `dtype` as BLOOM does
+    (row_constant, textbook), also "content_error": (H, T) |what the softmax sees of that
+    content score - content| at each key (`content_rounding`: the whole score is rounded to
+    the dtype's grid at the size of the bias).
     """
     if form not in FORMS:
         raise AlibiVizError(_("form must be one of {choices}, got {value}.").format(
@@ -133,5 +176,11 @@ def precision_lens(num_heads: int, seq_len: int, dtype="bfloat16", form: str = "
     log_exact = torch.log_softmax(exact, dim=-1)
     log_added = torch.log_softmax(added, dim=-1)
     kl = (log_exact.exp() * (log_exact - log_added)).sum(dim=-1)
-    return {"error": (added - exact).abs().numpy(), "step": spacing(exact.numpy(), dtype),
-            "kl": kl.numpy(), "form": form, "dtype": str(dtype).removeprefix("torch.")}
+    out = {"error": (added - exact).abs().numpy(), "step": spacing(exact.numpy(), dtype),
+           "kl": kl.numpy(), "form": form, "dtype": str(dtype).removeprefix("torch.")}
+    if content is not None and form != "falcon":
+        held = added.to(dtype)  # the bias as the model holds it (exact in dtype already)
+        seen = (_scores(held, float(content), dtype, head_dim)
+                - _scores(held, 0.0, dtype, head_dim))
+        out["content_error"] = (seen - float(content)).abs().numpy()
+    return out

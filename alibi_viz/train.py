@@ -39,6 +39,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from tqdm import tqdm
@@ -333,6 +334,14 @@ def train(cfg: TrainConfig, command: str) -> dict:
 
 def _arch_text(info: dict) -> str:
     spec = SHIPPED[info["arch"]]
+    if info.get("learn_slopes"):  # its slopes are its own, per layer: not the family's schedule
+        final = np.asarray(info["final_slopes"], dtype=np.float64)  # (layers, heads)
+        initial = np.asarray(info["initial_slopes"], dtype=np.float64)
+        return (f"{spec.title}, `{info['model_class']}`: no position embeddings; each head adds "
+                "-m (i - j) to its attention scores, with a slope of its own in every layer, "
+                f"trained: from {final.max():.3g} down to {final.min():.3g} after training "
+                f"(initialised to the official schedule, {initial.max():.3g} .. "
+                f"{initial.min():.3g}, in every layer).")
     return f"{spec.title}, `{info['model_class']}`: {spec.position}."
 
 
@@ -452,6 +461,7 @@ def _reach_lines(name: str, reach: dict) -> list[str]:
     if not entry:
         return ["Not measured yet: run `python -m alibi_viz.reach`."]
     r = ReachResult.from_dict(entry["reach"])
+    settled = r.settled_context(0.01)
     copy = entry["copy"]
     lines = [
         "On the shipped held-out text of the four kinds, interleaved (`assets/results/"
@@ -459,7 +469,9 @@ def _reach_lines(name: str, reach: dict) -> list[str]:
         f"(nats/byte, {reach['reach']['tokens']:,} scored tokens): "
         + ", ".join(f"{c}: {v:.3f}" for c, v in zip(r.contexts.tolist(), r.nll.tolist(),
                                                        strict=True))
-        + f"; within 0.01 nats of its best from {r.best_context(0.01):,} tokens on.",
+        + f"; lowest at {r.lowest_context():,} tokens ({r.nll.min():.3f})"
+        + ("" if settled is None or settled >= r.contexts.max() else
+           f", and within 0.01 nats of that at every context from {settled:,} tokens on") + ".",
         "",
         f"Copy at a distance ({copy['samples']} planted spans of {copy['span']} tokens per "
         "distance; gain = loss on the same span where nothing precedes it to copy, minus loss "

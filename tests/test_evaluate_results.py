@@ -82,3 +82,27 @@ def test_the_lesson_compares_at_8x_when_evaluated_there_else_at_the_longest():
 
     assert comparison_length({"lengths": [128, 256, 1024, 4096]}, 128) == 1024
     assert comparison_length({"lengths": [128, 256, 512]}, 128) == 512
+
+
+def test_useful_context_finds_the_last_significant_gain_not_the_first_flat_step():
+    """Sliding chunks where 512 is significantly better than 128 but, through noise, not than
+    256: the last significant gain is 128 -> 512, and "no longer window is significantly better"
+    is said from 512 on. The earlier rule (the first length no later one beats) stopped at
+    256, before the gain."""
+    from alibi_viz.evaluate import context_use_sentence, useful_context
+
+    rng = np.random.default_rng(0)
+    base = rng.uniform(1.0, 2.0, 16)
+    chunks = {128: base, 256: base - 0.02 + rng.normal(0, 0.2, 16), 512: base - 0.03,
+              1024: base - 0.03}
+    results = {"lengths": list(chunks), "models": {"alibi": {
+        "train_seq_len": 128,
+        "perplexity": {"sliding": {str(n): float(np.exp(c.mean())) for n, c in chunks.items()}},
+        "chunk_nll": {"sliding": {str(n): c.tolist() for n, c in chunks.items()}},
+        "tokens": {"sliding": {str(n): 512 for n in chunks}}}}}
+    use = useful_context(results, "alibi")
+    assert use.last_gain == (128, 512) and use.flat_from == 512
+    sentence = context_use_sentence(use)
+    assert "from 512 tokens on no longer window is better than a shorter one by a significant" \
+        in sentence
+    assert "its last significant gain" not in sentence  # the gain starts at the training length

@@ -259,3 +259,17 @@ def test_readme_states_the_shipped_variant_as_measured(shipped):
     assert f"{found['ratios'][1][0]:.3f} of it at 1x, {found['ratios'][32][0]:.3f} at 32x" in readme
     variant = assets.training_info(assets.LEARNABLE_SLOPES_DIR)["wall_time_s"] / 60
     assert f"{variant:.1f} min on 2 cores" in readme
+
+
+def test_a_gap_that_narrows_only_at_its_ends_does_not_narrow():
+    """learnable / fixed at 0.97, 0.99, 0.975, 0.985: nearer 1 at 32x than at 1x, but it widens
+    from 2x to 8x, so summary's "narrows" is False; 0.97, 0.98, 0.98, 0.99 narrows."""
+    def results(ratios):
+        factors = [1, 2, 8, 32]
+        return {"factors": factors, "lengths": [128 * f for f in factors],
+                "cells": {f"en/nonoverlapping/{128 * f}": {"ratio": [r, r - 0.01, r + 0.01]}
+                          for f, r in zip(factors, ratios, strict=True)},
+                "drift": {"largest_relative": [0.5], "head": [0], "log2_change": [[0.5]]}}
+
+    assert not layer_slopes.summary(results([0.97, 0.99, 0.975, 0.985]), "en")["narrows"]
+    assert layer_slopes.summary(results([0.97, 0.98, 0.98, 0.99]), "en")["narrows"]

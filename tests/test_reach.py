@@ -74,3 +74,16 @@ def test_heldout_mixture_holds_every_kind_near_its_share():
 @pytest.mark.parametrize("lang, kind", [("en", "en"), ("es", "es"), ("ru", "ru"), ("de", "en")])
 def test_a_page_shows_its_own_language_first(lang, kind):
     assert data.page_kind(lang) == kind
+
+
+def test_settled_context_checks_every_longer_context():
+    """A curve lowest at 32 that rises past the tolerance at 64 and 128 and comes back settles
+    at 256 (every later context within 0.01 of the lowest), not at 32; one whose longest
+    context is off never settles."""
+    from alibi_viz.reach import ReachResult
+
+    contexts = np.array([16, 32, 64, 128, 256, 512])
+    back = ReachResult(contexts, np.array([1.1, 1.0, 1.02, 1.03, 1.005, 1.008]), np.zeros(6), 8)
+    assert back.lowest_context() == 32 and back.settled_context(0.01) == 256
+    away = ReachResult(contexts, np.array([1.1, 1.0, 1.005, 1.03, 1.005, 1.5]), np.zeros(6), 8)
+    assert away.lowest_context() == 32 and away.settled_context(0.01) is None

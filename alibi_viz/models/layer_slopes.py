@@ -235,18 +235,60 @@ def verdict(ratio_interval) -> str:
 
 def summary(results: dict, kind: str, protocol: str = "nonoverlapping") -> dict:
     """What the shipped comparison shows on one kind of text: per length factor the ratio
-    learnable / fixed with its interval and verdict; the slopes' largest move (layer, head,
-    relative change) and how many slopes ended steeper than they started."""
+    learnable / fixed with its interval and verdict; whether the gap narrows with length (the
+    ratio on one side of 1 at every factor, and no nearer 1 at any factor than at the next);
+    the slopes' largest move (layer, head, relative change) and how many slopes ended steeper
+    than they started."""
     cells = {f: cell(results, kind, protocol, n)
              for f, n in zip(results["factors"], results["lengths"], strict=True)}
     moved = results["drift"]
     layer = int(np.argmax(np.abs(moved["largest_relative"])))
     change = np.asarray(moved["log2_change"])
+    gaps = [c["ratio"][0] - 1 for c in cells.values()]  # in factor order
+    narrows = (all(g < 0 for g in gaps) or all(g > 0 for g in gaps)) and all(
+        abs(b) <= abs(a) for a, b in zip(gaps[:-1], gaps[1:], strict=True)) and abs(gaps[-1]) < abs(gaps[0])
     return {"ratios": {f: c["ratio"] for f, c in cells.items()},
             "verdicts": {f: verdict(c["ratio"]) for f, c in cells.items()},
+            "narrows": bool(narrows),
             "largest": {"layer": layer, "head": int(moved["head"][layer]),
                         "relative": float(moved["largest_relative"][layer])},
             "steeper": int((change > 0).sum()), "slopes": int(change.size)}
+
+
+def run_summary(results: dict) -> str:
+    """One sentence on the shipped run in non-overlapping windows, over every kind of text and
+    length factor, in the current language: the range of learnable / fixed, how many paired intervals lie below 1
+    (and that none lies above it, when so), and whether on every kind the learnable-slope
+    model's perplexity at the longest factor is below its own at 1x (it kept extrapolating)."""
+    from alibi_viz.i18n import number, percent
+
+    protocol = "nonoverlapping"
+    factors, lengths = results["factors"], results["lengths"]
+    cells = [cell(results, kind, protocol, n) for kind in results["kinds"] for n in lengths]
+    ratios = [c["ratio"][0] for c in cells]
+    verdicts = [verdict(c["ratio"]) for c in cells]
+    values = {"low_factor": factors[0], "high_factor": factors[-1],
+              "below": verdicts.count("better"), "n": len(cells),
+              "kinds": number(len(results["kinds"]))}
+    if max(ratios) < 1:
+        text = _("In this project's run, in non-overlapping windows, the learnable-slope model's "
+                 "perplexity is {low} to {high} below the fixed-slope model's at every length from {low_factor}x to "
+                 "{high_factor}x on all {kinds} kinds of held-out text ({below} of the {n} paired "
+                 "95% intervals lie below 1").format(low=percent(1 - max(ratios), 1), high=percent(1 - min(ratios), 1),
+                             **values)
+    else:
+        text = _("In this project's run, in non-overlapping windows, the learnable-slope model's "
+                 "perplexity is {low} to {high} times the fixed-slope model's at the lengths from {low_factor}x to "
+                 "{high_factor}x on all {kinds} kinds of held-out text ({below} of the {n} paired "
+                 "95% intervals lie below 1").format(low=number(min(ratios), 3), high=number(max(ratios), 3), **values)
+    text += (_(", none above it)") if "worse" not in verdicts else ")")
+    first, last = lengths[0], lengths[-1]
+    kept = all(cell(results, kind, protocol, last)["learnable"]
+               < cell(results, kind, protocol, first)["learnable"] for kind in results["kinds"])
+    if kept:
+        text += _("; on every kind its perplexity at {high_factor}x is below its own at "
+                  "{low_factor}x: it kept extrapolating").format(**values)
+    return text + "."
 
 
 def main(argv=None) -> None:

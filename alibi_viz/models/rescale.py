@@ -148,8 +148,8 @@ def scale_label(scale: float) -> str:
 def rescale_summary(results: dict) -> dict:
     """What the sweep shows, computed: per protocol and length, the best scale and its
     perplexity against s = 1 (ratio), and the ratio of the interpolation scale L_train / L;
-    per scale, the reach curve's loss at its longest context against s = 1's, and where it
-    stops improving (`ReachResult.best_context`)."""
+    per scale, the reach curve's loss at its longest context against s = 1's, and the context
+    at which it is lowest (`ReachResult.lowest_context`)."""
     from alibi_viz.reach import ReachResult
 
     train = results["train_seq_len"]
@@ -170,5 +170,32 @@ def rescale_summary(results: dict) -> dict:
     longest = {s: float(r.nll[-1]) for s, r in reach.items()}
     return {"cells": cells,
             "reach": {s: {"longest_loss": longest[s], "change": longest[s] - longest[1.0],
-                          "best_context": reach[s].best_context(0.01)} for s in scales},
+                          "lowest_context": reach[s].lowest_context()} for s in scales},
             "longest_context": int(reach[1.0].contexts.max())}
+
+
+def interpolation_note(results: dict, parameters: int, factors=(8, 32)) -> str | None:
+    """The sentence that sets the official repository's pointer to position interpolation
+    beside what the shipped sweep measured, in the current language: the change that
+    s = L_train / L makes to the non-overlapping perplexity at each of `factors` times the
+    training length, against s = 1, on a model of `parameters` parameters. None when the sweep
+    lacks one of those cells."""
+    from alibi_viz import data, paper
+    from alibi_viz.evaluate import relative_change
+    from alibi_viz.i18n import significant
+
+    summary = rescale_summary(results)
+    train = results["train_seq_len"]
+    cells = [summary["cells"].get(("nonoverlapping", f * train)) for f in factors]
+    if any(c is None or c["interpolation_ratio"] is None for c in cells):
+        return None
+    changes = ", ".join(_("{change} at {factor}x").format(
+        change=relative_change(c["interpolation_ratio"], factor_decimals=1), factor=f)
+        for f, c in zip(factors, cells, strict=True))
+    return _("The official repository points to position interpolation for ALiBi "
+             "({interpolation}) to make a model use a longer context. That work reports its "
+             "gains on large pretrained models; on this byte-level model of {parameters} million "
+             "parameters, with no further training, s = L_train / L changes the non-overlapping "
+             "perplexity on {text} by {changes}, against s = 1 (section 5).").format(
+        interpolation=paper.ALIBI_INTERPOLATION, parameters=significant(parameters / 1e6, 2),
+        text=_(data.TEXT_KINDS[results["kind"]]), changes=changes)

@@ -1,0 +1,718 @@
+"""Every sentence written from results says only what its data bear out.
+
+Each test takes a sentence a generator writes (or a model card, or the README, writes) and
+checks its own words against every data point it covers, read here from the shipped results
+files and recomputed from them: "no longer window is significantly better from 1,024 on" is
+checked against every pair of longer windows with its paired interval, "within 0.01 nats of that
+at every context from 256 on" against every context from 256 on, "intervals below 1" against
+every interval. Sentences are read in English (the catalogs' translations are checked by
+tests/test_i18n.py). Nothing here trains or runs a model, except one test that reads attention
+maps of the shipped ALiBi model.
+"""
+
+import csv
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from alibi_viz import assets, data
+from alibi_viz.assets import model_label
+
+ROOT = Path(__file__).resolve().parents[1]
+KINDS = list(data.CORPUS_KINDS)
+RESULTS = {kind: assets.load_extrapolation_results(kind) for kind in KINDS}
+REACH = assets.load_reach_results()
+needs_results = pytest.mark.skipif(not all(RESULTS.values()), reason="no shipped results")
+needs_reach = pytest.mark.skipif(not REACH, reason="no shipped reach results")
+
+N = r"\d[\d,]*(?:\.\d+)?"  # a number as the English pages write it
+CHANGE = (r"[−+x]\d[\d,]*(?:\.\d+)?%? \(95% interval [−+x]\d[\d,]*(?:\.\d+)?%? to "
+          r"[−+x]\d[\d,]*(?:\.\d+)?%?(?:, not distinguishable from no change)?\)")
+
+
+def num(text: str) -> float:
+    return float(text.replace(",", ""))
+
+
+def as_ratio(change: str) -> float:
+    """"−6.4%" -> 0.936, "+1.0%" -> 1.01, "x7.71" -> 7.71."""
+    if change.startswith("x"):
+        return num(change[1:])
+    value = num(change[1:].rstrip("%")) / 100
+    return 1 - value if change.startswith("−") else 1 + value
+
+
+def parse_change(text: str) -> tuple[float, float, float, bool]:
+    """A describe_ratio text -> (ratio, low, high, says "not distinguishable")."""
+    ratio, low, high = re.match(r"(\S+) \(95% interval (\S+) to ([^,)]+)", text).groups()
+    return as_ratio(ratio), as_ratio(low), as_ratio(high), "not distinguishable" in text
+
+
+def paired(a, b) -> tuple[float, float, float]:
+    """The reference: perplexity ratio a / b on the same scored tokens, exp(mean chunk
+    difference +- 1.96 sd / sqrt(chunks))."""
+    diff = np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)
+    half = 1.96 * diff.std(ddof=1) / math.sqrt(diff.size)
+    return math.exp(diff.mean()), math.exp(diff.mean() - half), math.exp(diff.mean() + half)
+
+
+def cell_ratio(results, protocol, name, longer, shorter):
+    chunks = results["models"][name]["chunk_nll"][protocol]
+    return paired(chunks[str(longer)], chunks[str(shorter)])
+
+
+def close(written: float, true: float) -> bool:
+    """A ratio as relative_change writes it: to 0.1% below 2, to 2 decimals (or 1) from 2."""
+    return abs(written - true) <= (0.0051 if true >= 2 else 0.00051) or (
+        true >= 2 and abs(written - true) <= 0.051)
+
+
+def assert_change(text: str, reference) -> None:
+    """A written change is the reference ratio and interval, to the digits written, and says
+    "not distinguishable" exactly when the interval includes 1."""
+    ratio, low, high, same = parse_change(text)
+    for written, true in zip((ratio, low, high), reference, strict=True):
+        assert close(written, true), (text, reference)
+    assert same == (reference[1] <= 1 <= reference[2]), text
+
+
+def significant_gain(ratio) -> bool:
+    """A gain the sentences count: the whole interval below 1 - 0.1% (they say "by a
+    significant 0.1% or more")."""
+    return ratio[2] < 1 - 0.001
+
+
+def lengths_from(results, start):
+    return [n for n in sorted(results["lengths"]) if n >= start]
+
+
+def name_of(label: str) -> str:
+    return next(n for n in assets.MODEL_ORDER if model_label(n) == label)
+
+
+def paper_cell(table_file: str, train: int, length: int) -> float | None:
+    path = ROOT.parent / "shared" / "paper" / table_file
+    if not path.is_file():
+        return None
+    with open(path, newline="") as f:
+        row = next(r for r in csv.DictReader(f) if r["train_length"] == str(train))
+    return float(row[f"eval_{length}"])
+
+
+# ----------------------------------------------------------------------------- context use
+
+CONTEXT_NONE = re.compile(
+    rf"In sliding windows no length makes (?P<model>.+?)'s perplexity lower than a shorter "
+    rf"length's by a significant 0\.1% or more \((?P<tokens>{N}) scored tokens, paired 95% intervals\): from "
+    rf"(?P<train>{N}) to (?P<longest>{N}) tokens it changes by (?P<whole>{CHANGE})\.")
+CONTEXT_GAIN = re.compile(
+    rf"In sliding windows (?P<model>.+?)'s perplexity changes by (?P<to_flat>{CHANGE}) from "
+    rf"(?P<train>{N}) to (?P<flat>{N}) tokens(?:, its last significant gain (?P<gain>{CHANGE}) "
+    rf"from (?P<start>{N}) to (?P=flat) tokens)?; from (?P=flat) tokens on no longer window is "
+    rf"better than a shorter one by a significant 0\.1% or more \((?P<rest>{CHANGE}) from (?P=flat) to "
+    rf"(?P<longest>{N}); (?P<tokens>{N}) scored tokens, paired 95% intervals\)\.")
+
+
+def assert_context_claims(sentence: str, results: dict) -> dict:
+    """Checks a context_use_sentence against every pair of sliding-window lengths it covers.
+    Returns its parsed fields."""
+    found = CONTEXT_NONE.search(sentence) or CONTEXT_GAIN.search(sentence)
+    assert found, sentence
+    fields = found.groupdict()
+    name = name_of(fields["model"])
+    train, longest = int(num(fields["train"])), int(num(fields["longest"]))
+    assert train == results["models"][name]["train_seq_len"]
+    assert longest == max(results["lengths"])
+    assert int(num(fields["tokens"])) == results["models"][name]["tokens"]["sliding"][str(longest)]
+    lengths = lengths_from(results, train)
+
+    def pairs_from(first):
+        return [(a, b) for a in lengths if a >= first for b in lengths if b > a]
+
+    if "whole" in fields:  # no length significantly better than a shorter one, anywhere
+        for a, b in pairs_from(train):
+            assert not significant_gain(cell_ratio(results, "sliding", name, b, a)), (a, b)
+        assert_change(fields["whole"], cell_ratio(results, "sliding", name, longest, train))
+        return fields
+    flat = int(num(fields["flat"]))
+    assert_change(fields["to_flat"], cell_ratio(results, "sliding", name, flat, train))
+    assert_change(fields["rest"], cell_ratio(results, "sliding", name, longest, flat))
+    start = int(num(fields["start"])) if fields["start"] else train
+    if fields["gain"]:
+        assert_change(fields["gain"], cell_ratio(results, "sliding", name, flat, start))
+    # the gain ending at `flat` is significant, and it is the last: no significant gain starts
+    # later, so none from `flat` on either
+    assert significant_gain(cell_ratio(results, "sliding", name, flat, start))
+    for a, b in pairs_from(start + 1):
+        assert not significant_gain(cell_ratio(results, "sliding", name, b, a)), (a, b)
+    return fields
+
+
+@needs_results
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("name", assets.MODEL_ORDER)
+def test_context_use_sentence_is_true_of_every_pair_of_lengths(kind, name):
+    """For every model and kind of text, what the sliding-window sentence says of the context
+    used holds for every pair of lengths it covers."""
+    from alibi_viz.evaluate import context_use_sentence, useful_context
+
+    use = useful_context(RESULTS[kind], name)
+    assert_context_claims(context_use_sentence(use), RESULTS[kind])
+
+
+@needs_results
+@pytest.mark.parametrize("kind", KINDS)
+def test_key_result_is_true_of_both_protocols_and_the_paper(kind):
+    """The lab's key result: the sliding-window claims, "uses context up to about n" only with
+    a significant gain ending at n, the non-overlapping change over the lengths it names, the
+    early token curse named only where that change is a significant fall, and the paper's
+    Table 15 numbers (L = 512 row) read from its table."""
+    from alibi_viz.evaluate import key_result
+
+    results = RESULTS[kind]
+    text = key_result(results)
+    fields = assert_context_claims(text, results)
+    train, longest = int(num(fields["train"])), int(num(fields["longest"]))
+    if fields.get("flat"):
+        flat = int(num(fields["flat"]))
+        uses = re.search(rf"So on this text ALiBi uses context up to about ({N}) tokens "
+                         rf"\(({N})x its training length\)", text)
+        assert uses and int(num(uses[1])) == flat and num(uses[2]) == flat / train
+        moved = re.search(rf"Past {fields['flat']} tokens it moves by ({CHANGE}) in "
+                          rf"non-overlapping windows(: with no gain detected[^.]*)?\.", text)
+        start = flat
+    else:
+        moved = re.search(rf"In non-overlapping windows it moves by ({CHANGE}) over the same "
+                          rf"lengths(: with no gain detected[^.]*)?\.", text)
+        start = train
+    assert moved, text
+    reference = cell_ratio(results, "nonoverlapping", "alibi", longest, start)
+    assert_change(moved[1], reference)
+    assert bool(moved[2]) == significant_gain(reference)
+    row = re.search(rf"trained at L = 512 scores ({N}) at 512 tokens, ({N}) at 1,024 and ({N}) "
+                    rf"at 3,072", text)
+    for value, length in zip(row.groups(), (512, 1024, 3072), strict=True):
+        table = paper_cell("table15_alibi_sliding_stride1.csv", 512, length)
+        if table is not None:
+            assert num(value) == table
+
+
+# ----------------------------------------------------------------------------- extrapolation summary
+
+@needs_results
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("protocol", ["nonoverlapping", "sliding"])
+def test_extrapolation_summary_is_true_of_every_length(kind, protocol):
+    """Who is lowest at the training length (in order, with the values), how each model moves
+    to the longest length, and who is lowest at each length, against the results file."""
+    from alibi_viz.evaluate import extrapolation_summary
+
+    results = RESULTS[kind]
+    ppl = {n: e["perplexity"][protocol] for n, e in results["models"].items()}
+    lengths = sorted(results["lengths"])
+    train, longest = 128, lengths[-1]
+    first, moves, runs = extrapolation_summary(results, protocol)
+    order = re.search(r"the lowest perplexity is (.+?)'s: (.+)\.$", first)
+    ranked = [re.fullmatch(rf"(.+) ({N})", part).groups() for part in order[2].split(", then ")]
+    assert [name_of(label) for label, _v in ranked] == sorted(ppl, key=lambda n: ppl[n]["128"])
+    assert order[1] == ranked[0][0]
+    assert all(num(v) == pytest.approx(ppl[name_of(label)]["128"], abs=6e-4)
+               for label, v in ranked)
+    moved = re.search(rf"At ({N}) tokens \((\d+)x the training length\): (.+), relative to", moves)
+    assert int(num(moved[1])) == longest and int(moved[2]) == longest // train
+    for label, value, change in re.findall(rf"(\S+) ({N}) \(([−+x][\d.,]+%?)\)", moved[3]):
+        cells = ppl[name_of(label)]
+        assert num(value) == pytest.approx(cells[str(longest)], abs=6e-4)
+        ratio = cells[str(longest)] / cells["128"]
+        assert close(as_ratio(change), ratio), (change, ratio)
+    named = {}
+    for label, a, b in re.findall(rf"(\w+) at ({N})(?:-({N}))?", runs.split(": ", 1)[1]):
+        for n in lengths:
+            if num(a) <= n <= num(b or a):
+                named[n] = name_of(label)
+    assert named == {n: min(ppl, key=lambda m: ppl[m][str(n)]) for n in lengths}
+
+
+@needs_results
+@pytest.mark.parametrize("kind", KINDS)
+def test_in_distribution_ranking_states_each_gap_with_its_interval(kind):
+    """The ranking at the training length: the lowest model, each other model's value and its
+    paired ratio to the lowest, recomputed from the chunks."""
+    from alibi_viz.evaluate import in_distribution_ranking
+
+    results = RESULTS[kind]
+    ppl = {n: e["perplexity"]["nonoverlapping"]["128"] for n, e in results["models"].items()}
+    (sentence,) = in_distribution_ranking(results)
+    best = min(ppl, key=ppl.get)
+    assert re.search(rf"\) {re.escape(model_label(best))} is lowest at ({N});", sentence)
+    parts = re.findall(rf"(\S+) ({N}) \(({CHANGE}) against (\S+)\)", sentence)
+    assert {name_of(p[0]) for p in parts} == set(ppl) - {best}
+    for label, value, change, against in parts:
+        assert name_of(against) == best
+        assert num(value) == pytest.approx(ppl[name_of(label)], abs=6e-4)
+        chunks = {n: results["models"][n]["chunk_nll"]["nonoverlapping"]["128"]
+                  for n in (name_of(label), best)}
+        assert_change(change, paired(chunks[name_of(label)], chunks[best]))
+
+
+# ----------------------------------------------------------------------------- reach
+
+def curve(name: str) -> dict[int, float]:
+    r = REACH["models"][name]["reach"]
+    return dict(zip(r["contexts"], r["nll"], strict=True))
+
+
+SUMMARY = re.compile(
+    rf"(?P<model>.+?): lowest at (?P<context>{N}) tokens of context \((?P<loss>{N}) nats/token\)"
+    rf"(?:, and within (?P<tol>{N}) nats of that at every context from (?P<settled>{N}) tokens "
+    rf"on)?; from (?P<train>{N}) to (?P<longest>{N}) tokens of context its loss moves by "
+    rf"(?P<delta>[−+]{N}) nats; a repeated span gains (?P<near_gain>{N}) nats/token at "
+    rf"(?P<near>{N}) tokens and (?P<far_gain>{N}) at (?P<far>{N})\.")
+
+
+def assert_lowest(name: str, context: str, loss: str) -> None:
+    c = curve(name)
+    assert int(num(context)) == min(c, key=c.get)
+    assert num(loss) == pytest.approx(min(c.values()), abs=6e-4)
+
+
+def assert_settled(name: str, settled: str, tolerance: float = 0.01) -> None:
+    """"within `tolerance` of its lowest at every context from `settled` on", checked at every
+    one of them, and `settled` the first such context."""
+    c = curve(name)
+    low = min(c.values())
+    later = [x for x in c if x >= num(settled)]
+    assert all(c[x] <= low + tolerance for x in later), {x: c[x] for x in later}
+    earlier = [x for x in c if x < num(settled)]
+    assert not earlier or c[max(earlier)] > low + tolerance
+
+
+@needs_reach
+def test_reach_summary_is_true_of_every_context():
+    """Per model: the context of the lowest loss, "within 0.01 nats of that from c on" checked
+    at every longer context (and never said when a later context is further off), the move
+    from the training length to the longest context, and the copy gains."""
+    from alibi_viz.reach import reach_summary
+
+    lines = reach_summary(REACH, 128)
+    assert len(lines) == len(REACH["models"])
+    for line in lines:
+        f = SUMMARY.fullmatch(line)
+        assert f, line
+        name = name_of(f["model"])
+        c = curve(name)
+        assert_lowest(name, f["context"], f["loss"])
+        if f["settled"]:
+            assert_settled(name, f["settled"], num(f["tol"]))
+        else:  # not said: then no context before the longest settles it
+            low = min(c.values())
+            assert not all(c[x] <= low + 0.01 for x in c if x >= sorted(c)[-2])
+        assert num(f["delta"].replace("−", "-")) == pytest.approx(c[1024] - c[128], abs=6e-4)
+        gains = dict(zip(REACH["models"][name]["copy"]["distances"],
+                         REACH["models"][name]["copy"]["gain"], strict=True))
+        assert num(f["near_gain"]) == pytest.approx(gains[int(num(f["near"]))], abs=6e-3)
+        assert num(f["far_gain"]) == pytest.approx(gains[int(num(f["far"]))], abs=6e-3)
+
+
+@needs_reach
+def test_lesson_reach_answer_is_true_of_every_model():
+    """Step 7's answer: where ALiBi's loss is lowest; every model's lowest context, said to be
+    inside the training window and higher at 128 only when each is; the gentlest slope's weight
+    at that distance; ALiBi's largest distance from its lowest over every longer context; every
+    other model higher at each context past 128 than at 128, with the range at 1,024."""
+    from alibi_viz import alibi_slopes
+    from alibi_viz.reach import reach_answer
+
+    text = reach_answer(REACH, 128, alibi_slopes(8))
+    f = re.search(rf"Its loss is lowest at ({N}) tokens of context \(({N}) nats/token\)", text)
+    assert_lowest("alibi", f[1], f[2])
+    low = int(num(f[1]))
+    lows = re.search(r"lowest within the training window \((.+?)\)(, and each is higher at "
+                     rf"({N}) tokens than at its lowest)?\.", text)
+    named = dict(re.findall(rf"(\S+) at ({N})", lows[1]))
+    assert {name_of(k): int(num(v)) for k, v in named.items()} == {
+        n: min(curve(n), key=curve(n).get) for n in REACH["models"]}
+    assert all(int(num(v)) <= 128 for v in named.values())
+    assert lows[2] and all(curve(n)[128] > min(curve(n).values()) for n in REACH["models"])
+    gentle = re.search(rf"its gentlest head \(m = ({N}), half-life ({N}) tokens\) still gives a "
+                       rf"key ({N}) tokens back (\d+)% of the weight", text)
+    m = min(alibi_slopes(8))
+    assert num(gentle[1]) == pytest.approx(m, rel=1e-2)
+    assert num(gentle[2]) == round(math.log(2) / m) and int(num(gentle[3])) == low
+    assert int(gentle[4]) == round(100 * math.exp(-m * low))
+    spread = re.search(rf"from ({N}) to ({N}) tokens of context its loss stays within ({N}) nats "
+                       rf"of its lowest, while every other model's loss is higher at each "
+                       rf"context past ({N}) than at (?:{N}) \(({N})-({N}) nats at ({N})\)", text)
+    c = curve("alibi")
+    assert int(num(spread[1])) == low
+    assert num(spread[3]) == pytest.approx(max(v for x, v in c.items() if x >= low)
+                                           - min(c.values()), abs=6e-4)
+    others = [n for n in REACH["models"] if n != "alibi"]
+    for n in others:
+        assert all(v > curve(n)[128] for x, v in curve(n).items() if x > 128), n
+    far = [curve(n)[1024] for n in others]
+    assert (num(spread[5]), num(spread[6])) == (pytest.approx(min(far), abs=6e-3),
+                                                pytest.approx(max(far), abs=6e-3))
+
+
+CARD_REACH = re.compile(rf"; lowest at ({N}) tokens \(({N})\)(?:, and within 0\.01 nats of that "
+                        rf"at every context from ({N}) tokens on)?\.")
+
+
+@needs_reach
+@pytest.mark.parametrize("name", assets.MODEL_ORDER)
+def test_model_card_reach_line_is_true_of_every_context(name):
+    """The card's reach line, as shipped on disk: every loss it lists, the lowest, and "within
+    0.01 nats of that from c on" checked at every context from c on."""
+    card = (assets.MODELS_DIR / name / "README.md").read_text()
+    line = next(x for x in card.splitlines() if x.startswith("On the shipped held-out text of "
+                                                             "the four kinds"))
+    listed = dict(re.findall(rf"(\d+): ({N})", line.split("scored tokens):")[1]))
+    assert {int(k): num(v) for k, v in listed.items()} == pytest.approx(curve(name), abs=6e-4)
+    f = CARD_REACH.search(line)
+    assert f, line
+    assert_lowest(name, f[1], f[2])
+    if f[3]:
+        assert_settled(name, f[3])
+
+
+@needs_results
+@pytest.mark.parametrize("name", assets.MODEL_ORDER)
+def test_model_card_evaluation_table_is_the_results(name):
+    """Every cell of the card's per-kind table is the results file's perplexity and interval."""
+    card = (assets.MODELS_DIR / name / "README.md").read_text()
+    kinds = {title: kind for kind, title in data.TEXT_KINDS.items()}
+    rows = [line for line in card.splitlines()
+            if line.startswith("| ") and line.split(" | ")[0][2:] in kinds]
+    assert len(rows) == 2 * len(KINDS)
+    for row in rows:
+        title, protocol, *cells = [c.strip() for c in row.strip("|").split("|")]
+        entry = RESULTS[kinds[title]]["models"][name]
+        for length, cell in zip((128, 256, 1024, 4096), cells, strict=True):
+            value, low, high = re.fullmatch(rf"({N}) \(({N})-({N})\)", cell).groups()
+            assert num(value) == pytest.approx(entry["perplexity"][protocol][str(length)], abs=6e-4)
+            assert [num(low), num(high)] == pytest.approx(entry["ci95"][protocol][str(length)],
+                                                          abs=6e-4)
+
+
+# ----------------------------------------------------------------------------- rescaled slopes
+
+RESCALE = assets.load_rescale_results()
+needs_rescale = pytest.mark.skipif(not RESCALE, reason="no shipped rescale results")
+
+
+@needs_rescale
+def test_rescale_summary_is_true_of_every_scale():
+    """Per protocol and length: the best scale is the lowest perplexity of every scale swept,
+    and the ratios are the file's own values over s = 1's; per scale the reach curve's lowest
+    context and its loss at the longest context."""
+    from alibi_viz.models.rescale import rescale_summary
+
+    summary = rescale_summary(RESCALE)
+    for protocol, by_length in RESCALE["perplexity"].items():
+        for length, values in by_length.items():
+            c = summary["cells"][(protocol, int(length))]
+            assert values[f"{c['best']:.6g}"] == min(values.values())
+            assert c["best_ratio"] == pytest.approx(values[f"{c['best']:.6g}"] / values["1"])
+            assert c["interpolation"] == 128 / int(length)
+            assert c["interpolation_ratio"] == pytest.approx(
+                values[f"{c['interpolation']:.6g}"] / values["1"])
+    for s, r in summary["reach"].items():
+        nll = dict(zip(RESCALE["reach"][f"{s:.6g}"]["contexts"], RESCALE["reach"][f"{s:.6g}"]["nll"],
+                       strict=True))
+        assert r["lowest_context"] == min(nll, key=nll.get)
+        assert r["longest_loss"] == nll[max(nll)]
+
+
+@needs_rescale
+def test_interpolation_note_states_the_sweeps_changes():
+    """The sentence that sets position interpolation beside the sweep: the change s = L_train / L
+    makes at 8x and 32x, against s = 1, read from the file, and the model's size."""
+    from alibi_viz.models.rescale import interpolation_note
+
+    parameters = assets.training_info(assets.MODELS_DIR / "alibi")["parameters"]
+    text = interpolation_note(RESCALE, parameters)
+    assert f"of {parameters / 1e6:.2g} million parameters" in text
+    assert f"on {data.TEXT_KINDS[RESCALE['kind']]} by" in text
+    for change, factor in re.findall(r"(x[\d.]+|[−+][\d.]+%) at (\d+)x", text):
+        values = RESCALE["perplexity"]["nonoverlapping"][str(128 * int(factor))]
+        assert as_ratio(change) == pytest.approx(values[f"{1 / int(factor):.6g}"] / values["1"],
+                                                 abs=0.06)
+        assert as_ratio(change) > 1  # what "reconciles" the pointer: interpolation hurts here
+
+
+# ----------------------------------------------------------------------------- learnable slopes
+
+VARIANT = assets.load_learnable_slopes_results()
+needs_variant = pytest.mark.skipif(not VARIANT, reason="no shipped learnable-slope results")
+
+
+def variant_cell(kind, protocol, length):
+    return VARIANT["cells"][f"{kind}/{protocol}/{length}"]
+
+
+@needs_variant
+@pytest.mark.parametrize("kind", KINDS)
+def test_layer_slopes_summary_is_true_of_every_factor(kind):
+    """Each verdict is where its interval lies; "narrows" only when the gap to 1 shrinks (or
+    holds) at every next factor, on one side of 1; the largest move and the steeper count are
+    the logged slopes'."""
+    from alibi_viz.models import layer_slopes
+
+    found = layer_slopes.summary(VARIANT, kind)
+    gaps = []
+    for factor, length in zip(VARIANT["factors"], VARIANT["lengths"], strict=True):
+        ratio, low, high = variant_cell(kind, "nonoverlapping", length)["ratio"]
+        verdict = found["verdicts"][factor]
+        assert verdict == ("better" if high < 1 else "worse" if low > 1 else "same")
+        gaps.append(ratio - 1)
+    shrinking = all(abs(b) <= abs(a) for a, b in zip(gaps[:-1], gaps[1:], strict=True))
+    one_side = all(g < 0 for g in gaps) or all(g > 0 for g in gaps)
+    assert found["narrows"] == (shrinking and one_side and abs(gaps[-1]) < abs(gaps[0]))
+    initial, final = np.array(VARIANT["slopes"][0]), np.array(VARIANT["slopes"][-1])
+    assert found["steeper"] == int((final > initial).sum())
+    relative = final / initial - 1
+    layer, head = np.unravel_index(np.abs(relative).argmax(), relative.shape)
+    assert (found["largest"]["layer"], found["largest"]["head"]) == (layer, head)
+
+
+@needs_variant
+def test_run_summary_is_true_of_every_cell():
+    """The run's sentence: the range of learnable / fixed over every kind and length, how many
+    intervals lie below 1 and that none lies above, and "kept extrapolating" only when on every
+    kind the learnable model's perplexity at 32x is below its own at 1x."""
+    from alibi_viz.models import layer_slopes
+
+    text = layer_slopes.run_summary(VARIANT)
+    cells = [variant_cell(k, "nonoverlapping", n) for k in KINDS for n in VARIANT["lengths"]]
+    ratios = [c["ratio"][0] for c in cells]
+    f = re.search(r"perplexity is ([\d.]+)% to ([\d.]+)% below the fixed-slope model's at every "
+                  r"length from 1x to 32x on all (\d+) kinds of held-out text \((\d+) of the "
+                  r"(\d+) paired 95% intervals lie below 1(, none above it)?\)", text)
+    assert f, text
+    assert max(ratios) < 1
+    assert num(f[1]) == pytest.approx(100 * (1 - max(ratios)), abs=0.051)
+    assert num(f[2]) == pytest.approx(100 * (1 - min(ratios)), abs=0.051)
+    assert int(f[3]) == len(KINDS) == len(VARIANT["kinds"])
+    assert int(f[4]) == sum(c["ratio"][2] < 1 for c in cells) and int(f[5]) == len(cells)
+    assert bool(f[6]) == all(c["ratio"][1] <= 1 for c in cells)
+    kept = all(variant_cell(k, "nonoverlapping", 4096)["learnable"]
+               < variant_cell(k, "nonoverlapping", 128)["learnable"] for k in KINDS)
+    assert ("it kept extrapolating" in text) == kept
+    assert kept  # the bias explorer says so of this run without computing it
+
+
+@needs_variant
+def test_variant_card_states_its_trained_slopes():
+    """The variant's card gives the range of its trained slopes (config.json's), not the
+    initial schedule, and its ratio table is the results file's."""
+    from alibi_viz.models import layer_slopes
+
+    card = (assets.LEARNABLE_SLOPES_DIR / "README.md").read_text()
+    slopes = layer_slopes.read(assets.LEARNABLE_SLOPES_DIR)
+    arch = card.split("## Architecture\n")[1].splitlines()[0]
+    f = re.search(rf"from ({N}) down to ({N}(?:e-\d+)?) after training", arch)
+    assert f, arch
+    assert num(f[1]) == pytest.approx(slopes.max(), rel=1e-3)
+    assert num(f[2]) == pytest.approx(slopes.min(), rel=1e-2)
+    assert "slopes 2^-1 .. 2^-8." not in arch
+    for kind in KINDS:
+        for protocol in ("nonoverlapping", "sliding"):
+            row = next(x for x in card.splitlines()
+                       if x.startswith(f"| {data.TEXT_KINDS[kind]} | {protocol} |"))
+            cells = re.findall(rf"({N}) \(({N})-({N})\)", row)
+            for length, cell in zip(VARIANT["lengths"], cells, strict=True):
+                assert [num(v) for v in cell] == pytest.approx(
+                    variant_cell(kind, protocol, length)["ratio"], abs=6e-4)
+
+
+# ----------------------------------------------------------------------------- the README
+
+README = " ".join((ROOT / "README.md").read_text().split())
+
+
+@needs_results
+def test_readme_names_the_lowest_model_at_the_training_length_per_protocol():
+    """"In non-overlapping windows rotary is lowest ... ALiBi 1.0-4.6% behind; in sliding windows
+    rotary is lowest on the three kinds of prose (ALiBi 4.7-5.8% behind) and learned positions
+    on Python code (ALiBi 8.1% behind)", recomputed from every kind's results."""
+    def behind(protocol, kinds):
+        values = []
+        for kind in kinds:
+            ppl = {n: e["perplexity"][protocol]["128"] for n, e in RESULTS[kind]["models"].items()}
+            values.append((min(ppl, key=ppl.get), ppl["alibi"] / min(ppl.values()) - 1))
+        return values
+
+    nonover = behind("nonoverlapping", KINDS)
+    assert {n for n, _v in nonover} == {"rope"}
+    low, high = min(v for _n, v in nonover), max(v for _n, v in nonover)
+    assert f"rotary is lowest at the training length on every kind, ALiBi {100 * low:.1f}-" \
+           f"{100 * high:.1f}% behind" in README
+    prose = behind("sliding", ["en", "es", "ru"])
+    assert {n for n, _v in prose} == {"rope"}
+    assert f"rotary is lowest on the three kinds of prose (ALiBi " \
+           f"{100 * min(v for _n, v in prose):.1f}-{100 * max(v for _n, v in prose):.1f}% " \
+           f"behind)" in README
+    ((best, gap),) = behind("sliding", ["python"])
+    assert best == "learned" and f"learned positions on Python code (ALiBi {100 * gap:.1f}% " \
+                                 f"behind)" in README
+
+
+@needs_variant
+def test_readme_says_which_sliding_intervals_exclude_1():
+    """"In sliding windows every paired interval includes 1 but Python code's at 32x (...)",
+    against every sliding interval of the comparison; and the non-overlapping range on English
+    and Spanish prose."""
+    outside = [(k, f) for k in KINDS for f, n in zip(VARIANT["factors"], VARIANT["lengths"],
+                                                     strict=True)
+               if not (variant_cell(k, "sliding", n)["ratio"][1] <= 1
+                       <= variant_cell(k, "sliding", n)["ratio"][2])]
+    assert outside == [("python", 32)]
+    ratio, low, high = variant_cell("python", "sliding", 4096)["ratio"]
+    assert (f"in sliding windows every paired interval includes 1 but Python code's at 32x "
+            f"({ratio:.3f}, {low:.3f}-{high:.3f})") in README
+    prose = [variant_cell(k, "nonoverlapping", n)["ratio"][0] for k in ("en", "es")
+             for n in VARIANT["lengths"]]
+    assert f"its perplexity is {100 * (1 - max(prose)):.1f}-{100 * (1 - min(prose)):.1f}% below" \
+           in README
+
+
+@needs_reach
+def test_readme_reach_sentence_is_true_of_every_model():
+    """The README's reach sentence: every model's lowest context, each higher at 128, ALiBi's
+    gentlest half-life, "within 0.01 nats of its lowest from 256 to 1,024" at every context
+    there, every other model higher at each context past 128 than at 128."""
+    from alibi_viz import alibi_slopes
+
+    lows = {n: min(curve(n), key=curve(n).get) for n in REACH["models"]}
+    assert {n: c for n, c in lows.items() if n != "nope"} == dict.fromkeys(
+        [n for n in REACH["models"] if n != "nope"], 32) and lows["nope"] == 64
+    assert "every model's loss is lowest at 32 tokens of context (NoPE's at 64) and higher at " \
+           "128" in README
+    assert all(curve(n)[128] > curve(n)[lows[n]] for n in REACH["models"])
+    assert f"a half-life of {math.log(2) / min(alibi_slopes(8)):.0f} tokens" in README
+    assert "from 256 to 1,024 tokens its loss stays within 0.01 nats of its lowest" in README
+    assert_settled("alibi", "256")
+    c = curve("alibi")
+    assert f"(1.024 nats at 32, {c[128]:.3f} at 128, {c[1024]:.3f} at 1,024)" in README
+    assert "every other model's is higher at each context past 128 than at 128" in README
+    for n in REACH["models"]:
+        if n != "alibi":
+            assert all(v > curve(n)[128] for x, v in curve(n).items() if x > 128), n
+    s = curve("sinusoidal")
+    assert f"(sinusoidal {s[128]:.2f} to {s[1024]:.2f} nats from 128 to 1,024)" in README
+
+
+# ----------------------------------------------------------------------------- attention past L
+
+@pytest.fixture(scope="module")
+def beyond():
+    """Per kind, the shipped ALiBi model reading the kind's long example at 1,024 tokens (what
+    the lab's section 3 draws): (layers, heads) share of attention beyond 128 tokens, and
+    (layers, heads) the largest weight one key more than 128 tokens back gets, averaged over
+    the queries past 128."""
+    import torch
+
+    from alibi_viz.models.heads import attention_maps
+    from alibi_viz.models.loading import load_model
+    from alibi_viz.reach import attention_beyond
+
+    folder = assets.shipped_models().get("alibi")
+    if folder is None:
+        pytest.skip("the shipped ALiBi model is not in assets/models")
+    torch.set_num_threads(2)
+    model, tokenizer, _info = load_model(folder)
+    found = {}
+    for kind in KINDS:
+        maps = attention_maps(model, tokenizer, data.long_example(kind=kind), max_tokens=1024).maps
+        peak = np.array([[np.tril(head, k=-129)[129:].max(axis=1).mean() for head in layer]
+                         for layer in maps])
+        found[kind] = (attention_beyond(maps, 128), peak)
+    return found
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_beyond_summary_is_true_of_every_head(beyond, kind):
+    """The lab's sentence under the maps: the heads said to keep under 1% beyond 128 tokens do
+    so in every layer, and every other head's range is its min and max over the layers."""
+    from alibi_viz.reach import beyond_summary
+
+    shares = beyond[kind][0]
+    text = beyond_summary(shares, 128, 1024)
+    near = re.search(r"heads ([\d, -]+) put under 1% of their attention", text)
+    named = set()
+    for part in near[1].split(", "):
+        a, _sep, b = part.partition("-")
+        named |= set(range(int(a), int(b or a) + 1))
+    assert named == {h + 1 for h in range(shares.shape[1]) if (shares[:, h] < 0.01).all()}
+    ranges = re.findall(r"head (\d+) (under )?([\d.]+)% to ([\d.]+)%", text)
+    assert {int(r[0]) for r in ranges} == set(range(1, shares.shape[1] + 1)) - named
+    for head, under, low, high in ranges:
+        column = 100 * shares[:, int(head) - 1]
+        def shown(true):  # small_percent: whole percent from 10%, two significant digits below
+            return pytest.approx(true, abs=0.51 if true >= 10 else max(0.051 * true, 1e-4))
+
+        if under:
+            assert column.min() < num(low)
+        else:
+            assert num(low) == shown(column.min())
+        assert num(high) == shown(column.max())
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_steep_heads_stay_within_training_distances_and_gentle_ones_reach_beyond(beyond, kind):
+    """The static sentence of the lab and the bias explorer ("the steep heads keep their
+    attention on distances seen in training, and the gentle ones put part of theirs beyond"):
+    heads 1-4 put under 1% beyond 128 tokens in every layer, the two gentlest more than 10%.
+    It does not say "spread thin": head 8 gives one far key, on average over the queries, more
+    than 10% of its attention in some layers (the test checks that the word stays out)."""
+    shares, peak = beyond[kind]
+    assert (shares[:, :4] < 0.01).all()
+    assert (shares[:, -2:] > 0.10).all()
+    assert peak[:, -1].max() > 0.1  # concentrated, not thin: why the sentences do not say it
+    for page in ("extrapolation.py", "bias_explorer.py"):
+        source = re.sub(r'"\s*\n\s*"', "", (ROOT / "app" / "app_pages" / page).read_text())
+        assert "the gentle ones put part of theirs beyond" in source \
+            or "the gentle heads put part of theirs beyond" in source
+        assert "thin over many keys" not in source
+
+
+# ----------------------------------------------------------------------------- bf16 content
+
+def test_bloom_bf16_rounds_the_content_score_with_the_bias():
+    """precision.content_rounding against a reference: float32 m·j rounded to bfloat16 (the
+    bias the model holds), plus the content score, the sum rounded once to bfloat16. At head 1
+    (m = 1/2), keys 2,040-2,047, a content score of 3 reaches the softmax as 4 or 0, and the
+    bias explorer's sentence lists exactly those values."""
+    import torch
+
+    from alibi_viz.precision import content_rounding
+
+    keys = np.arange(2040, 2048)
+    found = content_rounding(8, 0, keys, 3.0, "bfloat16")
+    bias = (torch.tensor(keys, dtype=torch.float32) * 0.5).to(torch.bfloat16).float()
+    reference = ((bias + 3.0).to(torch.bfloat16).float() - bias).double().numpy()
+    assert np.array_equal(found["seen"], reference)
+    assert set(found["seen"].tolist()) == {4.0, 0.0}
+    assert np.abs(content_rounding(8, 0, keys, 3.0, "float32")["error"]).max() < 1e-3
+
+
+def test_precision_lens_reports_the_content_error_bloom_makes():
+    """The precision lens's content error, row-constant form in bfloat16 at 2,048 tokens: head 1
+    (m = 1/2) can lose a whole content score of 3 logits (the bias grid there is 4 and 8 logits
+    wide), against the same reference rounding; in float32 nothing is lost."""
+    import torch
+
+    from alibi_viz.precision import precision_lens
+
+    lens = precision_lens(8, 2048, "bfloat16", "row_constant", content=3.0)
+    bias = (torch.arange(2048, dtype=torch.float32) * 0.5).to(torch.bfloat16).float()
+    reference = ((bias + 3.0).to(torch.bfloat16).float() - bias - 3.0).abs().double().numpy()
+    assert np.array_equal(lens["content_error"][0], reference)
+    assert lens["content_error"][0].max() == 3.0
+    assert precision_lens(8, 2048, "float32", "row_constant", content=3.0)["content_error"].max() \
+        < 1e-3
+    assert "content_error" not in precision_lens(8, 64, "bfloat16", "falcon", content=3.0)
