@@ -178,8 +178,10 @@ def test_context_myth_quotes_the_papers_tables():
     at = run_app("lesson", {"step": str(LAST)})
     text = " ".join(m.value for m in at.markdown)
     assert "makes use of all 10K tokens" in text
-    for value in (*paper.TABLE3_ALIBI.values(), *paper.TABLE15_ALIBI.values()):
+    for value in (*paper.TABLE3_ALIBI.values(), *paper.TABLE15_ALIBI_L1024.values()):
         assert number(value, 2) in text, value
+    assert "a full window of the evaluation length" in text and "exactly L tokens" not in text
+    assert number(paper.TABLE15_ALIBI_L512[512], 2) not in text  # the L = 512 row is not L = 1,024's
 
 
 def test_handout_shows_every_step_with_its_answer():
@@ -219,20 +221,43 @@ def test_handout_is_in_the_page_language():
 
 
 def test_where_no_longer_context_helps_the_lesson_does_not_count_from_l_to_l():
-    """On the Russian held-out text ALiBi's sliding-window perplexity improves nowhere past its
-    training length (useful_context gives 128 itself): the lesson says so, instead of "a gain
-    of +0.0% from 128 to 128 tokens"."""
+    """On the Russian held-out text no sliding-window length makes ALiBi significantly better
+    than a shorter one: the lesson's handout says so with the change from 128 to 4,096, instead
+    of "a gain of +0.0% from 128 to 128 tokens"."""
     from alibi_viz.evaluate import describe_ratio, useful_context
     from alibi_viz.i18n import set_language
 
-    results = assets.load_extrapolation_results("ru")
-    n, _gain, rest = useful_context(results, "alibi")
-    assert n == 128
+    use = useful_context(assets.load_extrapolation_results("ru"), "alibi")
+    assert use.last_gain is None
     at = run_app("lesson", {"print": "1", "lang": "ru"})
     texts = " ".join(m.value for m in at.markdown)
     set_language("ru")
     try:
-        assert describe_ratio(rest) in texts
+        assert describe_ratio(use.whole) in texts
     finally:
         set_language("en")
     assert "128 до 128" not in texts and "128 до 128 токенов" not in texts
+
+
+def test_reach_step_answers_with_the_computed_reach_sentence():
+    """Step 7's answer is reach.reach_answer's, from the shipped reach curves: lowest at 32
+    tokens for ALiBi, every model lowest inside the training window, not "stays within 0.01
+    nats of its best" beyond 32."""
+    from alibi_viz.reach import reach_answer
+
+    reach = assets.load_reach_results()
+    at = run_app("lesson", {"print": "1"})
+    answer = next(m.value for m in at.markdown if "**Answer:**" in m.value
+                  and "tokens of context is the ALiBi model's loss lowest" in m.value)
+    assert answer.endswith(reach_answer(reach, 128, alibi_slopes(8)))
+    assert "Its loss is lowest at 32 tokens of context" in answer
+    assert "stays within 0.01 nats of its best" not in answer
+
+
+def test_bias_step_says_the_gentle_head_reaches_the_clip_far_beyond_the_drawn_length():
+    """Step 2's caption: head 8 does not reach −10 until 2,560 tokens back, beyond the 16
+    drawn (not "only 2,560 tokens back")."""
+    at = run_app("lesson", {"step": "2"})
+    text = " ".join(c.value for c in at.caption)
+    assert "does not reach it until 2,560 tokens back, far beyond the 16 drawn" in text
+    assert "only 2,560" not in text

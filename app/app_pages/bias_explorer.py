@@ -3,7 +3,7 @@
 import numpy as np
 import streamlit as st
 
-from alibi_viz import SCHEDULES, alibi_slopes
+from alibi_viz import SCHEDULES, alibi_slopes, paper
 from alibi_viz.alibi import (
     MODE_NAMES,
     SCHEDULE_NAMES,
@@ -28,7 +28,7 @@ from alibi_viz.figures.bias import (
 )
 from alibi_viz.i18n import N_, _, number, percent, significant
 from alibi_viz.params import UrlParam, format_head_selection, parse_head_selection
-from alibi_viz.precision import row_constant_error_table, spacing
+from alibi_viz.precision import content_rounding, row_constant_error_table, spacing
 from app import ui
 
 PREFIX = "be"
@@ -185,12 +185,15 @@ else:
 with st.expander(_("How were the slopes chosen?")):
     st.markdown(_(
         "The paper tried about ten sets of slopes and found that slopes in (0, 1), dense near "
-        "0, work well; 2^(-8h/n) is the set it kept. Slopes trained as parameters did not "
-        "extrapolate well, so the schedule is fixed, not learned. Because "
+        "0, work well; 2^(-8h/n) is the set it kept. It also tried training the slopes as "
+        "parameters, on its {parameters}M-parameter WikiText-103 model, and they did not yield "
+        "strong extrapolation (section 3), so its schedule is fixed, not learned. A variant of "
+        "the shipped model trains them, and in this project's small run it kept extrapolating "
+        "(Extrapolation lab, section 6). Because "
         "the bias is just one number per head times a distance, fused kernels need nothing "
         "else: FlashAttention takes the per-head slopes (`alibi_slopes`) and computes the "
         "bias on the fly, which is why the closed form (and the row-constant form below) "
-        "matters in practice."))
+        "matters in practice.").format(parameters=paper.TABLE_MODEL_PARAMETERS_M))
 
 st.subheader(_("2. Bias matrices, one per head"))
 ui.show_figure(grid_fig, f"alibi_bias_{tag}", key="be_fig_grid")
@@ -258,6 +261,8 @@ st.latex(r"\text{" + _("otherwise (official rule)") + r", } c = 2^{\lfloor \log_
          r"\quad m_1..m_c = 2^{-8h/c},\quad m_{c+1}..m_n = 2^{-8(2k-1)/(2c)},\ k = 1..n-c")
 st.latex(r"\text{" + _("symmetric:") + r" } B_{ij} = -m_h\,|i-j|")
 bf16 = row_constant_error_table((8, 112), 2048, "bfloat16")
+CONTENT_KEYS, CONTENT_SCORE = range(2040, 2048), 3.0  # head 1 (m = 1/2) at the end of 2,048 keys
+content = content_rounding(8, 0, CONTENT_KEYS, CONTENT_SCORE, "bfloat16")
 st.markdown("\n".join([
     "- " + _("**Row-constant form.** BLOOM and the authors' code add **+m·j** instead of "
              "−m·(i−j). Within row i the two differ by m·i, the same number for every key, and "
@@ -276,6 +281,17 @@ st.markdown("\n".join([
         distinct=bf16[0]["distinct values, last 16 keys of head 1"],
         gap_low=number(float(spacing([512], "bfloat16")[0]), 0),
         gap_high=number(float(spacing([1024], "bfloat16")[0]), 0)),
+    "- " + _("**The content score is rounded too.** BLOOM adds the bias and q·k/√d in the "
+             "model's dtype, in one call (`alibi.baddbmm(q, kᵀ, alpha=1/√d)` in "
+             "`BloomAttention.forward`), so the whole score m·j + q·k/√d comes back on the grid "
+             "of m·j. In bfloat16, with m = {m} at keys {first} to {last}, a content score of "
+             "{content} logits reaches the softmax as {seen} (second table below, computed with "
+             "torch's own baddbmm): the error is in the content, not only in the "
+             "bias.").format(
+        m=significant(float(alibi_slopes(8)[0])), first=number(CONTENT_KEYS[0]),
+        last=number(CONTENT_KEYS[-1]), content=number(CONTENT_SCORE, 1),
+        seen=_(" or ").join(number(float(v), 1) for v in sorted(set(content["seen"].tolist()),
+                                                                reverse=True))),
     "- " + _("**Not scaled by 1/√d.** The content score q·k is divided by √d; the bias is added "
              "after, unscaled, so a slope means the same number of logits per token whatever "
              "the head size. Falcon's ALiBi option (alibi=True, used by Falcon-RW only) departs "
@@ -286,11 +302,15 @@ st.markdown("\n".join([
              "modelling_RW.py; see *Inspect a model*)."),
     "- " + _("**Why it extrapolates.** Not because long distances are familiar: past the "
              "training length they are as new to ALiBi as to any model. Far keys are pushed "
-             "down by m·d logits, so most attention stays on distances seen in training, and "
-             "what the gentle heads still spread far is diluted gradually. The paper's own "
+             "down by m·d logits, so the steep heads keep their attention on distances seen in "
+             "training, and the gentle heads put part of theirs beyond, on keys never seen that "
+             "far away (the Extrapolation lab measures each head's share). The paper's own "
              "hypotheses (section 3): position enters every layer, through the queries and "
              "keys but not the values, and the bias is an inductive bias toward recency. The "
              "model keeps working; it does not thereby use the extra context (see the "
              "*Extrapolation lab*)."),
 ]))
 ui.table(bf16)
+ui.table([{N_("key j"): int(j), N_("bias m·j (bfloat16)"): float(b),
+           N_("content score"): CONTENT_SCORE, N_("what the softmax sees"): float(v)}
+          for j, b, v in zip(content["keys"], content["bias"], content["seen"], strict=True)])

@@ -13,12 +13,11 @@ from alibi_viz.evaluate import (
     DEFAULT_STRIDE,
     LENGTHS,
     PROTOCOLS,
-    compare_cells,
-    describe_ratio,
     evaluate_length,
     evaluation_stream,
     extrapolation_summary,
     in_distribution_ranking,
+    key_result,
     live_token_cap,
     load_eval_model,
     paper_comparison,
@@ -28,7 +27,6 @@ from alibi_viz.evaluate import (
     results_table,
     shipped_cell,
     signed,
-    useful_context,
 )
 from alibi_viz.figures.extrapolation import (
     copy_heads_figure,
@@ -43,6 +41,7 @@ from alibi_viz.i18n import N_, _, number, significant, small_percent
 from alibi_viz.models import layer_slopes
 from alibi_viz.models.heads import attention_maps, mean_mass_beyond
 from alibi_viz.models.rescale import (
+    interpolation_note,
     interpolation_scale,
     rescale_summary,
     scale_label,
@@ -52,6 +51,7 @@ from alibi_viz.params import UrlParam
 from alibi_viz.reach import (
     COPY_SPAN,
     REACH_CONTEXTS,
+    beyond_summary,
     context_reach,
     copy_attention,
     copy_sequences,
@@ -59,6 +59,7 @@ from alibi_viz.reach import (
     reach_summary,
     span_losses,
 )
+from alibi_viz.reach import attention_beyond as heads_beyond
 from app import heads_view, ui
 
 PREFIX = "xl"
@@ -113,6 +114,14 @@ def attention_beyond(path: str, stamp: tuple, train_seq_len: int, layer: int, he
     beyond_bias = (mean_mass_beyond(implied_attention_map([slope], T)[0], train_seq_len)
                    if slope else None)
     return mean_mass_beyond(long, train_seq_len), beyond_bias, T
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
+def every_head_beyond(path: str, stamp: tuple, train_seq_len: int, kind: str):
+    """(layers, heads) share of each head's attention beyond the training length in the long
+    maps (`reach.attention_beyond`)."""
+    maps = alibi_attention(path, stamp, LONG_FACTOR * train_seq_len, kind).maps
+    return heads_beyond(maps, train_seq_len)
 
 
 # ----------------------------------------------------------------------------- controls
@@ -197,7 +206,36 @@ def live_controls_ui(length: int):
 # ----------------------------------------------------------------------------- tables and notes
 
 # The paper's method names (alibi_viz.paper.TABLE2) as the table shows them.
-PAPER_METHODS = {"sinusoidal": N_("sinusoidal"), "rotary": N_("rotary"), "ALiBi": "ALiBi"}
+PAPER_METHODS = {"sinusoidal": N_("sinusoidal"), "rotary": N_("rotary"), "T5 bias": N_("T5 bias"),
+                 "ALiBi": "ALiBi"}
+
+
+def beside_the_paper() -> None:
+    """What the paper's tables say beside ours: the sliding-window rows of Tables 13 and 15,
+    T5's bias in Table 2 (this project has no T5-bias model), and Table 1's training speed
+    and memory. Every number is an alibi_viz.paper quote."""
+    train, long = paper.TABLE2_TRAIN_LEN, paper.SLIDING_LONG
+    speed, memory = paper.TRAIN_SPEED, paper.TRAIN_MEMORY
+    st.markdown(_(
+        "**Beside the paper** ({citation}, appendix Table 2: WikiText-103, trained at "
+        "L = {train_seq_len} tokens, non-overlapping windows; this project trained no T5-bias "
+        "model). In the paper's sliding-window evaluation (Tables 13 and 15) the sinusoidal "
+        "model goes from {short} at {train_seq_len} tokens to {long} at {length}, ALiBi from "
+        "{alibi_short} to {alibi_long}. T5's bias is lowest at {t5_best_length} tokens "
+        "({t5_best}), against {t5_long} at {long_length} and {t5_last} at {t5_last_length}; from "
+        "{t5_oom} tokens it runs out of memory. It also trains at {t5_speed} words per second "
+        "against the sinusoidal model's {sin_speed} and ALiBi's {alibi_speed}, and ALiBi needs "
+        "the sinusoidal model's memory, {memory} GB (Table 1, L = {table1_length}).").format(
+        citation=paper.CITATION, train_seq_len=number(train),
+        short=number(paper.SLIDING_SINUSOIDAL[0], 2), long=number(paper.SLIDING_SINUSOIDAL[1], 2),
+        length=number(long), alibi_short=number(paper.TABLE15_ALIBI_L512[train], 2),
+        alibi_long=number(paper.TABLE15_ALIBI_L512[long], 2),
+        t5_best_length=number(paper.T5_BEST.length), t5_best=number(paper.T5_BEST.value, 2),
+        t5_long=number(paper.TABLE2["T5 bias"][1], 2), long_length=number(paper.TABLE2_LONG),
+        t5_last=number(paper.T5_LAST.value, 2), t5_last_length=number(paper.T5_LAST.length),
+        t5_oom=number(paper.T5_OOM.length), t5_speed=number(speed["T5 bias"].value),
+        sin_speed=number(speed["sinusoidal"].value), alibi_speed=number(speed["ALiBi"].value),
+        memory=number(memory["ALiBi"].value, 1), table1_length=number(paper.TABLE1_TRAIN_LEN)))
 
 
 def paper_table(results: dict, train_seq_len: int) -> None:
@@ -208,34 +246,44 @@ def paper_table(results: dict, train_seq_len: int) -> None:
         length=number(paper.TABLE2_LONG), factor=number(cmp["paper_factor"], 1))
     ours_long = _("ours: {length} ({factor}x)").format(
         length=number(cmp["our_length"]), factor=number(cmp["our_factor"], 0))
+    def ours(value):  # a dash where this project has no such model (T5 bias)
+        return "—" if value is None else value
+
     ui.table([{N_("method"): _(PAPER_METHODS.get(row["method"], row["method"])),
                _("paper: L={length}").format(length=number(paper.TABLE2_TRAIN_LEN)):
                    row["paper_short"],
                paper_long: row["paper_long"],
                N_("paper: ratio"): row["paper_ratio"],
-               _("ours: {length}").format(length=number(train_seq_len)): row["ours_short"],
-               ours_long: row["ours_long"],
-               N_("ours: ratio"): row["ours_ratio"]} for row in cmp["rows"]])
+               _("ours: {length}").format(length=number(train_seq_len)): ours(row["ours_short"]),
+               ours_long: ours(row["ours_long"]),
+               N_("ours: ratio"): ours(row["ours_ratio"])} for row in cmp["rows"]])
     st.caption(_("Ratios at matching factors: the paper's perplexity per word at {paper}x its "
                  "training length, ours per byte at {ours}x, the evaluated length nearest that "
                  "factor.").format(paper=number(cmp["paper_factor"], 1),
                                    ours=number(cmp["our_factor"], 0)))
 
 
-def reading_notes(results: dict, train_seq_len: int) -> None:
-    """How to read the two panels, with the numbers that back each sentence."""
+def reading_notes(results: dict, train_seq_len: int, rescale: dict, parameters: int | None) -> None:
+    """How to read the two panels, with the numbers that back each sentence; the key result
+    (`evaluate.key_result`) with what the shipped slope sweep says of position interpolation
+    (`rescale.interpolation_note`, on a model of `parameters` parameters)."""
     stride = results.get("stride", DEFAULT_STRIDE)
     protocols = results.get("protocols", {})
     scored = {p: protocols.get(p, {}).get("tokens") for p in PROTOCOLS}
-    longest = max(results["lengths"])
     text = _("**How to read it.** *Non-overlapping* windows score every token, but the first "
              "tokens of each window see almost no context (the paper's *early token curse*); a "
              "longer window has proportionally fewer of them, which is all it takes for a model "
              "that does not break to improve with length. The *sliding* window moves by "
              "{stride} tokens and scores only the last {stride} of each window, so every scored "
-             "token sees between L − {slack} and L tokens of context (the paper slid by one "
-             "token, so that each sees exactly L; a stride of {stride} is this project's "
-             "cheaper approximation).").format(stride=stride, slack=stride - 1)
+             "token sees between L − {slack} and L tokens of context. The paper slid by one "
+             "token, so that each sees a full window of the evaluation length. A stride of "
+             "{stride} is cheaper but not the same: at L = {train_seq_len} it is {stride} of the "
+             "window's {train_seq_len} tokens, so the scored tokens there see {fewest} to "
+             "{train_seq_len} tokens, less context than a full window, and part of any "
+             "{train_seq_len} → {next} change in the sliding curve may come from that rather "
+             "than from the longer window.").format(
+        stride=stride, slack=stride - 1, train_seq_len=number(train_seq_len),
+        fewest=number(train_seq_len - stride + 1), next=number(2 * train_seq_len))
     if scored["nonoverlapping"] and scored["sliding"]:
         text += " " + _("Each non-overlapping number rests on {nonoverlapping} scored tokens, "
                         "each sliding one on {sliding}; the error bars are 95% intervals over "
@@ -251,41 +299,10 @@ def reading_notes(results: dict, train_seq_len: int) -> None:
             a1=number(targets["nonoverlapping"][0]), a2=number(targets["nonoverlapping"][1]),
             b1=number(targets["sliding"][0]), b2=number(targets["sliding"][1]))
     st.markdown(text)
-    use = useful_context(results, "alibi") if "alibi" in results["models"] else None
-    nonover = (compare_cells(results, "nonoverlapping", ("alibi", longest), ("alibi", train_seq_len))
-               if use else None)
-    if use and nonover and use[0] == train_seq_len:  # no longer context helps at all
-        st.markdown(_(
-            "**The key result.** In sliding windows, where every scored token sees between "
-            "L − {slack} and L tokens, no length past its training length makes ALiBi "
-            "significantly better on this text: its perplexity changes by {rest} from "
-            "{train_seq_len} to {longest}. In non-overlapping windows it moves by "
-            "{nonoverlapping} over the same lengths; that is only fewer tokens paying the early "
-            "token curse, not more context used. In the paper's own sliding-window evaluation "
-            "(appendix B) ALiBi likewise gains nothing from context beyond about its training "
-            "length. Making ALiBi use a longer context takes more than a longer input: the "
-            "official repository points to position interpolation for ALiBi ({interpolation})."
-        ).format(slack=results.get("stride", DEFAULT_STRIDE) - 1,
-                 interpolation=paper.ALIBI_INTERPOLATION, rest=describe_ratio(use[2]),
-                 nonoverlapping=describe_ratio(nonover), train_seq_len=number(train_seq_len),
-                 longest=number(longest)))
-    elif use and nonover:
-        n, gain, rest = use
-        st.markdown(_(
-            "**The key result.** In sliding windows, where every scored token sees between "
-            "L − {slack} and L tokens, ALiBi's perplexity changes by {gain} from {train_seq_len} to {n} tokens and by "
-            "{rest} from {n} to {longest}: it uses about {n} tokens of context ({factor}x its "
-            "training length) and nothing beyond. In non-overlapping windows it moves by "
-            "{nonoverlapping} from {train_seq_len} to {longest}; past {n} tokens that is only fewer "
-            "tokens paying the early token curse, not more context used. In the paper's own "
-            "sliding-window evaluation (appendix B) ALiBi likewise gains nothing from context "
-            "beyond about its training length. Making ALiBi use a longer context takes more "
-            "than a longer input: the official repository points to position interpolation "
-            "for ALiBi ({interpolation})."
-        ).format(slack=results.get("stride", DEFAULT_STRIDE) - 1,
-                 interpolation=paper.ALIBI_INTERPOLATION,gain=describe_ratio(gain), rest=describe_ratio(rest),
-                 nonoverlapping=describe_ratio(nonover), train_seq_len=number(train_seq_len),
-                 n=number(n), longest=number(longest), factor=n // train_seq_len))
+    key = key_result(results) if "alibi" in results["models"] else None
+    if key:
+        note = interpolation_note(rescale, parameters) if rescale and parameters else None
+        st.markdown(key + (" " + note if note else ""))
     if "nope" in results["models"]:
         st.markdown(_(
             "**NoPE** has no position information at all, yet a causal model can still learn "
@@ -365,15 +382,10 @@ else:
                     st.markdown(f"**{protocol_name(protocol)}.** " + " ".join(sentences))
             for sentence in in_distribution_ranking(results):
                 st.markdown(sentence)
-            reading_notes(results, train_seq_len)
-            st.markdown(_("**Beside the paper** ({citation}, appendix Table 2: WikiText-103, "
-                          "trained at L = {train_seq_len} tokens, non-overlapping windows). The "
-                          "paper's sliding-window evaluation keeps ALiBi flat while the "
-                          "sinusoidal model goes from {short} to {long} at {length} "
-                          "tokens.").format(
-                citation=paper.CITATION, train_seq_len=number(paper.TABLE2_TRAIN_LEN),
-                short=number(paper.SLIDING_SINUSOIDAL[0]),
-                long=number(paper.SLIDING_SINUSOIDAL[1]), length=number(paper.SLIDING_LONG)))
+            reading_notes(results, train_seq_len, assets.load_rescale_results(),
+                          assets.training_info(alibi_path).get("parameters")
+                          if alibi_path else None)
+            beside_the_paper()
             paper_table(results, train_seq_len)
             with st.expander(_("Table and evaluation details")):
                 st.dataframe(results_table(results), hide_index=True, key="xl_table")
@@ -480,9 +492,10 @@ else:
                  "dashed red line every query sees more tokens than any training window held; "
                  "left of the dotted line keys are more than {train_seq_len} tokens back, farther "
                  "than any distance seen in training. For ALiBi those distances are new too, but "
-                 "they only carry a larger penalty on the same straight line, so most attention "
-                 "stays on distances seen in training. A causal model cannot look ahead, so the "
-                 "left map is the top-left corner of the right one.").format(
+                 "they only carry a larger penalty on the same straight line: the steep heads "
+                 "keep their attention on distances seen in training, and the gentle ones put "
+                 "part of theirs beyond. A causal model cannot look ahead, so the left map is the "
+                 "top-left corner of the right one.").format(
             train_seq_len=number(train_seq_len), T=number(T), factor=T // train_seq_len,
             text=_(data.TEXT_KINDS[kind]).lower())
         if beyond == beyond and beyond_bias is not None:  # not NaN
@@ -495,7 +508,8 @@ else:
             text += " " + _("Queries past position {train_seq_len} give **{share}** of their "
                             "attention to keys more than {train_seq_len} tokens back.").format(
                 train_seq_len=number(train_seq_len), share=small_percent(beyond))
-        st.markdown(text)
+        shares = every_head_beyond(str(alibi_path), stamp, train_seq_len, kind)
+        st.markdown(text + " " + beyond_summary(shares, train_seq_len, T))
 
 
 # 4. context reach -------------------------------------------------------------------------------
@@ -628,6 +642,10 @@ st.markdown(_(
     "ALiBi ({interpolation}). Smaller slopes let far keys in; whether the model then *uses* "
     "them is what the reach curve says.").format(interpolation=paper.ALIBI_INTERPOLATION))
 rescale = assets.load_rescale_results()
+parameters = assets.training_info(alibi_path).get("parameters") if alibi_path else None
+note = interpolation_note(rescale, parameters) if rescale and parameters else None
+if note:
+    st.markdown(note)
 if not rescale:
     st.info(_("No shipped results yet: assets/results/rescale.json is written by `python -m "
               "alibi_viz.models.rescale`."))
@@ -714,12 +732,15 @@ VERDICTS = {  # what the paired interval of learnable / fixed says (layer_slopes
 
 st.subheader(_("6. Learnable slopes: does training m_h help?"))
 st.markdown(_(
-    "The paper fixes the slopes. A variant trains them: here, every layer's slopes are "
-    "parameters, starting from the official schedule, trained with the rest of the model on the "
-    "same data, batches and steps as the shipped ALiBi model. A claim one reads about it: "
-    "learned slopes usually do not improve quality and partly lose the extrapolation, because "
-    "they drift with the training distribution."))
+    "The paper fixes the slopes. It also tried training them, and found that trainable slopes "
+    "did not yield strong extrapolation (section 3, on its {parameters}M-parameter "
+    "WikiText-103 model). Here a variant of the shipped ALiBi model trains them: "
+    "every layer's slopes are parameters, starting from the official schedule, trained with the "
+    "rest of the model on the same data, batches and steps.").format(
+    parameters=paper.TABLE_MODEL_PARAMETERS_M))
 variant = assets.load_learnable_slopes_results()
+if variant:
+    st.markdown(layer_slopes.run_summary(variant))
 if not variant:
     st.info(_("No shipped results yet: assets/results/learnable-slopes.json is written by "
               "`python -m alibi_viz.models.layer_slopes`."))
@@ -741,7 +762,7 @@ else:
                 verdict=_(VERDICTS[found["verdicts"][factor]])))
         st.markdown("\n".join(lines))
         first, last = found["ratios"][1][0], found["ratios"][longest][0]
-        if (first - 1) * (last - 1) > 0 and abs(last - 1) < abs(first - 1):
+        if found["narrows"]:
             st.markdown(_("The gap to the fixed slopes narrows with length: {first} at the "
                           "training length, {last} at {factor}x.").format(
                 first=relative_change(first), last=relative_change(last), factor=longest))

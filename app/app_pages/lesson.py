@@ -32,6 +32,7 @@ from alibi_viz.errors import AlibiVizError
 from alibi_viz.evaluate import (
     compare_cells,
     comparison_length,
+    context_use_sentence,
     describe_ratio,
     extrapolation_summary,
     train_seq_len_of,
@@ -54,7 +55,7 @@ from alibi_viz.i18n import N_, _, number, percent, significant, tokens
 from alibi_viz.models.heads import attention_maps, mean_distance_against_bias
 from alibi_viz.models.loading import position_parameter_count
 from alibi_viz.params import UrlParam
-from alibi_viz.reach import REACH_CONTEXTS, ReachResult
+from alibi_viz.reach import REACH_CONTEXTS, reach_answer
 from alibi_viz.snapshots import shipped_curves
 from app import ui
 
@@ -422,10 +423,11 @@ def step_bias(step: int, present: bool) -> None:
         slopes = alibi_slopes(8)
         st.caption(_("Heads 1, 3, 5 and 8 of 8, with the paper's slopes, on one colour scale from "
                      "0 down to −{clip} (clipped there: a key that far down keeps almost no "
-                     "weight). Head 1 (m = 1/2) reaches −{clip} {steep} tokens back, head 8 "
-                     "(m = 1/256) only {gentle} tokens back. Hover for the values.").format(
+                     "weight). Head 1 (m = 1/2) reaches −{clip} {steep} tokens back; head 8 "
+                     "(m = 1/256) does not reach it until {gentle} tokens back, far beyond the "
+                     "{seq_len} drawn. Hover for the values.").format(
                          clip=number(CLIP_LOGITS), steep=number(CLIP_LOGITS / slopes[0]),
-                         gentle=number(CLIP_LOGITS / slopes[-1])))
+                         gentle=number(CLIP_LOGITS / slopes[-1]), seq_len=number(seq_len)))
         st.caption(_("An encoder would use −m·|i−j| on both sides; then a key d tokens to the "
                      "left and one d tokens to the right get the same bias, so the bias alone "
                      "gives a bidirectional model no sense of direction (T5's learned buckets, "
@@ -437,8 +439,10 @@ def step_slopes(step: int, present: bool) -> None:
         _("Each head gets its own slope. For n heads, n a power of two, the paper uses the "
           "geometric sequence **m_h = 2^(−8h/n)**, h = 1..n: with 8 heads, 1/2, 1/4, ..., "
           "1/256. The first head penalises distance steeply, the last barely at all, so "
-          "together the heads cover ranges from a couple of tokens to hundreds. The slopes are "
-          "set before training and never change: the model has no position parameters at all. "
+          "together the heads cover ranges from a couple of tokens to hundreds. In the paper's "
+          "ALiBi the slopes are set before training and never change, so the model has no "
+          "position parameters at all (a variant that trains them is in the Extrapolation lab, "
+          "section 6). "
           "When n is not a power of two, the official code takes the slopes of the largest "
           "power of two below n and fills in the rest with every other slope of the schedule "
           "for twice that many heads, so the order zigzags: try 12 heads."),
@@ -602,21 +606,10 @@ def step_extrapolation(step: int, present: bool) -> None:
     use = useful_context(results, "alibi")
     parts = [_("A flat line past {train_seq_len} means a model does not break on longer inputs; it "
                "does not by itself mean it uses the extra context. Compare the sliding-window "
-               "panel, where each scored token sees between L − {fewest} and L tokens:").format(
+               "panel, where each scored token sees between L − {fewest} and L tokens.").format(
                    train_seq_len=train_seq_len, fewest=results.get("stride", 64) - 1)]
-    if use and use[0] == train_seq_len:
-        parts.append(_("ALiBi's sliding curve does not improve significantly past its training "
-                       "length ({length} tokens), so what it gains in non-overlapping windows "
-                       "beyond it comes from avoiding the early token curse, not from the longer "
-                       "context (the paper's appendix B says the same).").format(
-                           length=number(use[0])))
-    elif use:
-        parts.append(_("ALiBi's sliding curve stops improving at about {length} tokens "
-                       "({factor}x its training length) and stays flat after, so past that "
-                       "length what it gains in non-overlapping windows comes from avoiding the "
-                       "early token curse, not from the longer context (the paper's appendix B "
-                       "says the same).").format(length=number(use[0]),
-                                                 factor=use[0] // train_seq_len))
+    if use:
+        parts.append(context_use_sentence(use))
     parts.append(_("**NoPE**'s curve shows what a model with no position information makes of "
                    "it."))
     parts.append(_("In the paper, a 1.3-billion-parameter model trained with ALiBi on "
@@ -638,28 +631,20 @@ def step_reach(step: int, present: bool) -> None:
           "tokens. Right, retrieval: a span of text is planted and repeated d tokens later; a "
           "model that can look back that far predicts the repeat better than the same span "
           "with nothing before it to copy. For ALiBi a key d tokens back is pushed down by m·d "
-          "logits, so its content must be that much better to win: retrieval fades with "
-          "distance."),
+          "logits, so to win its content score must beat the other keys' by those m·d logits: "
+          "retrieval fades with distance."),
         _("Left: loss vs context given. Right: the gain on a repeated span vs how far back "
           "its first copy is."), present)
     if not reach:
         st.info(_("No reach results yet: assets/results/reach.json is written by "
                   "`python -m alibi_viz.reach`."))
         return
-    entry = reach["models"].get("alibi")
-    if entry:
-        stop = ReachResult.from_dict(entry["reach"]).best_context(0.01)
-        gains = dict(zip(entry["copy"]["distances"], entry["copy"]["gain"], strict=True))
-        far = max(d for d in gains)
-        answer = _("Around {stop} tokens: beyond that its loss stays within {tolerance} nats "
-                   "of its best. Its copy gain is {near_gain} nats at {near} tokens and "
-                   "{far_gain} at {far}.").format(
-            stop=number(stop), tolerance=number(0.01, 2), near_gain=number(gains[min(gains)], 2),
-            near=min(gains), far_gain=number(gains[far], 2), far=number(far))
-    else:
-        answer = _("See the figure.")
-    if ask(step, _("Beyond how many tokens of context does the ALiBi model stop improving?"),
-           answer, present):
+    path = assets.shipped_models().get(assets.DEFAULT_MODEL)
+    heads = assets.training_info(path).get("heads") if path else None
+    answer = (reach_answer(reach, train_seq_len, alibi_slopes(heads)) if heads else None) \
+        or _("See the figure.")
+    if ask(step, _("With how many tokens of context is the ALiBi model's loss lowest, and is "
+                   "its bias what stops it there?"), answer, present):
         try:
             show(ui.reach_fig(reach, train_seq_len, projector=present), "reach")
         except AlibiVizError as exc:
@@ -748,22 +733,13 @@ def step_misconceptions(step: int, present: bool) -> None:
         train_seq_len = train_seq_len_of(results) if results else None
         longest = max(results.get("lengths", [0])) if results else 0
         use = useful_context(results, "alibi") if train_seq_len else None
-        if use and use[0] == train_seq_len:
-            st.markdown(_("Shipped ALiBi model (trained at {train_seq_len}), sliding window: "
-                          "{rest} from {train_seq_len} to {longest} tokens: it runs at "
-                          "{factor}x without breaking, but no context beyond its training "
-                          "length helps.").format(
-                              train_seq_len=train_seq_len, rest=describe_ratio(use[2]),
-                              longest=number(longest), factor=longest // train_seq_len))
+        if not use:
+            st.markdown(_("No shipped results: run `python -m alibi_viz.evaluate`."))
             return
-        st.markdown(_("Shipped ALiBi model (trained at {train_seq_len}), sliding window: {gain} "
-                      "from {train_seq_len} to {useful} tokens, then {rest} from {useful} to "
-                      "{longest}: it runs at {factor}x without breaking, but the context beyond "
-                      "{useful} tokens does not help.").format(
-                          train_seq_len=train_seq_len, gain=describe_ratio(use[1]), useful=number(use[0]),
-                          rest=describe_ratio(use[2]), longest=number(longest),
-                          factor=longest // train_seq_len) if use else
-                    _("No shipped results: run `python -m alibi_viz.evaluate`."))
+        st.markdown(_("Shipped ALiBi model, trained at {train_seq_len} tokens and run at up to "
+                      "{longest} ({factor}x). {use}").format(
+            train_seq_len=number(train_seq_len), longest=number(longest),
+            factor=longest // train_seq_len, use=context_use_sentence(use)))
 
     def parameters_demo():
         rows = []
@@ -806,15 +782,16 @@ def step_misconceptions(step: int, present: bool) -> None:
          _("They are 1/2, 1/4, ..., 1/256: m_h = 2^(−8h/n)."), slopes_demo),
         ("context", _("Trained at 1,024 tokens and run at 10K+, an ALiBi model makes use of all "
                        "10K tokens."),
-         _("It runs at 10K+ without getting worse, but it does not use the extra context. In "
-           "the paper the L = 1,024 model scores {at_l} at 1,024 tokens and {at_10k} at 10,024 "
-           "(Table 3, non-overlapping windows); with a sliding window, where every token sees "
-           "exactly L tokens, it scores {s512} at 512, {s1024} at 1,024 and {s3072} at 3,072 "
-           "(Table 15): past about L nothing helps. The 10K gain is the early token curse "
-           "shrinking, not more context used.").format(
+         _("It runs at 10K+ without getting worse, but that does not show it uses the extra "
+           "context. In the paper the L = 1,024 model scores {at_l} at 1,024 tokens and "
+           "{at_10k} at 10,024 (Table 3, non-overlapping windows). With a sliding window of "
+           "stride 1, where every token sees a full window of the evaluation length, it scores "
+           "{s1024} at 1,024, {s1536} at 1,536, {s2048} at 2,048 and {s3072} at 3,072 (Table "
+           "15, which goes no further): no window longer than L scores better. The 10K gain is "
+           "the early token curse shrinking, not more context used.").format(
              at_l=number(paper.TABLE3_ALIBI[1024], 2), at_10k=number(paper.TABLE3_ALIBI[10024], 2),
-             s512=number(paper.TABLE15_ALIBI[512], 2), s1024=number(paper.TABLE15_ALIBI[1024], 2),
-             s3072=number(paper.TABLE15_ALIBI[3072], 2)), context_demo),
+             **{f"s{n}": number(v, 2) for n, v in paper.TABLE15_ALIBI_L1024.items()}),
+         context_demo),
         ("parameters", _("ALiBi is cheaper than RoPE in parameters."),
          _("Both add no parameters at all."), parameters_demo),
         ("linear", _("With ALiBi, attention becomes linear."),
