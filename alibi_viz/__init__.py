@@ -34,6 +34,7 @@ _LAZY = {
     "attention_maps": "models.heads", "head_statistics": "models.heads", "score_decomposition": "models.heads",
     "ModelInfo": "models.loading", "load_model": "models.loading", "resolve_model_path": "models.loading",
     "AlibiCheck": "models.conformance", "check_alibi": "models.conformance",
+    "check_kernel": "models.kernel_check", "check_bias": "models.kernel_check",
     "behaviour_scores": "models.behaviour", "context_reach": "reach", "copy_at_distance": "reach",
     "list_cached_models": "models.hub_cache",
     # In a notebook: one call, one plotly figure shown inline (alibi_viz/notebook.py).
@@ -64,6 +65,8 @@ __all__ = [
     "attention_maps",
     "behaviour_scores",
     "check_alibi",
+    "check_bias",
+    "check_kernel",
     "context_reach",
     "copy_at_distance",
     "list_cached_models",

@@ -150,6 +150,17 @@ def alibi_slopes(num_heads: int, schedule: str = "official", max_bias: float = 8
     return slopes
 
 
+def round_to_bfloat16(values) -> np.ndarray:
+    """`values` rounded to bfloat16 (via float32, round to nearest, ties to even: what torch's
+    `.bfloat16()` does), returned as float64. Falcon's `build_alibi_tensor` rounds its slopes
+    this way (8 significant bits, a relative error up to 2^-8), so the slopes a Falcon model
+    applies are `round_to_bfloat16(alibi_slopes(n))`, not the exact schedule. Finite values only.
+    """
+    bits = np.asarray(values, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000  # keep the top 16 bits, rounded
+    return bits.astype(np.uint32).view(np.float32).astype(np.float64)
+
+
 def is_power_of_two(n: int) -> bool:
     return n > 0 and n & (n - 1) == 0
 

@@ -29,12 +29,15 @@ def cached_lens(num_heads: int, seq_len: int, dtype: str, form: str, head_dim: i
 
 
 def banner(check) -> tuple[str, str]:
-    """("success" or "error", the text) of the verdict banner: the diagnosis, one sentence per
-    finding, most important first."""
+    """("success", "warning" (inconclusive) or "error", the text) of the verdict banner: the
+    diagnosis, one sentence per finding, most important first."""
     if check.ok:
         return "success", _("Conforms: every head applies the expected bias ({form}), and "
                             "cached decoding and left padding give the full forward's "
                             "numbers.").format(form=check.expected_form)
+    if check.verdict == "inconclusive":
+        return "warning", _("**Inconclusive.** {diagnosis}").format(
+            diagnosis=" ".join(check.problems()))
     return "error", _("**Does not conform.** {diagnosis}").format(
         diagnosis=" ".join(check.problems()))
 
@@ -80,6 +83,8 @@ def show(prefix: str, model, tokenizer, info, model_key: tuple,
     kind, text = banner(check)
     if kind == "success":
         st.success(text, icon="✅")
+    elif kind == "warning":
+        st.warning(text, icon="⚠️")
     else:
         st.error(text, icon="🚨")
     th = check.thresholds

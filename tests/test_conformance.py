@@ -29,9 +29,15 @@ def tokenizer():
     return byte_tokenizer()
 
 
-def assert_correct(check, kind: str, attn: str) -> None:
+def assert_correct(check, kind: str, attn: str, inconclusive: bool = False) -> None:
     """A correct model's result: conforms, except transformers' eager Falcon, which adds its
-    bias twice and must be diagnosed as exactly that; decoding and padding agree."""
+    bias twice and must be diagnosed as exactly that; decoding and padding agree.
+    inconclusive: a verdict of "inconclusive" is accepted too (deep random 16-bit models, whose
+    shallowest slopes the probe's tokens read 50% apart), never a wrong diagnosis."""
+    if inconclusive and check.verdict == "inconclusive":
+        assert [f.verdict for f in check.diagnosis] == ["inconclusive"], check.problems()
+        assert set(check.verdicts().ravel()) <= {"conforms", "inconclusive"}
+        return
     if (kind, attn) == ("falcon", "eager"):
         assert [f.verdict for f in check.diagnosis] == ["scaled"], check.problems()
         assert check.diagnosis[0].evidence["factor_name"] == "twice"
@@ -79,7 +85,7 @@ def test_thresholds_follow_the_dtype_and_the_schedule_rounding():
     fp32 = thresholds(torch.float32, "eager")
     bf16 = thresholds(torch.bfloat16, "eager")
     assert fp32.slope_rtol == pytest.approx(2.0**-10) and bf16.slope_rtol == pytest.approx(2**-6)
-    assert bf16.slope_atol == pytest.approx(1e-6 + 4 * 2.0**-7)
+    assert bf16.slope_atol == pytest.approx(1e-6 + 2.0**-7 / 64)  # the floor of each head's
     assert thresholds(torch.bfloat16, "sdpa").read_dtype == "float64"
     assert thresholds(torch.float16, "eager").min_log_prob == pytest.approx(math.log(2.0**-14))
     assert thresholds(torch.float32, "eager", 2.0**-8).slope_rtol == pytest.approx(2.0**-7)
@@ -117,7 +123,8 @@ def test_correct_models_conform_at_every_size(kind, attn, dtype, tokenizer):
     """The full matrix: 8, 12, 16, 32 and 64 heads, 2 and 4 layers, each dtype and path."""
     for heads, layers in itertools.product(HEAD_COUNTS, (2, 4)):
         model = tiny_model(kind, heads, layers=layers, dtype=dtype, attn=attn)
-        assert_correct(check_alibi(model, tokenizer), kind, attn)
+        assert_correct(check_alibi(model, tokenizer), kind, attn,
+                       inconclusive=dtype != torch.float32 and layers == 4)
 
 
 @pytest.mark.parametrize("heads", [32, 64])
@@ -223,9 +230,13 @@ def test_decode_and_padding_bugs_are_named(bug, heads, tokenizer):
     check = check_alibi(broken_model(bug, heads=heads), tokenizer)
     assert set(check.verdicts().ravel()) == {"conforms"}
     assert check.decode.ok == (bug != "decode_zero")
-    assert check.decode.padding_ok == (bug != "left_padding")
+    assert not check.decode.padding_ok  # a padded batch decoded through the cache fails too
     assert check.verdict == ("decode" if bug == "decode_zero" else "padding")
-    assert len(check.problems()) == 1 and check.problems()[0].endswith(").")
+    if bug == "decode_zero":  # the decode step's bias row is probed and named
+        assert check.problems()[0].endswith("prefill's: Layer 1: No head applies a positional bias.")
+        assert "#26380" in check.problems()[1]
+    else:
+        assert len(check.problems()) == 1 and check.problems()[0].endswith(").")
 
 
 @pytest.mark.parametrize("bug,heads", [("sign_flip", 12), ("twice", 16), ("sqrt_d", 32),

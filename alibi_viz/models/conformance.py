@@ -24,14 +24,17 @@ merged):
 
   conforms      the configured slopes (in the architecture's documented form, below).
   missing       no positional bias at all.
+  missing       also: whole tensor-parallel shards (k blocks of n/k heads) adding no bias.
   scaled        one constant factor k for every head: k = 2 is "the bias is added twice"
                 (transformers' eager Falcon does this), k = 1/sqrt(head_dim) "divided by
                 sqrt(head_dim)" (a Falcon-RW port), k = sqrt(head_dim) "multiplied by it".
-  sign_flipped  k < 0: the bias grows with distance.
+  sign_flipped  k < 0: the bias grows with distance; also with another schedule or order
+                (the sign flipped and the slopes reversed).
   schedule      another schedule: the geometric formula 2^(-8h/n) of the paper instead of the
                 official rule (they differ when n is not a power of two), the first n slopes of
                 another head count's schedule (e.g. truncated from the next power of two), or
-                another max_bias; also with one of the named factors above.
+                another max_bias, the schedule for n/k heads repeated k times (each
+                tensor-parallel shard built its own); also with one of the named factors above.
   permuted      the configured slopes in another head order: reversed, sorted, or permuted
                 (which head got which slope is in the evidence).
 Orthogonal to the slopes, per layer:
@@ -45,13 +48,21 @@ Heads that no explanation covers keep a verdict of their own (conforms, missing,
 permuted: another head's slope, or scaled: its own ratio). `HeadCheck.verdict` is the verdict
 of the finding that covers the head ("conforms" for a head whose slope happens to be right).
 
-Expected slopes are the configured schedule in the form the architecture documents, exactly as
-transformers' own builder makes them (`loading.model_alibi_slopes`): m_h for BLOOM and MPT (bias
-added unscaled), and m_h / sqrt(d) for Falcon with alibi=True (the original Falcon-RW code:
-softmax((QK^T + alibi) / sqrt(d))), whose builder rounds m_h to bfloat16. transformers' eager
-Falcon adds the bias twice, so it is diagnosed `scaled` by 2, with the reason; its sdpa path
-conforms. Any other causal LM whose attention can be read is checked against `expected=`
-(slopes, or a schedule name of `alibi_slopes`).
+Expected slopes are the configured schedule in the form the architecture documents, from
+this project's own rule (`rule_slopes`: `alibi_slopes`, the official rule of fairseq's
+get_slopes; MPT's schedule with the config's alibi_bias_max; Falcon's slopes rounded to
+bfloat16 as its builder rounds them, `round_to_bfloat16`), never from transformers' builders,
+which are the code a model under test runs: m_h for BLOOM and MPT (bias added unscaled), and
+m_h / sqrt(d) for Falcon with alibi=True (the original Falcon-RW code: softmax((QK^T + alibi) /
+sqrt(d))). The tests check the rule against transformers' builders and fairseq for 1-128
+heads. At run time the installed transformers' builder is compared with the rule, and where it
+disagrees that is a finding of its own ("builder": "Your transformers' BLOOM builder gives 2x
+the official slopes"). transformers' MPT ignores the config's alibi_bias_max and always
+applies 8: the check expects the config's value and says what the config asks, what
+transformers does and what the model does. transformers' eager Falcon adds the bias twice, so
+it is diagnosed `scaled` by 2, with the reason; its sdpa path conforms. Any other causal LM
+whose attention can be read is checked against `expected=` (slopes, or a schedule name of
+`alibi_slopes`); an attention kernel or a bias tensor alone, with `kernel_check`.
 
 Resolution (`Thresholds`, in `AlibiCheck.thresholds`). What the probe can tell apart depends
 on the dtype, and every tolerance is derived from it (eps: the dtype's machine epsilon; the
@@ -59,10 +70,17 @@ probabilities are read in the model's dtype on the eager path, recomputed in flo
   slope_rtol    max(2^-10, 2 eps, 2 u) relative, u the schedule's own rounding (Falcon's
                 bfloat16 slopes: 2^-8; exact schedules: 0). Bugs move slopes by 8 % or more
                 (two neighbouring slopes of 64 heads), a factor 2 or a sign.
-  slope_atol    1e-6 + 4 eps of the probabilities' dtype: a 16-bit model rounds its
-                probabilities and its hidden states to eps, so positions that should be
-                identical are not quite, and slopes smaller than this are below resolution
-                (they fit any explanation; a note says how many).
+  slope_atol    the floor of each head's resolution: 1e-6 + eps/64 of the probabilities'
+                dtype. Each head's own resolution (`HeadCheck.resolution`) is the larger of
+                this, RESOLUTION_SE standard errors of its fitted slope (from the fit's
+                residuals), RESOLUTION_SPREAD times the spread of its slope between the
+                probe's tokens (PROBE_TOKENS: the bias is the same for each, the content is
+                not; the applied slope is their median) and the bias's own rounding (eps m_h
+                at the probe's far keys, over the distances read): what the probe really
+                measured (a 16-bit model rounds its probabilities and hidden states; content
+                logits far larger than the bias leave it a few bits). A head read coarser than UNJUDGED_FRACTION of its
+                expected slope is "inconclusive", never "conforms"; when nothing else is
+                found, so is the model (exit status 3 on the command line).
   offset_tol    max(2^-10, 32 eps of the probabilities' dtype, u x the steepest slope).
   min_log_prob  log of the dtype's smallest normal probability: farther keys, whose
                 probabilities are subnormal or zero (fp16 underflows after a few tens of
@@ -75,8 +93,12 @@ probabilities are read in the model's dtype on the eager path, recomputed in flo
 
 Prefill vs decode: the same text through one full forward and token by token through the KV
 cache (`use_cache=True`, transformers' `cache`), comparing logits and each layer's attention row;
-and a batch of two texts of different lengths, the shorter left-padded, against each text
-alone. The first layer sees identical inputs on both paths, so its attention rows must agree
+a batch of two texts of different lengths, the shorter left-padded, against each text alone,
+both in one forward and decoded token by token through the cache with the mask growing (where
+a port counts the pads in the new token's position, HF transformers #26380); and the decode
+step's own bias row, probed as the prefill's (the repeated token, its last DECODE_STEPS
+positions fed one at a time) and diagnosed with the same explanations (a new key without
+bias, decode-only slopes, ...). The first layer sees identical inputs on both paths, so its attention rows must agree
 to the dtype's rounding; deeper layers inherit the rounding differences of the layers before
 them (which grow fast in random models) and are reported, not judged; the logits are judged
 with a tolerance that grows with depth. decode=False skips all of this (the tokenizer is then
@@ -91,29 +113,35 @@ import math
 from collections import Counter
 from collections.abc import Callable, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from unittest import mock
 
 import numpy as np
 import torch
 
-from alibi_viz.alibi import SCHEDULES, alibi_slopes
+from alibi_viz.alibi import SCHEDULES, alibi_slopes, check_int, round_to_bfloat16
 from alibi_viz.errors import AlibiVizError
 from alibi_viz.i18n import N_, _, formatted, ngettext
 from alibi_viz.models import layer_slopes
 
 VERDICTS = ("conforms", "scaled", "sign_flipped", "schedule", "permuted", "offset", "missing",
-            "clipped")
-# The model's verdict (AlibiCheck.verdict) is one of VERDICTS or one of these two.
-MODEL_VERDICTS = (*VERDICTS, "decode", "padding")
+            "clipped", "inconclusive")
+# The model's verdict (AlibiCheck.verdict) is one of VERDICTS or one of these: the cached
+# decoding or a padded batch differs, the installed transformers' builder is wrong.
+MODEL_VERDICTS = (*VERDICTS, "decode", "padding", "builder")
 # Verdict names as the app shows them (translated where shown: `_(VERDICT_TITLES[v])`).
 VERDICT_TITLES = {"conforms": N_("conforms"), "scaled": N_("scaled"),
                   "sign_flipped": N_("sign flipped"), "schedule": N_("other schedule"),
                   "permuted": N_("permuted"), "offset": N_("offset"), "missing": N_("missing"),
-                  "clipped": N_("clipped")}
+                  "clipped": N_("clipped"), "inconclusive": N_("inconclusive")}
 PROBE_LENGTH = 128
 MIN_QUERIES = 16  # a distance seen by fewer queries (the probe's last ones) is not read
 CLIP_TAIL = 8  # a clip is only called with at least this many flat distances after it
+RESOLUTION_SE = 8.0  # a head's slope resolution: this many standard errors of its fit
+UNJUDGED_FRACTION = 0.5  # a head read coarser than this part of its slope is not judged
+DECODE_STEPS = 16  # the decode probe reads this many cached steps' bias rows
+RESOLUTION_SPREAD = 2.0  # ... and this many times the spread of its slope between tokens
+PROBE_TOKENS = ("a", "e", "t")  # the probe's tokens: the first one's fit, the others' spread
 # Per layer decode tolerance on logits, in units of the dtype's eps (module docstring).
 DECODE_EPS = {torch.float64: 2.0**20, torch.float32: 2.0**9, torch.bfloat16: 4.0,
               torch.float16: 8.0}
@@ -155,6 +183,7 @@ class HeadCheck:
     clip_at: int | None = None
     detail: str = ""
     reach: int = 0  # the farthest distance the probe could read for this head
+    resolution: float = 0.0  # slopes closer than this (plus slope_rtol) cannot be told apart
 
 
 @dataclass
@@ -182,6 +211,10 @@ class DecodeCheck:
     attention_tolerance: float  # on the first layer's attention rows
     ok: bool
     padding_ok: bool
+    # a left-padded batch decoded token by token through the cache, against each text alone
+    # (included in padding_logits, padding_layers and padding_ok; apart here to tell them apart)
+    padded_decode_logits: float = 0.0
+    padded_decode_attention: float = 0.0
 
     def rows(self) -> list[tuple[str, int | None, float, float | None]]:
         """The table the app and the CLI show: (check, layer (0-based) or None for the logits,
@@ -276,13 +309,38 @@ def _head_dim(model) -> int:
     return int(getattr(config, "head_dim", None) or config.hidden_size // _num_heads(model))
 
 
+def _mpt_bias_max(config) -> float:
+    """MPT's configured alibi_bias_max (its attn_config; 8 when unset)."""
+    attn = getattr(config, "attn_config", None)
+    value = getattr(attn, "alibi_bias_max", None) if attn is not None else None
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) \
+        else 8.0
+
+
+def rule_slopes(model) -> np.ndarray | None:
+    """The slopes m_h (heads,) that this project's own rule gives for the model's config,
+    before any 1/sqrt(d) scaling, or None for an architecture without ALiBi: `alibi_slopes`
+    (the official rule of fairseq's get_slopes) for BLOOM, MPT's schedule with the config's
+    alibi_bias_max, and for Falcon the official slopes rounded to bfloat16 as its builder
+    does (`round_to_bfloat16`). Never computed with transformers' builders: those are what a
+    model under test runs, so they are checked against this rule (`builder_finding`), and the
+    tests check this rule against them and against fairseq."""
+    config = model.config
+    heads = _num_heads(model)
+    if config.model_type == "bloom":
+        return alibi_slopes(heads)
+    if config.model_type == "mpt":
+        return alibi_slopes(heads, "mpt", _mpt_bias_max(config))
+    if config.model_type == "falcon" and getattr(config, "alibi", False):
+        return round_to_bfloat16(alibi_slopes(heads))
+    return None
+
+
 def expected_slopes(model) -> tuple[np.ndarray, str, str | None]:
     """(expected per-token slopes (heads,), or (layers, heads) for a model whose layers have
-    their own (`layer_slopes`), the form in words, a warning or None) for the
-    model's config, in the form the architecture documents (see the module docstring), as
-    transformers' own builder makes them (Falcon's rounded to bfloat16)."""
-    from alibi_viz.models.loading import model_alibi_slopes
-
+    their own (`layer_slopes`), the form in words, a warning or None) for the model's config,
+    in the form the architecture documents (see the module docstring), from this project's
+    own rule (`rule_slopes`), never from the code under test."""
     config = model.config
     kind = config.model_type
     if kind == "bloom" and layer_slopes.from_config(config) is not None:
@@ -290,17 +348,108 @@ def expected_slopes(model) -> tuple[np.ndarray, str, str | None]:
                                                "(alibi_viz_slopes): m[layer, h] added unscaled"),
                 None)
     if kind == "bloom":
-        return (model_alibi_slopes(model), _("BLOOM: m_h added unscaled (official schedule)"),
-                None)
+        return rule_slopes(model), _("BLOOM: m_h added unscaled (official schedule)"), None
     if kind == "mpt":
-        return (model_alibi_slopes(model), _("MPT: m_h added unscaled (alibi_bias_max 8)"),
-                None)
+        return (rule_slopes(model), _("MPT: m_h added unscaled (alibi_bias_max {value})").format(
+            value=formatted(_mpt_bias_max(config), "g")), None)
     if kind == "falcon" and getattr(config, "alibi", False):
-        expected = model_alibi_slopes(model) / math.sqrt(_head_dim(model))
+        expected = rule_slopes(model) / math.sqrt(_head_dim(model))
         return (expected, _("Falcon-RW: m_h/sqrt(d) (bias inside the 1/sqrt(d) scaling)"), None)
     raise AlibiVizError(_("'{kind}' is not an ALiBi architecture this check knows (BLOOM, MPT, "
                           "Falcon with alibi=True): pass the slopes it should apply with "
-                          "expected=.").format(kind=kind))
+                          "expected= (alibi-viz check --expected).").format(kind=kind))
+
+
+BUILDERS = {"bloom": ("BLOOM", "build_alibi_tensor"), "mpt": ("MPT", "build_mpt_alibi_tensor"),
+            "falcon": ("Falcon", "build_alibi_tensor")}
+
+
+def builder_finding(model) -> Finding | None:
+    """A finding of its own when the installed transformers' ALiBi builder for this
+    architecture disagrees with this project's rule (`rule_slopes`): e.g. "Your transformers'
+    BLOOM builder (build_alibi_tensor) gives 2x the official slopes." None when they agree,
+    for architectures without a builder, and for per-layer slopes. MPT's builder is called
+    as transformers' MptModel calls it (alibi_bias_max 8, whatever the config says; that
+    difference is reported by `mpt_bias_max_note`, not here)."""
+    from alibi_viz.models.loading import model_alibi_slopes
+
+    config = model.config
+    kind = config.model_type
+    if kind not in BUILDERS or (kind == "falcon" and not getattr(config, "alibi", False)):
+        return None
+    rule = rule_slopes(model)
+    if kind == "mpt":
+        rule = alibi_slopes(_num_heads(model), "mpt", 8.0)
+    try:
+        built = np.asarray(model_alibi_slopes(model), dtype=np.float64).reshape(-1)
+    except Exception as exc:  # noqa: BLE001 (a broken builder is a finding, not a crash)
+        built, error = None, f"{type(exc).__name__}: {exc}"
+    name, function = BUILDERS[kind]
+    import transformers
+
+    fields = dict(name=name, function=function, version=transformers.__version__)
+    if built is None or built.shape != rule.shape or not np.isfinite(built).all():
+        what = (_("fails ({error})").format(error=error) if built is None else
+                _("gives {n} slopes for {heads} heads").format(n=built.size, heads=rule.size))
+        return Finding("builder", _("Your transformers' {name} builder ({function}, transformers "
+                                    "{version}) {what}.").format(what=what, **fields), [], 0,
+                       {"builder": function})
+    exact = thresholds(torch.float64, "sdpa")
+    if _close(built, rule, exact).all():
+        return None
+    explained = _explain_slopes(built, rule, 1.0, _head_dim(model), exact)
+    phrase = _builder_phrase(explained, built, rule)
+    evidence = {"builder": function, "builder_slopes": built.tolist(),
+                "rule_slopes": rule.tolist()}
+    if explained is not None:
+        evidence.update(explanation=explained[0], **explained[2])
+    return Finding("builder", _("Your transformers' {name} builder ({function}, transformers "
+                                "{version}) gives {phrase}: every model of this architecture "
+                                "run by it applies that.").format(phrase=phrase, **fields),
+                   [], rule.size, _finite(evidence))
+
+
+def _builder_phrase(explained, built, rule) -> str:
+    """What a builder gives instead of the rule's slopes, in words."""
+    if explained is None:
+        worst = int(np.argmax(np.abs(built - rule) / np.abs(rule)))
+        return _("slopes that no explanation fits (head {head}: {built} for {rule})").format(
+            head=worst + 1, built=formatted(built[worst], ".4g"),
+            rule=formatted(rule[worst], ".4g"))
+    verdict, _key, evidence, _predicted = explained
+    if verdict == "missing":
+        return _("zero slopes")
+    if verdict == "scaled":
+        return _("{factor}x the official slopes").format(factor=formatted(evidence["factor"],
+                                                                          ".4g"))
+    if verdict == "sign_flipped" and "inner" not in evidence:
+        return _("the official slopes with the wrong sign, times {factor}").format(
+            factor=formatted(abs(evidence["factor"]), ".4g")) if abs(
+                abs(evidence["factor"]) - 1) > 1e-3 else _("the official slopes with the wrong "
+                                                           "sign")
+    if verdict == "sign_flipped":
+        return _("the official slopes with the wrong sign, and {inner}").format(
+            inner=_builder_phrase((evidence["inner"], None, evidence, None), built, rule))
+    if verdict == "schedule":
+        return _("{schedule} instead of the official slopes").format(
+            schedule=_schedule_phrase(evidence, rule.size))
+    return _("the official slopes in another order: {order}").format(
+        order=_order_phrase(evidence))
+
+
+def mpt_bias_max_note(model, applied_max_bias: float | None) -> str | None:
+    """For an MPT config whose alibi_bias_max is not 8: the three facts, in one sentence:
+    what the config says, what transformers' MPT does (always 8), what the model does
+    (`applied_max_bias`, None when its slopes follow neither). None otherwise."""
+    config = model.config
+    if config.model_type != "mpt" or _mpt_bias_max(config) == 8.0:
+        return None
+    does = (_("this model applies alibi_bias_max {value}").format(
+        value=formatted(applied_max_bias, "g")) if applied_max_bias is not None else
+            _("this model's slopes follow neither"))
+    return _("MPT's config asks for alibi_bias_max {config}; transformers' MPT ignores it and "
+             "always builds its slopes with 8; {does}.").format(
+                 config=formatted(_mpt_bias_max(config), "g"), does=does)
 
 
 def _given_slopes(expected, heads: int) -> tuple[np.ndarray, str]:
@@ -338,7 +487,7 @@ def thresholds(dtype: torch.dtype, attn: str, schedule_rounding: float = 0.0,
         dtype=str(dtype).removeprefix("torch."), read_dtype=str(read).removeprefix("torch."),
         eps=eps, schedule_rounding=schedule_rounding,
         slope_rtol=max(2.0**-10, 2 * eps, 2 * schedule_rounding),
-        slope_atol=1e-6 + 4 * eps_read,
+        slope_atol=1e-6 + eps_read / 64,
         offset_tol=max(2.0**-10, 32 * eps_read, schedule_rounding * max_slope),
         min_log_prob=math.log(torch.finfo(read).tiny), min_queries=MIN_QUERIES,
         decode_rtol=decode_rtol, attention_tol=2 * decode_rtol)
@@ -480,6 +629,15 @@ def _probe(model, length: int, token_id: int | None, tokenizer, min_log_prob: fl
     return torch.stack(curves).cpu().numpy(), torch.stack(counts).cpu().numpy()
 
 
+def _other_tokens(tokenizer) -> list[int]:
+    """The ids of PROBE_TOKENS after the first (ids 11, 12 without a tokenizer)."""
+    if tokenizer is None:
+        return [11, 12]
+    ids = [tokenizer(t, add_special_tokens=False)["input_ids"] for t in PROBE_TOKENS]
+    first = ids[0][0] if ids[0] else None
+    return list(dict.fromkeys(int(i[0]) for i in ids[1:] if i and i[0] != first))
+
+
 def probe_bias(model, length: int = PROBE_LENGTH, token_id: int | None = None,
                tokenizer=None) -> np.ndarray:
     """The bias every head applies, read from one token repeated `length` times.
@@ -502,6 +660,18 @@ def _wls(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> tuple[float, float, flo
     slope = (w * (x - xm) * (y - ym)).sum() / sxx if sxx > 0 else 0.0
     a = ym - slope * xm
     return float(slope), float(a), float((w * (y - a - slope * x) ** 2).sum())
+
+
+def _slope_error(x: np.ndarray, w: np.ndarray, rss: float) -> float:
+    """Standard error of a weighted least-squares slope from its residuals: what the probe
+    really measured. The weights are query counts (y is a mean over that many queries), so
+    rss / (N - 2) estimates one query's variance and the slope's is that over sum w (x - x̄)^2."""
+    N = x.size
+    xm = (w * x).sum() / w.sum()
+    sxx = float((w * (x - xm) ** 2).sum())
+    if N <= 2 or sxx <= 0:
+        return math.inf
+    return math.sqrt(max(rss, 0.0) / (N - 2) / sxx)
 
 
 def _clip_point(x, y, w, rss_line: float, th: Thresholds) -> tuple[int | None, float, float]:
@@ -530,20 +700,24 @@ def _clip_point(x, y, w, rss_line: float, th: Thresholds) -> tuple[int | None, f
 
 
 def _fit_head(y: np.ndarray, n: np.ndarray, th: Thresholds) -> tuple[float, float, int | None,
-                                                                      int]:
-    """(applied slope, offset, clip point or None, reach) of one head's curve, fitted over the
-    distances d >= 1 that at least th.min_queries queries read (or half the most any distance
-    got, when underflow leaves fewer: a steep head read in float16), weighted by their count."""
+                                                                      int, float]:
+    """(applied slope, offset, clip point or None, reach, slope's standard error) of one
+    head's curve, fitted over the distances d >= 1 that at least th.min_queries queries read
+    (or half the most any distance got, when underflow leaves fewer: a steep head read in
+    float16, or the decode probe's few queries), weighted by their count. The standard error
+    comes from the fit's own residuals (`_slope_error`): inf when too few distances were read."""
     d = np.arange(y.size)
     use = (d >= 1) & (n >= min(th.min_queries, max(2, n[1:].max(initial=0) // 2)))
     if use.sum() < 2:
-        return math.nan, math.nan, None, int(d[use].max()) if use.any() else 0
+        return math.nan, math.nan, None, int(d[use].max()) if use.any() else 0, math.inf
     x, v, w = d[use].astype(np.float64), y[use], n[use].astype(np.float64)
     slope, a, rss = _wls(x, v, w)
     clip, clip_slope, clip_a = _clip_point(x, v, w, rss, th)
     if clip is not None:
-        return clip_slope, clip_a, clip, int(x.max())
-    return -slope, a, None, int(x.max())
+        X = np.minimum(x, clip)
+        rss_clip = float((w * (v - clip_a + clip_slope * X) ** 2).sum())
+        return clip_slope, clip_a, clip, int(x.max()), _slope_error(X, w, rss_clip)
+    return -slope, a, None, int(x.max()), _slope_error(x, w, rss)
 
 
 # ----------------------------------------------------------------------------- diagnosis
@@ -576,7 +750,8 @@ def _factor_name(k: float, head_dim: int, th: Thresholds) -> str | None:
     return None
 
 
-def _schedule_candidates(heads: int, scale: float, reference: np.ndarray, th: Thresholds):
+def _schedule_candidates(heads: int, scale: float, reference: np.ndarray, th: Thresholds,
+                         ref_max_bias: float = 8.0):
     """(key, evidence, slopes) of the schedules a port can apply instead of the configured one,
     simplest first, each in the architecture's form (times `scale`); ones equal to the
     reference are left out."""
@@ -587,9 +762,16 @@ def _schedule_candidates(heads: int, scale: float, reference: np.ndarray, th: Th
         if not _close(slopes, reference, th).all():
             out.append((key, evidence, slopes))
 
+    if ref_max_bias != 8:  # MPT configured otherwise: transformers' max_bias 8 comes first
+        add(("official",), {"schedule": "official", "num_heads": heads, "max_bias": 8.0,
+                            "configured_max_bias": ref_max_bias}, alibi_slopes(heads))
     add(("geometric",), {"schedule": "geometric", "num_heads": heads},
         alibi_slopes(heads, "geometric"))
     add(("official",), {"schedule": "official", "num_heads": heads}, alibi_slopes(heads))
+    for k in range(2, heads + 1):  # tensor parallel: k shards, each built n/k heads' slopes
+        if heads % k == 0:
+            add(("shards", k), {"schedule": "official", "num_heads": heads // k, "shards": k},
+                np.tile(alibi_slopes(heads // k), k))
     nxt = 2 ** math.ceil(math.log2(heads))
     nxt = nxt if nxt != heads else 2 * heads
     counts = [nxt] + sorted((n for n in range(heads + 1, 4 * heads + 1) if n != nxt),
@@ -600,30 +782,37 @@ def _schedule_candidates(heads: int, scale: float, reference: np.ndarray, th: Th
     return out
 
 
-def _max_bias_candidate(applied, configured, scale, heads, th):
+def _max_bias_candidate(applied, configured, scale, heads, th, ref_max_bias: float = 8.0):
     """(key, evidence, slopes) of the official schedule with the max_bias that fits, or None.
-    Official slopes are 2^(-max_bias x e_h): log2 of the slopes scale with max_bias."""
+    Official slopes are 2^(-max_bias x e_h): log2 of the slopes scale with max_bias.
+    ref_max_bias: the configured one (MPT's alibi_bias_max; 8 elsewhere)."""
     ref = configured / scale
     if (applied <= 0).any() or (ref <= 0).any() or (ref >= 1).any():
         return None
     r = _factor(np.log2(applied / scale), np.log2(ref), th)
     if not math.isfinite(r) or r <= 0:
         return None
-    max_bias = float(round(8 * r))  # ports set max_bias to a whole number (4, 16, ...)
-    if abs(8 * r - max_bias) > 0.02 * max_bias or max_bias == 8 or not 0 < max_bias <= 64:
+    max_bias = float(round(ref_max_bias * r))  # ports set a whole number (4, 8, 16, ...)
+    if (abs(ref_max_bias * r - max_bias) > 0.02 * max_bias or max_bias == ref_max_bias
+            or not 0 < max_bias <= 64):
         return None
-    return (("max_bias", max_bias), {"schedule": "official", "max_bias": max_bias},
+    return (("max_bias", max_bias), {"schedule": "official", "max_bias": max_bias,
+                                     "configured_max_bias": ref_max_bias},
             alibi_slopes(heads, "official", max_bias) * scale)
 
 
-def _explain_slopes(applied, expected, scale, head_dim, th):
+def _explain_slopes(applied, expected, scale, head_dim, th, ref_max_bias: float = 8.0):
     """(verdict, key, evidence, predicted slopes) of the simplest explanation of one layer's
-    applied slopes, or None when none fits every head."""
+    applied slopes, or None when none fits every head. ref_max_bias: the configured max_bias
+    of the expected slopes (MPT's alibi_bias_max)."""
     heads = expected.size
     if _close(applied, expected, th).all():
         return "conforms", ("conforms",), {}, expected
     if _close(applied, 0.0, th).all():
         return "missing", ("missing",), {}, np.zeros_like(expected)
+    shard = _explain_missing_shards(applied, expected, th)
+    if shard is not None:
+        return shard
     k = _factor(applied, expected, th)
     if (math.isfinite(k) and abs(k - 1) > 2 * th.slope_rtol
             and _close(applied, k * expected, th).all()):
@@ -632,8 +821,14 @@ def _explain_slopes(applied, expected, scale, head_dim, th):
                                                                                th)
         label = name or ("one" if abs(abs(k) - 1) <= 2 * th.slope_rtol else f"{abs(k):.2g}")
         return verdict, (verdict, label), {"factor": k, "factor_name": name}, k * expected
-    schedules = _schedule_candidates(heads, scale, expected, th)
-    extra = _max_bias_candidate(applied, expected, scale, heads, th)
+    if (applied < 0).sum() > heads / 2:  # the bias grows with distance: what else is wrong?
+        inner = _explain_slopes(-applied, expected, scale, head_dim, th, ref_max_bias)
+        if inner is not None and inner[0] not in ("conforms", "missing", "scaled"):
+            verdict, key, evidence, predicted = inner
+            return ("sign_flipped", ("sign_flipped", *key), {**evidence, "inner": verdict},
+                    -predicted)
+    schedules = _schedule_candidates(heads, scale, expected, th, ref_max_bias)
+    extra = _max_bias_candidate(applied, expected, scale, heads, th, ref_max_bias)
     if extra is not None:
         schedules.append(extra)
     for key, evidence, slopes in schedules:
@@ -658,17 +853,41 @@ def _explain_slopes(applied, expected, scale, head_dim, th):
     return None
 
 
+def _explain_missing_shards(applied, expected, th):
+    """(verdict "missing", key, evidence, slopes) when the heads that apply no bias are whole
+    tensor-parallel shards (k contiguous blocks of n/k heads, the fewest shards that fit) and
+    every other head conforms; else None."""
+    heads = expected.size
+    zero = _close(applied, 0.0, th) & ~_close(expected, 0.0, th)
+    if not zero.any() or zero.all() or not (zero | _close(applied, expected, th)).all():
+        return None
+    for k in range(2, heads + 1):
+        if heads % k:
+            continue
+        blocks = zero.reshape(k, heads // k)
+        if (blocks.all(axis=1) | ~blocks.any(axis=1)).all():
+            missing = [int(b) for b in np.flatnonzero(blocks.all(axis=1))]
+            predicted = np.where(zero, 0.0, expected)
+            return ("missing", ("missing", "shards", k, tuple(missing)),
+                    {"shards": k, "missing_shards": missing}, predicted)
+    return None
+
+
 def _explain_order(applied, expected, th):
     """(key, evidence, slopes) when the applied slopes are the expected ones in another head
     order: reversed, sorted, or a permutation (evidence["sources"][h]: the 0-based head whose
     expected slope head h applies); else None."""
-    if not _close(np.sort(applied), np.sort(expected), th).all():
+    loose = replace(th, slope_atol=float(np.max(th.slope_atol)))  # sorting mixes the heads
+    if not _close(np.sort(applied), np.sort(expected), loose).all():
         return None
     for key, slopes in (("reversed", expected[::-1]), ("sorted_desc", np.sort(expected)[::-1]),
                         ("sorted_asc", np.sort(expected))):
         if _close(applied, slopes, th).all():
             return (key,), {"order": key}, slopes.copy()
     sources = np.argsort(expected)[np.argsort(np.argsort(applied))]  # rank of applied -> head
+    if (sources == np.arange(expected.size)).all() or not _close(applied, expected[sources],
+                                                                 th).all():
+        return None  # no head moved, or the order does not explain every head
     return ("permutation", tuple(int(s) for s in sources)), {
         "order": "permutation", "sources": [int(s) for s in sources]}, expected[sources]
 
@@ -766,12 +985,16 @@ def _factor_phrase(name: str | None, k: float, head_dim: int, falcon_eager: bool
 def _schedule_phrase(evidence: dict, heads: int) -> str:
     """Which schedule the slopes follow, in words."""
     if evidence.get("max_bias") is not None:
-        return _("the official schedule with max_bias {value} instead of 8").format(
-            value=formatted(evidence["max_bias"], "g"))
+        return _("the official schedule with max_bias {value} instead of {configured}").format(
+            value=formatted(evidence["max_bias"], "g"),
+            configured=formatted(evidence.get("configured_max_bias", 8), "g"))
     if evidence.get("schedule") == "geometric":
         return _("the paper's geometric formula 2^(-8h/n) instead of the official rule "
                  "(they differ when the head count is not a power of two)")
     n = evidence["num_heads"]
+    if evidence.get("shards"):
+        return _("the schedule for {n} heads, repeated {k} times (each tensor-parallel shard "
+                 "built its own)").format(n=n, k=evidence["shards"])
     if n == heads:
         return _("the official rule (fairseq, BLOOM)")
     if evidence.get("next_power_of_two"):
@@ -801,8 +1024,22 @@ def _summary(verdict: str, evidence: dict, context: dict) -> str:
         listed = ", ".join(ngettext("{n} head {verdict}", "{n} heads {verdict}", n).format(
             n=n, verdict=_(VERDICT_TITLES[v])) for v, n in evidence["counts"].items())
         return _("No single explanation fits: {counts} (see the table).").format(counts=listed)
+    if verdict == "missing" and "shards" in evidence:
+        size = heads // evidence["shards"]
+        spans = ", ".join(f"{s * size + 1}-{(s + 1) * size}" for s in evidence["missing_shards"])
+        return ngettext("Heads {spans} apply no positional bias: shard {shards} of {k} "
+                        "(tensor parallel: that shard adds none), the others conform.",
+                        "Heads {spans} apply no positional bias: shards {shards} of {k} "
+                        "(tensor parallel: those shards add none), the others conform.",
+                        len(evidence["missing_shards"])).format(
+            spans=spans, k=evidence["shards"],
+            shards=", ".join(str(s + 1) for s in evidence["missing_shards"]))
     if verdict == "missing":
         return _("No head applies a positional bias.")
+    if verdict == "sign_flipped" and "inner" in evidence:
+        inner = {k: v for k, v in evidence.items() if k != "inner"}
+        return _("Every head's bias has the wrong sign (it grows with distance), and without "
+                 "the sign: {inner}").format(inner=_summary(evidence["inner"], inner, context))
     if verdict in ("scaled", "sign_flipped"):
         k = evidence["factor"]
         phrase = _factor_phrase(evidence.get("factor_name"), abs(k), head_dim,
@@ -848,6 +1085,8 @@ def _diagnose(fits, expected_all, scale, head_dim, th, context):
     layers with the same explanation make one finding; what no explanation covers is counted
     per layer."""
     groups: dict = {}  # key -> [verdict, evidence, layers, heads covered]
+    unjudged_counts: list[int] = []  # per layer: heads too coarsely read to judge
+    resolutions: list[np.ndarray] = []
     leftovers: list[Counter] = []  # per layer: verdicts of the heads nothing explains
     heads_out = []
     schedule = None
@@ -865,9 +1104,22 @@ def _diagnose(fits, expected_all, scale, head_dim, th, context):
         offsets = np.array([f[1] for f in row])
         clips = [f[2] for f in row]
         reach = [f[3] for f in row]
+        # each head's resolution: the dtype's floor, what its own residuals allow, and the
+        # rounding of the bias itself, m*j held in the model's dtype (eps m j at the probe's
+        # far keys), spread over the distances the head was read at
+        far = context.get("probe_length", 1) / np.maximum(np.array(reach, dtype=float), 1.0)
+        spread = np.array([f[5] if len(f) > 5 else 0.0 for f in row])
+        atol = np.maximum.reduce([np.full(len(row), th.slope_atol),
+                                  RESOLUTION_SE * np.array([f[4] for f in row]),
+                                  RESOLUTION_SPREAD * np.nan_to_num(spread, nan=np.inf),
+                                  (th.eps + th.schedule_rounding) * np.abs(expected) * far])
+        th_layer = replace(th, slope_atol=atol)
+        unjudged = ~np.isfinite(applied) | (atol + th.slope_rtol * np.abs(expected)
+                                            > UNJUDGED_FRACTION * np.abs(expected))
         verdicts, details = ["conforms"] * len(row), [""] * len(row)
         left: Counter = Counter()
-        explained = (_explain_slopes(applied, expected, scale, head_dim, th)
+        explained = (_explain_slopes(applied, expected, scale, head_dim, th_layer,
+                                     context.get("max_bias", 8.0))
                      if np.isfinite(applied).all() else None)
         if explained is not None:
             verdict, key, evidence, predicted = explained
@@ -883,8 +1135,17 @@ def _diagnose(fits, expected_all, scale, head_dim, th, context):
                             else "geometric" if key[:2] == ("schedule", "geometric") else None)
         else:
             for h in range(len(row)):
-                verdicts[h], details[h] = _head_verdict(applied[h], expected, h, th)
+                verdicts[h], details[h] = _head_verdict(applied[h], expected, h,
+                                                        replace(th, slope_atol=atol[h]))
             left.update(v for v in verdicts if v != "conforms")
+        for h in np.flatnonzero(unjudged):  # what could not be judged is not "conforms"
+            if verdicts[h] == "conforms":
+                verdicts[h] = "inconclusive"
+                details[h] = _("the probe reads this slope only to about {res} (from its "
+                               "residuals): too coarse to judge it").format(
+                                   res=formatted(atol[h], ".2g"))
+        unjudged_counts.append(int(sum(v == "inconclusive" for v in verdicts)))
+        resolutions.append(atol)
         clip = _explain_clips(clips, reach)
         for h, c in enumerate(clips):
             if c is not None:
@@ -912,7 +1173,8 @@ def _diagnose(fits, expected_all, scale, head_dim, th, context):
         heads_out.append([
             HeadCheck(layer, h, verdicts[h] == "conforms", verdicts[h], float(expected[h]),
                       float(applied[h]), float(applied[h] / expected[h]) if expected[h] else
-                      math.nan, float(offsets[h]), clips[h], details[h], int(reach[h]))
+                      math.nan, float(offsets[h]), clips[h], details[h], int(reach[h]),
+                      float(atol[h]))
             for h in range(len(row))])
 
     order = {v: i for i, v in enumerate(("missing", "scaled", "sign_flipped", "schedule",
@@ -935,7 +1197,27 @@ def _diagnose(fits, expected_all, scale, head_dim, th, context):
             text = ngettext("Layer {layers}: {finding}", "Layers {layers}: {finding}",
                             len(layers)).format(layers=_layer_list(layers), finding=text)
         findings.append(Finding(verdict, text, list(layers), int(count), _finite(dict(evidence))))
+    if sum(unjudged_counts):
+        findings.append(_inconclusive_finding(heads_out, unjudged_counts))
     return heads_out, findings, schedule
+
+
+def _inconclusive_finding(heads_out, unjudged_counts) -> Finding:
+    """The finding for heads whose slopes the probe read too coarsely to judge (their
+    resolution, from the fit's residuals, is over UNJUDGED_FRACTION of the expected slope)."""
+    cells = [h for row in heads_out for h in row if h.verdict == "inconclusive"]
+    layers = [k for k, n in enumerate(unjudged_counts) if n]
+    resolution = float(np.median([h.resolution for h in cells]))
+    text = ngettext(
+        "Inconclusive: the attention is dominated by content (or by rounding): the probe reads "
+        "{n} head's slope only to about {res} logits per token (from what it measured), too "
+        "coarse to judge it.",
+        "Inconclusive: the attention is dominated by content (or by rounding): the probe reads "
+        "{n} heads' slopes only to about {res} logits per token (from what it measured), too "
+        "coarse to judge them.", len(cells)).format(n=len(cells), res=formatted(resolution,
+                                                                                ".2g"))
+    return Finding("inconclusive", text, layers, len(cells),
+                   _finite({"resolution": resolution, "counts": {"inconclusive": len(cells)}}))
 
 
 # ----------------------------------------------------------------------------- decoding
@@ -979,17 +1261,132 @@ def _decode_check(model, tokenizer, texts, th: Thresholds) -> DecodeCheck:
     pad_logits = _max_diff(padded.logits[1, pad:], alone.logits[0])
     pad_layers = [_max_diff(p[1, :, pad:, pad:], q[0])
                   for p, q in zip(padded_probs, alone_probs, strict=True)]
+    dec_logits, dec_layers = _padded_decode(model, long, short, pad_id, device, full.logits[0]
+                                            if long == a else None, alone)
     scale = max(1.0, float(torch.nan_to_num(full.logits.double().abs(), nan=0.0).max()))
     logits_tol = th.decode_rtol * len(full_probs) * scale
-    return DecodeCheck(logits=logit_diff, layers=layer_diff, padding_logits=pad_logits,
-                       padding_layers=pad_layers, logits_tolerance=logits_tol,
+    both_logits = max(pad_logits, dec_logits)
+    both_layers = [max(x, y) for x, y in zip(pad_layers, dec_layers, strict=True)]
+    return DecodeCheck(logits=logit_diff, layers=layer_diff, padding_logits=both_logits,
+                       padding_layers=both_layers, logits_tolerance=logits_tol,
                        attention_tolerance=th.attention_tol,
                        ok=logit_diff <= logits_tol and layer_diff[0] <= th.attention_tol,
-                       padding_ok=pad_logits <= logits_tol and pad_layers[0] <= th.attention_tol)
+                       padding_ok=both_logits <= logits_tol and both_layers[0] <= th.attention_tol,
+                       padded_decode_logits=dec_logits, padded_decode_attention=dec_layers[0])
 
 
-def _decode_finding(kind: str, logits: float, attention: float) -> Finding:
-    """The finding of a failed prefill-vs-decode ("decode") or left-padding ("padding") check."""
+def _padded_decode(model, long, short, pad_id, device, long_logits, short_alone):
+    """(largest |logits difference|, per layer largest |attention difference|) of a
+    left-padded batch [long, pads + short] prefilled but for its last tokens and then decoded
+    token by token through the cache (the attention mask growing by one each step), against
+    each text's own full forward: the padded batch decoding a server does, where a port can
+    count the pads in the new token's position (HF transformers #26380)."""
+    steps = min(8, len(short) - 1)
+    if steps < 1:
+        return 0.0, [0.0] * model.config.num_hidden_layers
+    pad = len(long) - len(short)
+    prefix = len(short) - steps
+    batch = torch.tensor([long[:-steps], [pad_id] * pad + short[:prefix]], device=device)
+    mask = torch.tensor([[1] * (len(long) - steps), [0] * pad + [1] * prefix], device=device)
+    if long_logits is None:
+        long_logits = _run(model, torch.tensor([long], device=device))[0].logits[0]
+    _out, alone_probs = _run(model, torch.tensor([short], device=device))
+    out, _probs = _run(model, batch, attention_mask=mask, use_cache=True)
+    past = getattr(out, "cache", None) or getattr(out, "past_key_values", None)
+    logit_diff, layer_diff = 0.0, [0.0] * len(alone_probs)
+    for t in range(steps):
+        tokens = torch.tensor([[long[len(long) - steps + t]], [short[prefix + t]]], device=device)
+        mask = torch.cat([mask, torch.ones(2, 1, dtype=mask.dtype, device=device)], dim=1)
+        out, probs = _run(model, tokens, attention_mask=mask, cache=past, use_cache=True)
+        past = getattr(out, "cache", None) or getattr(out, "past_key_values", None)
+        i = prefix + t  # the short text's position
+        logit_diff = max(logit_diff,
+                         _max_diff(out.logits[1, -1], short_alone.logits[0, i]),
+                         _max_diff(out.logits[0, -1], long_logits[len(long) - steps + t]))
+        for layer, p in enumerate(probs):
+            layer_diff[layer] = max(layer_diff[layer], _max_diff(
+                p[1, :, -1, pad:], alone_probs[layer][0, :, i, : i + 1]))
+    return logit_diff, layer_diff
+
+
+def _decode_probe(model, length: int, tokenizer, min_log_prob: float,
+                  steps: int = DECODE_STEPS) -> tuple[np.ndarray, np.ndarray, float]:
+    """(y, n, mean query position) of the decode step's bias rows: one token repeated
+    `length` times, prefilled but for the last `steps`, which are then fed one at a time
+    through the cache; each step's attention row is read as the prefill probe reads its rows
+    (`_curves`), over the distances every step saw. y, n: (layers, heads, length)."""
+    ids = tokenizer("a", add_special_tokens=False)["input_ids"] if tokenizer else [10]
+    device = _input_device(model)
+    ids = torch.full((1, length), int(ids[0]), dtype=torch.long, device=device)
+    out, _probs = _run(model, ids[:, : length - steps], use_cache=True)
+    past = getattr(out, "cache", None) or getattr(out, "past_key_values", None)
+    rows = None
+    for t in range(length - steps, length):
+        out, probs = _run(model, ids[:, t:t + 1], cache=past, use_cache=True)
+        past = getattr(out, "cache", None) or getattr(out, "past_key_values", None)
+        if rows is None:  # (layers, heads, T, T): zero (unread) but for the decoded rows
+            rows = torch.zeros(len(probs), probs[0].shape[1], length, length,
+                               dtype=probs[0].dtype, device=probs[0].device)
+        for layer, p in enumerate(probs):
+            rows[layer, :, t, : t + 1] = p[0, :, -1, : t + 1]
+    curves, counts = [], []
+    for layer in range(rows.shape[0]):
+        y, n = _curves(rows[layer], min_log_prob)
+        n[:, length - steps + 1:] = 0  # read only the distances every decoded row saw
+        curves.append(y)
+        counts.append(n)
+    mean_query = (length - steps + length - 1) / 2
+    return torch.stack(curves).cpu().numpy(), torch.stack(counts).cpu().numpy(), mean_query
+
+
+def _decode_row_sentences(fits, configured, scale, head_dim, th, context, mean_query,
+                          prefill):
+    """(the decode probe's diagnosis as sentences, in the prefill probe's explanations;
+    evidence), ([], {}) when the decode step's bias row is what the prefill's is (`prefill`:
+    its HeadChecks, whatever their verdict: a bug of both paths is the prefill's finding). A
+    new key whose bias is missing (every head's offset m_h x the query's position) is named as
+    that."""
+    applied = np.array([[f[0] for f in row] for row in fits])
+    offsets = np.array([[f[1] for f in row] for row in fits])
+    before = np.array([[h.applied_slope for h in row] for row in prefill])
+    before_offsets = np.array([[h.offset for h in row] for row in prefill])
+    resolution = np.array([[h.resolution for h in row] for row in prefill])
+    se = np.array([[f[4] for f in row] for row in fits])
+    same = np.abs(applied - before) <= (th.slope_rtol * np.abs(before) + resolution
+                                        + RESOLUTION_SE * np.nan_to_num(se, nan=np.inf))
+    same &= np.abs(np.nan_to_num(offsets - before_offsets)) <= th.offset_tol
+    if same.all():
+        return [], {}
+    # the first layer whose decode row differs is judged; the layers after it read hidden
+    # states that differ already (as the decode check judges only the first layer)
+    first = int(np.flatnonzero(~same.all(axis=1))[0])
+    fits, applied, offsets = fits[first:first + 1], applied[first:first + 1], \
+        offsets[first:first + 1]
+    if np.ndim(configured) == 2:
+        configured = configured[first:first + 1]
+    expected = np.broadcast_to(configured, applied.shape)
+    ratio = offsets / np.where(expected != 0, expected, np.nan)
+    if (np.isfinite(ratio).all() and _close(applied, expected, th).all()
+            and (np.abs(ratio - mean_query) <= 1.0).all()):
+        return [_("The new token's own key gets no bias (its bias row holds m*j for the cached "
+                  "keys but 0 for the new one).")], {"new_key": "zero", "layer": first}
+    _heads, findings, _schedule = _diagnose(fits, configured, scale, head_dim, th, context)
+    findings = [f for f in findings if f.verdict != "inconclusive"]
+    for f in findings:
+        f.layers = [first]
+    prefix = (ngettext("Layer {layers}: {finding}", "Layers {layers}: {finding}", 1).format
+              if len(prefill) > 1 else lambda layers, finding: finding)
+    return ([prefix(layers=first + 1, finding=f.summary) for f in findings] or
+            [prefix(layers=first + 1, finding=_("The bias row differs from the prefill's, "
+                                                "and no explanation fits."))],
+            {"layer": first, "row": [asdict(f) for f in findings]})
+
+
+def _decode_finding(kind: str, logits: float, attention: float, named=(), evidence=None,
+                    batch: bool = False) -> Finding:
+    """The finding of a failed prefill-vs-decode ("decode") or left-padding ("padding") check.
+    named: the decode probe's sentences on the decode step's bias row; batch: the failure is
+    in the left-padded batch's cached decoding, not its prefill."""
     if not (math.isfinite(logits) and math.isfinite(attention)):
         text = (_("Cached decoding makes the outputs NaN or infinite (an overflow in this "
                   "dtype?).") if kind == "decode" else
@@ -1000,12 +1397,44 @@ def _decode_finding(kind: str, logits: float, attention: float) -> Finding:
                       "first layer's attention by {attention}).") if kind == "decode" else
                     _("Left padding changes the outputs (logits by {logits}, first layer's "
                       "attention by {attention})."))
+        if batch:
+            template = _("Decoding a left-padded batch through the cache differs from each text "
+                         "alone (logits by {logits}, first layer's attention by {attention}): "
+                         "the new token's position may count the pads (HF transformers #26380).")
         text = template.format(logits=formatted(logits, ".3g"),
                                attention=formatted(attention, ".3g"))
-    return Finding(kind, text, [], 0, _finite({"logits": logits, "attention": attention}))
+    if named:
+        text += " " + _("The decode step's bias row, probed as the prefill's: {diagnosis}").format(
+            diagnosis=" ".join(named))
+    return Finding(kind, text, [], 0, _finite({"logits": logits, "attention": attention,
+                                               "padded_decode": batch, **(evidence or {})}))
 
 
 # ----------------------------------------------------------------------------- the check
+
+PORT_NEEDS = N_(
+    "check_alibi needs a transformers-style causal LM: a .config with num_attention_heads (and "
+    "model_type, or pass expected=), a forward(input_ids, attention_mask=None, "
+    "output_attentions=True) whose output has .attentions, one (batch, heads, query, key) "
+    "tensor per layer (eager); for attn='sdpa', a class attribute _supports_sdpa = True and "
+    "attention through torch's scaled_dot_product_attention. {missing} For a bare attention "
+    "function use check_kernel(fn, num_heads, head_dim); for a bias tensor, check_bias(bias).")
+
+
+def _check_port(model) -> None:
+    """Raise AlibiVizError saying what a port needs when `model` is not a transformers-style
+    causal LM (a plain nn.Module has no .config)."""
+    config = getattr(model, "config", None)
+    if config is None:
+        missing = _("This {kind} has no .config.").format(kind=type(model).__name__)
+    elif not isinstance(getattr(config, "num_attention_heads", None), int):
+        missing = _("Its config has no num_attention_heads.")
+    elif not callable(getattr(model, "get_input_embeddings", None)):
+        missing = _("It has no get_input_embeddings().")
+    else:
+        return
+    raise AlibiVizError(_(PORT_NEEDS).format(missing=missing))
+
 
 def check_alibi(model, tokenizer=None, probe_length: int = PROBE_LENGTH, texts=DEFAULT_TEXTS,
                 decode: bool = True, progress: Callable[[float, str], None] | None = None, *,
@@ -1014,22 +1443,31 @@ def check_alibi(model, tokenizer=None, probe_length: int = PROBE_LENGTH, texts=D
     """Check every layer and head of an ALiBi model against its config (module docstring).
 
     tokenizer: needed for the prefill-vs-decode check. decode=False skips that check (and the
-    left-padding one): faster, no tokenizer needed, `AlibiCheck.decode` is None and the
-    verdict rests on the probe alone. progress(fraction, what) is called as the check goes.
+    left-padding ones and the decode probe): faster, no tokenizer needed, `AlibiCheck.decode`
+    is None and the verdict rests on the probe alone. progress(fraction, what) is called as the
+    check goes. probe_length: tokens in the probe (16-65,536; MPT: at most its max_seq_len).
     expected: the slopes the model should apply (heads,), per token on the pre-softmax
     logits, or a schedule name of `alibi_slopes` ("official", "geometric", "mpt") for the
     probe's head count; needed for an architecture the check does not know, and it overrides
     the config of one it knows. attn: "eager" or "sdpa", the attention path to check (default:
     what the model's config uses); `AlibiCheck.attn` says which was checked.
-    Raises AlibiVizError for a model it cannot check (no ALiBi and no `expected`, a path the
-    architecture lacks, weights offloaded to disk, position encoded some other way too).
+    The verdict is "inconclusive" (not "conforms") when some heads were read too coarsely to
+    judge and nothing else was found.
+    Raises AlibiVizError for a model it cannot check (not a transformers-style model: the
+    message says what a port needs; no ALiBi and no `expected`; a path the architecture lacks;
+    weights offloaded to disk; position encoded some other way too).
     """
+    _check_port(model)
+    probe_length = check_int(probe_length, "probe_length", 16, 65_536)
     model.eval()
     config = model.config
     if expected is None:
         configured, form, _warning = expected_slopes(model)
     if config.model_type == "mpt":  # its bias is built at max_seq_len keys, no more
         probe_length = min(probe_length, int(config.max_seq_len))
+    if decode and tokenizer is None:
+        raise AlibiVizError(_("The prefill-vs-decode check needs the tokenizer (or pass "
+                              "decode=False)."))
     dtype = next(model.parameters()).dtype
     falcon = config.model_type == "falcon" and getattr(config, "alibi", False)
     _input_device(model)
@@ -1048,6 +1486,23 @@ def check_alibi(model, tokenizer=None, probe_length: int = PROBE_LENGTH, texts=D
         fits = [[_fit_head(y, n, base) for y, n in zip(layer_curves, layer_counts,
                                                        strict=True)]
                 for layer_curves, layer_counts in zip(curves, counts, strict=True)]
+        # the same probe with other tokens: the bias is the same, the content is not, so how
+        # far their slopes spread is what the content (and its rounding) leaves unresolved
+        # (the applied slope is the median of the tokens' fits, its spread the largest
+        # distance from it: the smaller one passed false "scaled" heads in 16-bit models)
+        slopes = [np.array([[f[0] for f in row] for row in fits])]
+        for token in _other_tokens(tokenizer):
+            other, other_counts = _probe(model, probe_length, token, tokenizer, base.min_log_prob)
+            slopes.append(np.array([[_fit_head(y, n, base)[0] for y, n in zip(
+                layer_curves, layer_counts, strict=True)] for layer_curves, layer_counts in
+                zip(other, other_counts, strict=True)]))
+        slopes = np.stack(slopes)  # (tokens, layers, heads)
+        median = np.median(slopes, axis=0)
+        deviation = np.abs(slopes - median)
+        spread = deviation.max(axis=0)
+        fits = [[(float(median[k, h]) if len(slopes) > 2 else f[0], *f[1:],
+                  float(spread[k, h])) for h, f in enumerate(row)]
+                for k, row in enumerate(fits)]
         steepest = float(np.nanmax(np.abs([[f[0] for f in row] for row in fits] +
                                           configured.reshape(-1, heads).tolist())))
         th = thresholds(dtype, path, base.schedule_rounding, steepest)
@@ -1056,33 +1511,53 @@ def check_alibi(model, tokenizer=None, probe_length: int = PROBE_LENGTH, texts=D
         except (AttributeError, TypeError, ZeroDivisionError):
             head_dim = 1
         scale = 1 / math.sqrt(head_dim) if (falcon and expected is None) else 1.0
-        context = {"head_dim": head_dim, "heads": heads, "falcon_eager": falcon and
+        context = {"head_dim": head_dim, "heads": heads, "probe_length": probe_length,
+                   "falcon_eager": falcon and
                    path == "eager", "schedule": None if configured.ndim == 2 else "official"
-                   if expected is None else expected if isinstance(expected, str) else None}
+                   if expected is None else expected if isinstance(expected, str) else None,
+                   "max_bias": _mpt_bias_max(config) if config.model_type == "mpt"
+                   and expected is None else 8.0}
         head_checks, findings, schedule = _diagnose(fits, configured, scale, head_dim, th,
                                                     context)
         notes = []
-        faint = int((np.abs(configured) <= 4 * th.slope_atol).sum())
-        if faint:
-            notes.append(ngettext(
-                "In {dtype} the probe resolves slopes above about {atol}: {n} head whose "
-                "expected slope is smaller fits any explanation.",
-                "In {dtype} the probe resolves slopes above about {atol}: {n} heads whose "
-                "expected slope is smaller fit any explanation.", faint).format(
-                    dtype=th.dtype, atol=formatted(4 * th.slope_atol, ".2g"), n=faint))
+        if expected is None:
+            built = builder_finding(model)
+            if built is not None:
+                findings.append(built)
+            applied_max = (_mpt_bias_max(config) if not any(
+                f.verdict == "schedule" for f in findings) else next(
+                (f.evidence.get("max_bias") for f in findings if f.verdict == "schedule"), None))
+            mpt_note = mpt_bias_max_note(model, applied_max)
+            if mpt_note is not None:
+                notes.append(mpt_note)
+                for f in findings:
+                    if f.verdict == "schedule" and f.evidence.get("max_bias") is not None:
+                        f.summary += " " + mpt_note
         result = None
         if decode:
-            if tokenizer is None:
-                raise AlibiVizError(_("The prefill-vs-decode check needs the tokenizer (or pass "
-                                      "decode=False)."))
             if progress:
                 progress(0.5, _("decoding token by token through the KV cache"))
             result = _decode_check(model, tokenizer, texts, th)
-            if not result.ok:
-                findings.append(_decode_finding("decode", result.logits, result.layers[0]))
+            dec_y, dec_n, mean_query = _decode_probe(model, probe_length, tokenizer,
+                                                     base.min_log_prob)
+            dec_fits = [[_fit_head(y, n, base) for y, n in zip(ly, ln, strict=True)]
+                        for ly, ln in zip(dec_y, dec_n, strict=True)]
+            # the new key sits at j ~ probe_length, where m*j is rounded to the dtype (and by
+            # Falcon's bfloat16 builder): the decode rows' offsets carry that rounding
+            dec_th = replace(th, offset_tol=max(th.offset_tol, (th.eps + th.schedule_rounding)
+                                                * steepest * probe_length))
+            named, row_evidence = _decode_row_sentences(dec_fits, configured, scale, head_dim,
+                                                        dec_th, context, mean_query,
+                                                        head_checks)
+            if not result.ok or named:
+                findings.append(_decode_finding("decode", result.logits, result.layers[0],
+                                                named, row_evidence))
             if not result.padding_ok:
-                findings.append(_decode_finding("padding", result.padding_logits,
-                                                result.padding_layers[0]))
+                batch = result.padded_decode_logits >= result.padding_logits  # its maximum
+                findings.append(_decode_finding(
+                    "padding", result.padding_logits, result.padding_layers[0], batch=batch))
+        findings = ([f for f in findings if f.verdict != "inconclusive"]
+                    + [f for f in findings if f.verdict == "inconclusive"])
     if progress:
         progress(1.0, _("done"))
     return AlibiCheck(heads=head_checks, decode=result, expected_form=form, schedule=schedule,
