@@ -1,7 +1,8 @@
 """alibi-viz on the command line: the ALiBi conformance check, for CI, and a report on a model.
 
     alibi-viz check MODEL [--dtype float32|bfloat16|float16] [--attn eager|sdpa]
-                          [--no-decode] [--json FILE]
+                          [--no-decode] [--expected SCHEDULE|M1,M2,...] [--probe-length N]
+                          [--summary | --all-heads] [--json FILE] [--markdown FILE]
     alibi-viz report MODEL [--out FILE] [--text TEXT | --text-file FILE] [--tokens N]
                            [--dtype ...] [--attn ...] [--no-decode]
     python -m alibi_viz.cli check MODEL ...            (the same, without the installed script)
@@ -17,11 +18,23 @@ decoding and a left-padded batch with one full forward (--no-decode skips that p
            it (the report's "thresholds").
 --attn     the attention path to check (default: the one the model's config uses; the loader
            picks eager). sdpa exists for Falcon only.
+--expected the slopes the model should apply: a schedule name (official, geometric, mpt) or
+           one number per head, comma-separated (per token, on the pre-softmax logits);
+           needed for a model that is not BLOOM, MPT or Falcon with alibi=True, and it
+           overrides the config of one that is.
+--probe-length  tokens in the probe (16-65536, default 128): longer reaches a long-context
+           clip and 16-bit rounding of the bias at large j.
+--summary  print the per-head table only for the heads that do not conform (the default for
+           models of more than 128 heads in all); --all-heads prints every head.
 --json     also write the report as JSON to FILE (schema below).
+--markdown also write a short Markdown report to FILE, for a pull-request comment: verdict,
+           diagnosis, the heads that do not conform, decode and padding, thresholds.
 
-Exit status: 0 the model conforms; 1 it does not (the report says why); 2 a usage or load error
-(a one-line message on stderr, never a traceback), including a model the check cannot read
-(not ALiBi, a path its architecture lacks, weights offloaded to disk).
+Exit status: 0 the model conforms; 1 it does not (the report says why); 3 inconclusive (some
+heads were read too coarsely to judge, and nothing else was found: the attention is dominated
+by content or rounding); 2 a usage or load error (a one-line message on stderr, never a
+traceback), including a model the check cannot read (not ALiBi, a path its architecture
+lacks, weights offloaded to disk).
 
 The output is English whatever the language settings: it is meant for CI logs.
 
@@ -41,9 +54,11 @@ not finite, NaN or infinite outputs, are null):
     model           MODEL as given; path: the folder it resolved to
     architecture    e.g. "BloomForCausalLM"; model_type: e.g. "bloom"
     dtype, attn     what was checked: "float32" ..., "eager" or "sdpa"
-    conforms        true or false (the exit status is 0 or 1 accordingly)
+    conforms        true or false (the exit status is 0, else 1, or 3 when inconclusive)
     verdict         "conforms", a head verdict (scaled, sign_flipped, schedule, permuted, offset,
-                    missing, clipped), "decode" or "padding": the first finding's
+                    missing, clipped, inconclusive), "decode", "padding" or "builder" (the
+                    installed transformers' ALiBi builder disagrees with the official rule):
+                    the first finding's
     diagnosis       list of findings, most important first (empty when the model conforms):
                     {verdict, summary (one English sentence), layers (0-based; [] for decode
                     and padding), heads (how many it covers), evidence}, evidence holding
@@ -82,7 +97,9 @@ import warnings
 SCHEMA = "alibi-viz.conformance/1"
 DTYPE_NAMES = ("float32", "bfloat16", "float16")
 DEFAULT_REPORT_TOKENS, MAX_REPORT_TOKENS = 256, 2048
-EXIT_CONFORMS, EXIT_DOES_NOT_CONFORM, EXIT_ERROR = 0, 1, 2
+EXIT_CONFORMS, EXIT_DOES_NOT_CONFORM, EXIT_ERROR, EXIT_INCONCLUSIVE = 0, 1, 2, 3
+SUMMARY_HEADS = 128  # more heads than this in all: the per-head table lists only the failures
+MARKDOWN_HEADS = 50  # at most this many heads in the Markdown report's table
 
 
 class UsageError(Exception):
@@ -113,8 +130,20 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("model", metavar="MODEL",
                        help="model folder or cached repo id (org/name[@revision])")
     _check_options(check)
+    check.add_argument("--expected", type=_expected, default=None,
+                       metavar="SCHEDULE|M1,M2,...",
+                       help="expected slopes: official, geometric, mpt, or one per head")
+    check.add_argument("--probe-length", type=_probe_length, default=128, metavar="N",
+                       help="tokens in the probe (16-65536, default 128)")
+    table = check.add_mutually_exclusive_group()
+    table.add_argument("--summary", action="store_true",
+                       help="list only the heads that do not conform")
+    table.add_argument("--all-heads", action="store_true",
+                       help="list every head (default up to 128 heads)")
     check.add_argument("--json", metavar="FILE", default=None,
                        help="also write the report as JSON to FILE")
+    check.add_argument("--markdown", metavar="FILE", default=None,
+                       help="also write a Markdown report to FILE (for a pull request)")
     report = commands.add_parser(
         "report", help="write a self-contained HTML report on a model",
         description="Write one HTML file about a model (facts, slopes, conformance, head "
@@ -145,6 +174,34 @@ def _tokens(text: str) -> int:
     return value
 
 
+def _expected(text: str):
+    """--expected: a schedule name, or comma-separated positive slopes."""
+    from alibi_viz.alibi import SCHEDULES
+
+    if text in SCHEDULES:
+        return text
+    try:
+        values = [float(part) for part in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"--expected must be one of {', '.join(SCHEDULES)} or comma-separated numbers, got "
+            f"{text!r}") from None
+    if not all(v == v and abs(v) != float("inf") for v in values):
+        raise argparse.ArgumentTypeError(f"--expected slopes must be finite, got {text!r}")
+    return values
+
+
+def _probe_length(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"--probe-length must be a whole number, got {text!r}") from None
+    if not 16 <= value <= 65536:
+        raise argparse.ArgumentTypeError(f"--probe-length must be 16-65536, got {value}")
+    return value
+
+
 def _quiet() -> None:
     """No progress bars, warnings or downloads: stderr is for our one-line errors."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -160,22 +217,84 @@ def _number(value) -> str:
     return "-" if value is None else f"{value:.4g}"
 
 
-def human_report(report: dict) -> str:
-    """The short text report of a JSON report: verdict, diagnosis, per-head table, decode and
-    padding results, thresholds and notes."""
+def verdict_line(report: dict) -> str:
+    """CONFORMS, INCONCLUSIVE or DOES NOT CONFORM (verdict), as the text report prints it."""
+    if report["conforms"]:
+        return "CONFORMS"
+    if report["verdict"] == "inconclusive":
+        return "INCONCLUSIVE"
+    return f"DOES NOT CONFORM ({report['verdict']})"
+
+
+def exit_status(report: dict) -> int:
+    """0 conforms, 1 does not, 3 inconclusive (module docstring)."""
+    if report["conforms"]:
+        return EXIT_CONFORMS
+    return EXIT_INCONCLUSIVE if report["verdict"] == "inconclusive" else EXIT_DOES_NOT_CONFORM
+
+
+def markdown_report(report: dict) -> str:
+    """A short Markdown report for a pull-request comment: verdict, diagnosis, the heads that
+    do not conform (at most MARKDOWN_HEADS), decode and padding, thresholds."""
+    lines = [f"### alibi-viz check: {verdict_line(report)}", "",
+             f"`{report['model']}`: {report['architecture']} ({report['model_type']}), "
+             f"{report['dtype']}, {report['attn']} attention, probe of {report['probe_length']} "
+             f"tokens. Expected: {report['expected_form']}.", ""]
+    lines += [f"- {finding['summary']}" for finding in report["diagnosis"]]
+    failing = [h for h in report["heads"] if h["verdict"] != "conforms"]
+    lines += ["", f"{len(report['heads']) - len(failing)} of {len(report['heads'])} heads "
+              "conform."]
+    if failing:
+        lines += ["", "| layer | head | verdict | expected | applied | ratio | detail |",
+                  "|---:|---:|---|---:|---:|---:|---|"]
+        lines += [f"| {h['layer'] + 1} | {h['head'] + 1} | {h['verdict']} | "
+                  f"{_number(h['expected_slope'])} | {_number(h['applied_slope'])} | "
+                  f"{_number(h['ratio'])} | {h['detail'].replace('|', '/') or '-'} |"
+                  for h in failing[:MARKDOWN_HEADS]]
+        if len(failing) > MARKDOWN_HEADS:
+            lines.append(f"\n... and {len(failing) - MARKDOWN_HEADS} more (see the JSON report).")
+    decode = report["decode"]
+    lines.append("")
+    if decode is None:
+        lines.append("Decode and padding: not checked (--no-decode).")
+    else:
+        lines.append(f"Decode: {'pass' if decode['ok'] else 'FAIL'} (logits "
+                     f"{_number(decode['logits'])}, tolerance "
+                     f"{_number(decode['logits_tolerance'])}); padding: "
+                     f"{'pass' if decode['padding_ok'] else 'FAIL'} (logits "
+                     f"{_number(decode['padding_logits'])}).")
+    lines += [f"Note: {note}" for note in report["notes"]]
+    versions = report.get("versions") or {}
+    lines += ["", f"<sub>alibi-viz {versions.get('alibi_viz')}, torch {versions.get('torch')}, "
+              f"transformers {versions.get('transformers')}, {report['seconds']:.1f} s</sub>"]
+    return "\n".join(lines) + "\n"
+
+
+def human_report(report: dict, summary: bool | None = None) -> str:
+    """The short text report of a JSON report: verdict, diagnosis, per-head table (summary:
+    only the heads that do not conform; None: so when there are more than SUMMARY_HEADS),
+    decode and padding results, thresholds and notes."""
+    if summary is None:
+        summary = len(report["heads"]) > SUMMARY_HEADS
     lines = [f"alibi-viz check {report['model']}",
              f"  {report['architecture']} ({report['model_type']}), {report['dtype']}, "
              f"{report['attn']} attention, probe of {report['probe_length']} tokens",
              f"  expected: {report['expected_form']}"]
-    if report["conforms"]:
-        lines.append("verdict: CONFORMS")
+    lines.append(f"verdict: {verdict_line(report)}")
+    lines += [f"  - {finding['summary']}" for finding in report["diagnosis"]]
+    failing = [h for h in report["heads"] if h["verdict"] != "conforms"]
+    listed = report["heads"] if not summary else failing
+    if summary:
+        lines.append(f"heads: {len(report['heads'])} checked, "
+                     f"{len(report['heads']) - len(failing)} conform"
+                     + (f"; the {len(failing)} that do not:" if failing else "")
+                     + ("" if failing else " (--all-heads lists them)"))
     else:
-        lines.append(f"verdict: DOES NOT CONFORM ({report['verdict']})")
-        lines += [f"  - {finding['summary']}" for finding in report["diagnosis"]]
-    lines.append("heads:")
-    lines.append(f"  {'layer':>5} {'head':>4}  {'verdict':<12} {'expected':>10} {'applied':>10} "
-                 f"{'ratio':>7} {'offset':>8} {'clip':>5}  detail")
-    for h in report["heads"]:
+        lines.append("heads:")
+    if listed:
+        lines.append(f"  {'layer':>5} {'head':>4}  {'verdict':<12} {'expected':>10} "
+                     f"{'applied':>10} {'ratio':>7} {'offset':>8} {'clip':>5}  detail")
+    for h in listed:
         lines.append(f"  {h['layer'] + 1:>5} {h['head'] + 1:>4}  {h['verdict']:<12} "
                      f"{_number(h['expected_slope']):>10} {_number(h['applied_slope']):>10} "
                      f"{_number(h['ratio']):>7} {_number(h['offset']):>8} "
@@ -205,10 +324,34 @@ def human_report(report: dict) -> str:
     return "\n".join(lines)
 
 
-def check(model: str, dtype: str = "float32", attn: str | None = None, decode: bool = True) -> dict:
+def _sdpa_first(model: str) -> None:
+    """--attn sdpa on an architecture without an sdpa path: refuse from its config, before the
+    weights load (seconds). Anything unclear is left to the loader and the check."""
+    from alibi_viz.errors import AlibiVizError
+
+    try:
+        import transformers
+        from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+        from alibi_viz.models.loading import resolve_model_path
+
+        folder = resolve_model_path(model)
+        config = transformers.AutoConfig.from_pretrained(folder, local_files_only=True)
+        cls = getattr(transformers, MODEL_FOR_CAUSAL_LM_MAPPING_NAMES[config.model_type])
+    except Exception:  # noqa: BLE001 (the loader reports a bad folder better)
+        return
+    if not getattr(cls, "_supports_sdpa", False):
+        raise AlibiVizError(f"{cls.__name__} has no sdpa attention in transformers: only its "
+                            "eager path can be checked.")
+
+
+def check(model: str, dtype: str = "float32", attn: str | None = None, decode: bool = True,
+          expected=None, probe_length: int = 128) -> dict:
     """Load MODEL and check it: the JSON report (module docstring). Raises AlibiVizError
     (ModelLoadError included) when it cannot."""
     start = time.perf_counter()
+    if attn == "sdpa":
+        _sdpa_first(model)
     import torch
 
     from alibi_viz import i18n
@@ -217,7 +360,8 @@ def check(model: str, dtype: str = "float32", attn: str | None = None, decode: b
 
     i18n.set_language("en")  # CI logs are English
     net, tokenizer, info = load_model(model, dtype=getattr(torch, dtype))
-    result = check_alibi(net, tokenizer, decode=decode, attn=attn)
+    result = check_alibi(net, tokenizer, decode=decode, attn=attn, expected=expected,
+                         probe_length=probe_length)
     report = {"schema": SCHEMA, "model": model, "path": info.path,
               "architecture": info.architecture, **result.to_dict()}
     report["seconds"] = round(time.perf_counter() - start, 3)
@@ -314,7 +458,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "report":
             written = write_html_report(args)
         else:
-            report = check(args.model, args.dtype, args.attn, decode=not args.no_decode)
+            report = check(args.model, args.dtype, args.attn, decode=not args.no_decode,
+                           expected=args.expected, probe_length=args.probe_length)
     except (AlibiVizError, UsageError) as exc:
         print(f"alibi-viz: error: {_one_line(exc)}", file=sys.stderr)
         return EXIT_ERROR
@@ -325,17 +470,20 @@ def main(argv: list[str] | None = None) -> int:
         print(f"alibi-viz report: wrote {written['path']} ({written['bytes'] / 2**20:.1f} MB) "
               f"in {written['seconds']:.1f} s; {written['verdict']}")
         return EXIT_CONFORMS
-    if args.json:
+    for path, write in ((args.json, lambda h: (json.dump(report, h, indent=2,
+                                                         allow_nan=False), h.write("\n"))),
+                        (args.markdown, lambda h: h.write(markdown_report(report)))):
+        if not path:
+            continue
         try:
-            with open(args.json, "w", encoding="utf-8") as handle:
-                json.dump(report, handle, indent=2, allow_nan=False)
-                handle.write("\n")
+            with open(path, "w", encoding="utf-8") as handle:
+                write(handle)
         except OSError as exc:
-            print(f"alibi-viz: error: cannot write {args.json}: {exc.strerror or exc}",
+            print(f"alibi-viz: error: cannot write {path}: {exc.strerror or exc}",
                   file=sys.stderr)
             return EXIT_ERROR
-    print(human_report(report))
-    return EXIT_CONFORMS if report["conforms"] else EXIT_DOES_NOT_CONFORM
+    print(human_report(report, True if args.summary else False if args.all_heads else None))
+    return exit_status(report)
 
 
 if __name__ == "__main__":

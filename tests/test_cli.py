@@ -115,3 +115,59 @@ def test_script_is_declared():
     tomllib = pytest.importorskip("tomllib")  # Python 3.11+
     scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
     assert scripts["alibi-viz"] == "alibi_viz.cli:main"
+
+
+def test_expected_probe_length_summary_and_markdown(tmp_path):
+    """--expected geometric on a 12-head BLOOM (official slopes): exit 1, the schedule named;
+    --probe-length reaches the check; --summary lists only the heads that do not conform;
+    --markdown writes the verdict, the diagnosis and those heads for a pull request."""
+    folder = save(tmp_path / "bloom12", "bloom", heads=12)
+    md, report = tmp_path / "comment.md", tmp_path / "r.json"
+    done = run_cli("check", folder, "--no-decode", "--expected", "geometric", "--probe-length",
+                   "96", "--summary", "--markdown", md, "--json", report)
+    assert done.returncode == 1, done.stderr
+    data = json.loads(report.read_text())
+    assert data["probe_length"] == 96 and data["verdict"] == "schedule", data["diagnosis"]
+    failing = sum(h["verdict"] != "conforms" for h in data["heads"])
+    assert f"heads: 24 checked, {24 - failing} conform; the {failing} that do not:" in done.stdout
+    rows = [line for line in done.stdout.splitlines() if line.strip()[:1].isdigit()]
+    assert len(rows) == failing > 0
+    text = md.read_text()
+    assert text.startswith("### alibi-viz check: DOES NOT CONFORM")
+    assert data["diagnosis"][0]["summary"] in text and text.count("\n| ") == failing + 1
+
+
+def test_conforming_model_with_summary_lists_no_heads(tmp_path):
+    """--summary on a conforming model: one line of counts, no per-head rows; slopes given as
+    numbers with --expected are what it is checked against."""
+    from alibi_viz.alibi import alibi_slopes
+
+    folder = save(tmp_path / "bloom", "bloom")
+    slopes = ",".join(f"{m:.10g}" for m in alibi_slopes(8))
+    done = run_cli("check", folder, "--no-decode", "--summary", "--expected", slopes)
+    assert done.returncode == 0, done.stderr
+    assert "heads: 16 checked, 16 conform (--all-heads lists them)" in done.stdout
+    assert not [line for line in done.stdout.splitlines() if line.strip()[:1].isdigit()]
+
+
+@pytest.mark.parametrize("args,message", [
+    (("--expected", "0.5,x"), "--expected must be one of official, geometric, mpt"),
+    (("--probe-length", "8"), "--probe-length must be 16-65536"),
+    (("--summary", "--all-heads"), "not allowed with argument"),
+])
+def test_bad_check_options_exit_2_with_one_line(args, message):
+    """Bad --expected, --probe-length, or --summary with --all-heads: exit 2, one line."""
+    done = run_cli("check", "x", *args)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and message in done.stderr
+
+
+def test_sdpa_on_bloom_is_refused_before_loading(tmp_path):
+    """--attn sdpa on BLOOM is refused from config.json alone: a folder without weights gets
+    that message, not the loader's (the architecture is checked first, not after a load)."""
+    from model_factory import tiny_config
+
+    folder = tmp_path / "config-only"
+    tiny_config("bloom").save_pretrained(folder)
+    done = run_cli("check", folder, "--attn", "sdpa")
+    assert done.returncode == 2 and done.stderr.count("\n") == 1
+    assert "BloomForCausalLM has no sdpa attention" in done.stderr
