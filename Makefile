@@ -1,6 +1,7 @@
 # alibi-viz: two commands do everything on a fresh machine.
 #   make run   create .venv, install, start the app on http://localhost:8501
 #   make test  install (with dev tools, chromium and nginx), lint, run the whole test suite
+#   make test-quick  the same but the browser and deployment tests (a development loop)
 #   make serve-class / make stop-class   the app for a class: replicas behind nginx (deploy/)
 PYTHON ?= python3
 VENV   := .venv
@@ -8,8 +9,13 @@ BIN    := $(VENV)/bin
 PORT   ?= 8501
 CLASS_REPLICAS ?= 2
 CLASS_PORT     ?= 8080
+# Test workers (pytest-xdist): one per core, at most 4 (each browser worker runs a Streamlit
+# server and a chromium of its own, about 2 GB together).
+TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ "$$n" -gt 4 ] && n=4; echo $$n)
+PYTEST := $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder \
+	--durations=25
 
-.PHONY: run test install install-dev chromium nginx lint bench clean corpus models serve-class stop-class messages
+.PHONY: run test test-quick install install-dev chromium nginx lint bench clean corpus models serve-class stop-class messages
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -53,8 +59,13 @@ run: install
 lint: install-dev
 	$(BIN)/ruff check .
 
+# --durations=25: the slowest tests, printed on every run. tests/conftest.py groups the tests
+# for the workers (a module's expensive fixture built once) and starts the longest first.
 test: install-dev chromium nginx lint
-	$(BIN)/python -m pytest
+	$(PYTEST)
+
+test-quick: install-dev lint
+	$(PYTEST) -m "not browser"
 
 # A class on one machine: CLASS_REPLICAS Streamlit replicas behind nginx on port CLASS_PORT,
 # for every address of this machine (deploy/README.md). Runs until `make stop-class`.

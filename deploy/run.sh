@@ -165,7 +165,8 @@ remove_worker_tmp() {  # the temp folder that start made under the static cache,
     tmp="$(cat "$RUN_DIR/worker_tmp" 2>/dev/null)" || return 0
     # Only a folder worker_tmp made (never $RUN_DIR/tmp, never anything else named there).
     if [[ "$(basename "$tmp")" == nginx-tmp.?????? && -d "$tmp" && ! -L "$tmp" ]]; then
-        rm -rf "$tmp"
+        # nginx's last worker may still be leaving files there for a moment: try again once.
+        rm -rf "$tmp" 2>/dev/null || { sleep 0.5; rm -rf "$tmp"; }
     fi
     rm -f "$RUN_DIR/worker_tmp"
 }

@@ -106,14 +106,50 @@ def screenshot(page, name: str) -> None:
         page.screenshot(path=str(Path(target) / f"{name}.png"), full_page=False)
 
 
-def wait_for_app(page) -> None:
-    """Wait until Streamlit has finished running the script (no running indicator)."""
+# True once the app has been idle for `quiet` ms: no script run (Streamlit's stApp carries
+# data-test-script-state), no running indicator, and nothing the page draws changing (the
+# number of elements, of drawn plotly figures and of svg texts, the text's length). The
+# first call records the page's state; it is polled on every animation frame.
+SETTLED_JS = """(quiet) => {
+  const app = document.querySelector('[data-testid="stApp"]');
+  const state = app ? app.getAttribute('data-test-script-state') : 'initial';
+  const status = document.querySelector('[data-testid="stStatusWidget"]');
+  const busy = state !== 'notRunning' || (status && status.innerText.includes('Running'));
+  const signature = [state, document.querySelectorAll('[data-testid="stElementContainer"]').length,
+    [...document.querySelectorAll('.js-plotly-plot')].filter(p => p._fullLayout).length,
+    document.querySelectorAll('svg text').length, document.body.innerText.length].join('|');
+  const now = performance.now();
+  if (busy || signature !== window.__settledSignature) {
+    window.__settledSignature = signature;
+    window.__settledSince = now;
+    return false;
+  }
+  return now - window.__settledSince >= quiet;
+}"""
+
+
+def wait_for_app(page, quiet_ms: int = 250, timeout_ms: int | None = None) -> None:
+    """Wait until Streamlit has finished running the script and the page has stopped
+    changing for `quiet_ms` (SETTLED_JS): a condition, not a fixed sleep."""
     page.wait_for_selector("[data-testid='stApp']")
-    page.wait_for_function(
-        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')"
-        " || !document.querySelector('[data-testid=\"stStatusWidget\"]').innerText.includes('Running')"
-    )
-    page.wait_for_timeout(300)
+    page.evaluate("() => { window.__settledSignature = null; }")
+    page.wait_for_function(SETTLED_JS, arg=quiet_ms,
+                           **({"timeout": timeout_ms} if timeout_ms else {}))
+
+
+def draw_every_figure(page, timeout_ms: int = 180_000) -> None:
+    """Bring every chart of the page into view in turn until plotly has drawn it (a chart
+    far below the fold may wait to be drawn until it is scrolled to), then wait for the page
+    to settle."""
+    wait_for_app(page, timeout_ms=timeout_ms)
+    charts = page.locator("[data-testid='stPlotlyChart']")
+    for index in range(charts.count()):
+        chart = charts.nth(index)
+        if not chart.is_visible():
+            continue  # in a closed expander or a hidden tab: nothing to draw
+        chart.scroll_into_view_if_needed()
+        chart.locator(".main-svg").first.wait_for(timeout=timeout_ms)
+    wait_for_app(page, timeout_ms=timeout_ms)
 
 
 # ----------------------------------------------------------------------------- class deployment
@@ -135,8 +171,12 @@ class ClassStack:
 
     def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
         """Run `deploy/run.sh ARGS` against this stack (status, kill-replica K, stop...)."""
-        return subprocess.run([str(DEPLOY), *args], cwd=ROOT, env=self.env, check=check,
+        done = subprocess.run([str(DEPLOY), *args], cwd=ROOT, env=self.env,
                               capture_output=True, text=True, timeout=300)
+        if check and done.returncode != 0:  # what run.sh said, not only its exit status
+            raise AssertionError(f"deploy/run.sh {' '.join(args)} exited {done.returncode}:\n"
+                                 f"{done.stdout}{done.stderr}")
+        return done
 
     def pids(self) -> dict[str, int]:
         """The pid of each replica (r1, r2, ...) and of nginx's master, from the pid files."""
@@ -168,3 +208,30 @@ def start_class_stack(run_dir: Path, replicas: int = 2, env: dict | None = None)
 def stop_class_stack(stack: ClassStack) -> None:
     """`deploy/run.sh stop`: nginx and every replica, no process left behind."""
     stack.run("stop", check=False)
+
+
+# ----------------------------------------------------------------------------- parallel runs
+
+# `make test` runs the suite on every core with pytest-xdist (`-n`, `--dist loadgroup`). The
+# tests of a module that builds a module-scoped fixture (a trained toy model, a loaded model,
+# the class stack) run in one group, so the fixture is built once; browser tests share one
+# Streamlit server and one chromium per worker (the session fixtures above) and are dealt out
+# one by one. Groups start longest first, so no long group is left for the end.
+# Seconds each group took on an idle 2-core machine (`--durations`), to order them.
+LONG_GROUPS = {"test_storm": 95, "test_deploy": 60, "test_fuzz_pages": 60, "test_i18n": 45,
+               "test_train": 30, "test_app_extrapolation": 30, "test_app_lesson": 30}
+# Modules whose tests are independent page loads: dealt out one by one.
+UNGROUPED = {"test_browser_presentation", "test_browser_model", "test_browser_bias_explorer",
+             "test_browser_compare", "test_browser_lesson"}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Give each test its xdist group (its module's, unless UNGROUPED) and order the
+    collection so that LONG_GROUPS come first, the longest first."""
+    for item in items:
+        module = item.path.stem
+        if module not in UNGROUPED:
+            item.add_marker(pytest.mark.xdist_group(module))
+    rank = {name: -seconds for name, seconds in LONG_GROUPS.items()}
+    items.sort(key=lambda item: rank.get(item.path.stem, 0))  # stable: order kept within

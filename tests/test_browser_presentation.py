@@ -6,7 +6,7 @@ import contextlib
 import re
 
 import pytest
-from conftest import ARTIFACTS, screenshot, wait_for_app
+from conftest import ARTIFACTS, draw_every_figure, screenshot, wait_for_app
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from alibi_viz import i18n
@@ -262,7 +262,7 @@ def test_the_clicker_works_after_a_control_was_touched(browser, server_url, step
                 box.press("Control+a")
                 box.type("12")
                 box.press("ArrowRight")  # moves the caret, not the lesson
-                page.wait_for_timeout(500)
+                wait_for_app(page)
                 assert re.search(rf"step={step}(&|$)", page.url)
             wait_for_app(page)
             page.keyboard.press("PageDown")
@@ -281,12 +281,10 @@ def test_no_page_is_wider_than_a_phone(browser, server_url, path):
     try:
         page.goto(f"{server_url}/{path}?lang=es")
         page.wait_for_selector("[data-testid='stMain'] h1", timeout=FIRST_LOAD_MS)
-        wait_for_app(page)
-        page.wait_for_timeout(1000)
+        draw_every_figure(page)
         if path == "model":
-            page.locator(".st-key-mh_fig_grid .js-plotly-plot").wait_for(timeout=FIRST_LOAD_MS)
             page.get_by_role("heading", name=re.compile(r"^1\. ")).scroll_into_view_if_needed()
-            page.wait_for_timeout(1500)
+            wait_for_app(page)
             screenshot(page, "phone_model_heads_es")  # the README's phone
         assert page.evaluate("() => document.documentElement.scrollWidth") <= 390
     finally:
@@ -317,8 +315,7 @@ def test_figure_texts_fit_on_a_1024_screen_in_spanish_and_russian(browser, serve
     try:
         page.goto(f"{server_url}{path}?lang={lang}")
         page.wait_for_selector(".js-plotly-plot", timeout=FIRST_LOAD_MS)
-        wait_for_app(page)
-        page.wait_for_timeout(1_500)  # the last charts finish drawing
+        draw_every_figure(page)  # the last charts finish drawing
         assert page.locator("[data-testid='stException']").count() == 0
         assert page.evaluate(FIGURE_TEXT_JS) == []
     finally:
@@ -329,12 +326,7 @@ def overlaps_everywhere(page) -> list[str]:
     """FIGURE_OVERLAP_JS over every figure of a page, after scrolling it through so that each
     has drawn."""
     page.wait_for_selector(".js-plotly-plot", timeout=FIRST_LOAD_MS)
-    wait_for_app(page)
-    for _ in range(30):
-        page.mouse.wheel(0, 700)
-        page.wait_for_timeout(150)
-    wait_for_app(page)
-    page.wait_for_timeout(1_500)
+    draw_every_figure(page)
     return page.evaluate(FIGURE_OVERLAP_JS)
 
 
