@@ -211,14 +211,15 @@ def load_eval_model(folder: Path, for_attentions: bool = False):
     """A shipped model in eval mode. sdpa where the architecture supports it (same logits as
     eager up to rounding, much less memory at 4096 tokens); eager for BLOOM or when the caller
     needs attention probabilities."""
-    from transformers import AutoConfig, AutoModelForCausalLM
+    from transformers import AutoConfig
+
+    from alibi_viz.models.pretrained import from_pretrained
 
     config = AutoConfig.from_pretrained(folder, local_files_only=True)
     attn = "eager" if for_attentions or config.model_type == "bloom" else "sdpa"
     # float32 whatever the stored dtype (the shipped weights are fp16; transformers would load
     # them as fp16, slow and coarse on a CPU)
-    model = AutoModelForCausalLM.from_pretrained(folder, local_files_only=True,
-                                                 attn_implementation=attn, dtype=torch.float32)
+    model = from_pretrained(folder, attn_implementation=attn, dtype=torch.float32)
     layer_slopes.attach_from_config(model)  # the learnable-slope variant's own slopes
     return model.eval()
 

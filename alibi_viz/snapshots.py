@@ -60,10 +60,11 @@ def snapshot_folders(name: str = DEFAULT_MODEL) -> dict[int, Path]:
 
 def load_snapshot(folder: Path):
     """(model in float32, eval mode, eager attention; tokenizer) of one snapshot folder."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoTokenizer
 
-    model = AutoModelForCausalLM.from_pretrained(folder, local_files_only=True,
-                                                 attn_implementation="eager", dtype=torch.float32)
+    from alibi_viz.models.pretrained import from_pretrained
+
+    model = from_pretrained(folder, attn_implementation="eager", dtype=torch.float32)
     return model.eval(), AutoTokenizer.from_pretrained(folder, local_files_only=True)
 
 

@@ -646,12 +646,11 @@ def parse_args(argv=None) -> TrainConfig:
 def halve(folder: Path) -> dict:
     """Store a trained model's weights in fp16 (what `--save-dtype float16` does at the end of
     training), re-measure its held-out loss as stored, and update its training.json."""
-    from transformers import AutoModelForCausalLM
+    from alibi_viz.models.pretrained import from_pretrained
 
     folder = Path(folder)
     info = json.loads((folder / "training.json").read_text())
-    model = AutoModelForCausalLM.from_pretrained(folder, local_files_only=True,
-                                                 attn_implementation="eager", dtype=torch.float32)
+    model = from_pretrained(folder, attn_implementation="eager", dtype=torch.float32)
     model = model.half().float().eval()  # the weights as they will be stored
     valid_stream = data.mixture_ids("valid", max_tokens=64 * info["seq_len"] + 1)
     valid = validation_loss(model, valid_stream, info["seq_len"])

@@ -40,7 +40,6 @@ import importlib.util
 import json
 import math
 import os
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -59,13 +58,7 @@ from alibi_viz.models.hub_cache import (
     parse_repo_id,
     resolve_repo,
 )
-
-# transformers' from_pretrained builds a model on the meta device and then fills it in, and that
-# is not safe in two threads at once: of 24 loads of the shipped models, 8 threads at a time,
-# 21 failed ("NotImplementedError: Cannot copy out of meta tensor"); a class on one server
-# evicting and reloading models met it on /extrapolation (706 of 3,942 visits in a 10-minute
-# soak). So loads in one process take turns (tests/test_loading.py).
-_LOADING = threading.Lock()
+from alibi_viz.models.pretrained import from_pretrained
 
 MODEL_ROOT_ENV = "ALIBI_VIZ_MODEL_ROOT"  # only folders inside this root can be loaded
 ALLOW_CUSTOM_ENV = "ALIBI_VIZ_ALLOW_CUSTOM_PATHS"  # "0": only shipped models can be loaded
@@ -477,7 +470,7 @@ def load_model(path, device="cpu", device_map=None, max_seq_len: int | None = No
     message for the user: missing path, no config.json, unsupported model type, pickle-only or
     corrupt weights, tokenizer missing, accelerate missing, ...
     """
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoTokenizer
 
     folder = resolve_model_path(path, allow_custom)
     repo = cached_repo(path, folder)
@@ -521,13 +514,12 @@ def load_model(path, device="cpu", device_map=None, max_seq_len: int | None = No
         if offload_folder is not None:
             Path(offload_folder).mkdir(parents=True, exist_ok=True)
     try:
-        with _LOADING:  # one load at a time in a process (see _LOADING)
-            model, loading_info = AutoModelForCausalLM.from_pretrained(
-                folder, config=config, local_files_only=True, trust_remote_code=False,
-                use_safetensors=True, attn_implementation="eager", dtype=dtype,
-                device_map=device_map, output_loading_info=True, **placement)
-            if device_map is None:
-                model.to(device)
+        model, loading_info = from_pretrained(  # one load at a time in a process
+            folder, config=config, trust_remote_code=False,
+            use_safetensors=True, attn_implementation="eager", dtype=dtype,
+            device_map=device_map, output_loading_info=True, **placement)
+        if device_map is None:
+            model.to(device)
     except (OSError, ValueError, RuntimeError, KeyError, TypeError, ImportError) as exc:
         raise ModelLoadError(_("The model could not be loaded: {error}").format(
             error=_first_line(exc))) from None
