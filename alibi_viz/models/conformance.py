@@ -861,7 +861,7 @@ def _explain_missing_shards(applied, expected, th):
     zero = _close(applied, 0.0, th) & ~_close(expected, 0.0, th)
     if not zero.any() or zero.all() or not (zero | _close(applied, expected, th)).all():
         return None
-    for k in range(2, heads + 1):
+    for k in range(2, heads // 2 + 1):  # a shard holds two heads at least
         if heads % k:
             continue
         blocks = zero.reshape(k, heads // k)
@@ -1116,6 +1116,10 @@ def _diagnose(fits, expected_all, scale, head_dim, th, context):
         th_layer = replace(th, slope_atol=atol)
         unjudged = ~np.isfinite(applied) | (atol + th.slope_rtol * np.abs(expected)
                                             > UNJUDGED_FRACTION * np.abs(expected))
+        # a head read too coarsely tells nothing about clips and offsets either
+        raw_offsets = offsets
+        clips = [None if unjudged[h] else c for h, c in enumerate(clips)]
+        offsets = np.where(unjudged, 0.0, offsets)
         verdicts, details = ["conforms"] * len(row), [""] * len(row)
         left: Counter = Counter()
         explained = (_explain_slopes(applied, expected, scale, head_dim, th_layer,
@@ -1137,13 +1141,22 @@ def _diagnose(fits, expected_all, scale, head_dim, th, context):
             for h in range(len(row)):
                 verdicts[h], details[h] = _head_verdict(applied[h], expected, h,
                                                         replace(th, slope_atol=atol[h]))
-            left.update(v for v in verdicts if v != "conforms")
+            left.update(v for h, v in enumerate(verdicts) if v != "conforms" and not unjudged[h])
         for h in np.flatnonzero(unjudged):  # what could not be judged is not "conforms"
-            if verdicts[h] == "conforms":
+            if verdicts[h] in ("conforms", "permuted", "scaled", "sign_flipped") and not (
+                    explained is not None and explained[0] != "conforms"):
                 verdicts[h] = "inconclusive"
                 details[h] = _("the probe reads this slope only to about {res} (from its "
                                "residuals): too coarse to judge it").format(
                                    res=formatted(atol[h], ".2g"))
+        if unjudged.any() and left:  # content swamps this layer's probe: per-head leftovers
+            for h, v in enumerate(verdicts):  # are its noise, not bugs
+                if v in left:
+                    verdicts[h] = "inconclusive"
+                    details[h] = _("the probe reads this slope only to about {res} (from its "
+                                   "residuals): too coarse to judge it").format(
+                                       res=formatted(atol[h], ".2g"))
+            left.clear()
         unjudged_counts.append(int(sum(v == "inconclusive" for v in verdicts)))
         resolutions.append(atol)
         clip = _explain_clips(clips, reach)
@@ -1173,10 +1186,17 @@ def _diagnose(fits, expected_all, scale, head_dim, th, context):
         heads_out.append([
             HeadCheck(layer, h, verdicts[h] == "conforms", verdicts[h], float(expected[h]),
                       float(applied[h]), float(applied[h] / expected[h]) if expected[h] else
-                      math.nan, float(offsets[h]), clips[h], details[h], int(reach[h]),
+                      math.nan, float(raw_offsets[h]), clips[h], details[h], int(reach[h]),
                       float(atol[h]))
             for h in range(len(row))])
 
+    if sum(unjudged_counts):  # content swamps the probe somewhere: per-head leftovers of
+        for layer, left in enumerate(leftovers):  # every layer are its noise, not bugs
+            for h in heads_out[layer]:
+                if h.verdict in left:
+                    h.verdict, h.ok = "inconclusive", False
+            unjudged_counts[layer] += sum(left.values())
+            left.clear()
     order = {v: i for i, v in enumerate(("missing", "scaled", "sign_flipped", "schedule",
                                          "permuted", "clipped", "offset"))}
     found = [(order[verdict], layers[0], verdict, evidence, layers, count)
