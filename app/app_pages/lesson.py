@@ -15,6 +15,7 @@ new sheet.
 import html
 import json
 import math
+import re
 
 import numpy as np
 import streamlit as st
@@ -339,6 +340,15 @@ def text(full: str, short: str, present: bool) -> None:
     st.markdown(short if present else full)
 
 
+def split_answer(answer: str, sentences: int = 2) -> tuple[str, str]:
+    """(the first sentence, the rest) of an answer of more than `sentences` sentences, else
+    (answer, ""): what a projector shows at once, and what it folds away under the figure."""
+    parts = re.split(r"(?<=[.!?])\s+(?=[A-ZÁÉÍÓÚÑ¿А-ЯЁ(])", answer.strip())
+    if len(parts) <= sentences:
+        return answer, ""
+    return parts[0], " ".join(parts[1:])
+
+
 def ask(step: int, question: str, answer: str, present: bool) -> bool:
     """Predict, then reveal. In presentation mode the question comes first and the figure and
     answer only after a click (returns False until then); otherwise the figure is shown and the
@@ -347,8 +357,12 @@ def ask(step: int, question: str, answer: str, present: bool) -> bool:
     the same numbers its figure draws."""
     key = f"ls_revealed_{step}"
     if in_handout() or (present and st.session_state.get(key)):  # on paper, or revealed
+        first, rest = (answer, "") if in_handout() else split_answer(answer)
         st.markdown(_("**Predict:** {question}  \n**Answer:** {answer}").format(
-            question=question, answer=answer))
+            question=question, answer=first))
+        if rest:  # on a projector a long answer would push the step's figure off the screen
+            with st.expander(_("The rest of the answer")):
+                st.markdown(rest)
         return True
     if not present:  # students on laptops: the answer folded away until they open it
         with ui.question(question):
