@@ -349,3 +349,13 @@ def test_a_heads_row_on_the_layers_fitted_layout_is_its_own_fitting(lang, T):
             assert json.dumps(laid["data"], default=str) == json.dumps(own["data"], default=str)
     finally:
         i18n.set_language("en")
+
+
+def test_every_verdict_of_the_check_has_a_colour_in_the_grid():
+    """Each verdict the conformance check can give (its VERDICT_TITLES) is drawn in the verdict
+    grid: a verdict with no colour left its cells out of the grid ('inconclusive' did)."""
+    from alibi_viz.figures.heads import VERDICT_COLORS
+    from alibi_viz.models.conformance import VERDICT_TITLES
+
+    assert set(VERDICT_COLORS) == set(VERDICT_TITLES)
+    assert len(set(VERDICT_COLORS.values())) == len(VERDICT_COLORS)

@@ -761,7 +761,8 @@ def highlight_html(tokens: list[str], weights, query: int) -> str:
 
 VERDICT_COLORS = {"conforms": "#2ca02c", "scaled": "#ff7f0e", "sign_flipped": "#d62728",
                   "permuted": "#9467bd", "offset": "#8c564b", "missing": "#7f7f7f",
-                  "clipped": "#e377c2", "schedule": "#bcbd22"}
+                  "clipped": "#e377c2", "schedule": "#bcbd22",
+                  "inconclusive": "#c7c7c7"}  # light grey: not judged (dark grey is missing)
 
 
 def verdict_grid_figure(check, height: int | None = None) -> go.Figure:
