@@ -91,6 +91,7 @@ import argparse
 import json
 import os
 import sys
+import textwrap
 import time
 import warnings
 
@@ -359,7 +360,7 @@ def check(model: str, dtype: str = "float32", attn: str | None = None, decode: b
     from alibi_viz.models.loading import load_model
 
     i18n.set_language("en")  # CI logs are English
-    net, tokenizer, info = load_model(model, dtype=getattr(torch, dtype))
+    net, tokenizer, info = load_model(model, dtype=getattr(torch, dtype), need_tokenizer=decode)
     result = check_alibi(net, tokenizer, decode=decode, attn=attn, expected=expected,
                          probe_length=probe_length)
     report = {"schema": SCHEMA, "model": model, "path": info.path,
@@ -389,6 +390,8 @@ def write_html_report(args) -> dict:
     write_report's {"path", "bytes", "seconds"} plus the verdict line. Raises AlibiVizError
     (ModelLoadError included) or OSError."""
     start = time.perf_counter()
+    if args.attn == "sdpa":
+        _sdpa_first(args.model)
     import torch
 
     from alibi_viz import i18n
@@ -439,6 +442,20 @@ def _one_line(exc: BaseException) -> str:
     return text or type(exc).__name__
 
 
+def _error_text(exc: BaseException, model: str | None = None) -> str:
+    """The error in one line; code to paste (the loader's conversion recipe) follows it as a
+    block of its own lines, ready for a Python prompt, FOLDER set to MODEL's folder."""
+    from alibi_viz.models.loading import CONVERT_CODE
+
+    text = str(exc)
+    if CONVERT_CODE not in text:
+        return _one_line(exc)
+    folder = (repr(os.path.abspath(model)) if model and os.path.isdir(model)
+              else '"path/to/the/model/folder"')
+    return (_one_line(text.replace(CONVERT_CODE, "")) + "\n\n" + f"FOLDER = {folder}\n"
+            + textwrap.dedent(CONVERT_CODE) + "\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit status (module docstring)."""
     try:
@@ -461,7 +478,7 @@ def main(argv: list[str] | None = None) -> int:
             report = check(args.model, args.dtype, args.attn, decode=not args.no_decode,
                            expected=args.expected, probe_length=args.probe_length)
     except (AlibiVizError, UsageError) as exc:
-        print(f"alibi-viz: error: {_one_line(exc)}", file=sys.stderr)
+        print(f"alibi-viz: error: {_error_text(exc, args.model)}", file=sys.stderr)
         return EXIT_ERROR
     except Exception as exc:  # noqa: BLE001 (CI wants one line, never a traceback)
         print(f"alibi-viz: error: {type(exc).__name__}: {_one_line(exc)}", file=sys.stderr)

@@ -296,14 +296,18 @@ def _gallery_section(behaviour, error: str | None, figures: _Figures) -> str:
     return "\n".join(parts)
 
 
-def _attention_section(result, info, train_seq_len, source: str, figures: _Figures) -> str:
+def _attention_section(result, info, train_seq_len, source: str, figures: _Figures,
+                       checked_attn: str | None = None) -> str:
     from alibi_viz.notebook import attention_layers_figure
 
     T = len(result.tokens)
+    path = ("the eager attention path (the one that returns probabilities)"
+            if checked_attn in (None, "eager") else "the eager attention path (the one that "
+            f"returns probabilities), not the {checked_attn} path the check above ran on")
     parts = ["<h2>5. Attention on a sample text</h2>",
              f"<p>{_e(source)}: {T:,} tokens, every layer under the slider (log10 attention; "
              "rows are queries, columns keys; panels max-pooled to display resolution, exact "
-             "values on hover at sampled positions).</p>"]
+             f"values on hover at sampled positions). Computed on {_e(path)}.</p>"]
     if result.truncated:
         parts.append(f'<p class="meta">{_e(result.truncated)}</p>')
     fig = attention_layers_figure(result.maps, result.tokens, list(range(info.num_layers)),
@@ -370,7 +374,8 @@ def report_html(model, tokenizer, info, *, name: str, text: str | None = None,
             _slopes_section(info, figures),
             _check_section(check, check_error, figures),
             _gallery_section(behaviour, behaviour_error, figures),
-            _attention_section(result, info, length, text_source, figures),
+            _attention_section(result, info, length, text_source, figures,
+                               None if check is None else check.attn),
         ]
     finally:
         i18n.set_language(previous)

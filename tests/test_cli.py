@@ -110,6 +110,48 @@ def test_path_the_model_lacks_exits_2(tmp_path):
     assert "no sdpa attention" in done.stderr
 
 
+def test_check_without_decode_needs_no_tokenizer(tmp_path):
+    """--no-decode checks the bias alone: a folder without tokenizer files is checked (exit
+    0); without --no-decode the same folder is refused for its missing tokenizer (exit 2)."""
+    folder = tmp_path / "bloom"
+    tiny_model("bloom", 8).save_pretrained(folder)
+    done = run_cli("check", folder, "--no-decode")
+    assert done.returncode == 0, done.stderr
+    assert "verdict: CONFORMS" in done.stdout and "not checked (--no-decode)" in done.stdout
+    done = run_cli("check", folder)
+    assert done.returncode == 2 and "Tokenizer missing" in done.stderr
+
+
+def test_pickle_weights_hint_is_code_to_paste(tmp_path):
+    """A folder with pytorch_model.bin only: the error line, then the conversion as lines of
+    their own, unindented, that compile as Python (they were squashed onto the error line
+    with their '#' comments inside it)."""
+    folder = save(tmp_path / "bloom", "bloom")
+    (folder / "model.safetensors").rename(folder / "pytorch_model.bin")
+    done = run_cli("check", folder)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    first, _blank, code = done.stderr.partition("\n\n")
+    assert first.startswith("alibi-viz: error: This folder has only pickle weights")
+    assert "\n" not in first and "#" not in first and "from_pretrained" not in first
+    assert code.splitlines()[0] == f"FOLDER = {str(folder)!r}"
+    assert code.splitlines()[1].startswith("from transformers import")
+    compile(code, "pasted", "exec")  # no IndentationError: ready for a Python prompt
+
+
+def test_weights_that_do_not_match_the_config_are_named(tmp_path):
+    """config.json says hidden 64, the weights hold 32: the error names the mismatched
+    tensors with both shapes (transformers' own message points to a report it logged)."""
+    folder = save(tmp_path / "bloom", "bloom")
+    config = json.loads((folder / "config.json").read_text())
+    config["hidden_size"] *= 2
+    (folder / "config.json").write_text(json.dumps(config))
+    done = run_cli("check", folder, "--no-decode")
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert "The weights do not match config.json" in done.stderr
+    assert "above report" not in done.stderr
+    assert "in the weights," in done.stderr and "by config.json" in done.stderr
+
+
 def test_script_is_declared():
     """pyproject.toml declares the alibi-viz script as alibi_viz.cli:main."""
     tomllib = pytest.importorskip("tomllib")  # Python 3.11+

@@ -44,6 +44,7 @@ def test_report_is_written_with_every_section(written):
         assert heading in document
     assert "BloomForCausalLM" in document and "CONFORMS." in document
     assert "Every head (8)" in document and document.count("<td>conforms</td>") == 8
+    assert "Computed on the eager attention path" in document
     assert "prefill vs cached decode: logits" in document
     assert len(FIGURE_SPEC.findall(document)) == 4  # slopes, verdicts, gallery, attention
     assert document.count('id="plotly-js-gzip"') == 1 and "cdn.plot.ly" not in document
@@ -61,6 +62,36 @@ def test_report_of_a_model_that_does_not_conform(tmp_path):
     assert "does not conform (scaled)" in document and "DOES NOT CONFORM (scaled)" in document
     assert "twice its slope" in document or "added twice" in document
     assert "<details open>" in document and "not checked" in document
+
+
+def test_report_says_which_attention_path_drew_the_maps():
+    """The maps of section 5 come from eager attention (the path that returns
+    probabilities): the report says so, and names the sdpa path the check ran on when
+    that was another."""
+    from alibi_viz.models.loading import describe_model
+    from alibi_viz.report import report_html
+
+    model = tiny_model("falcon", 8)
+    text = "def f(x):\n    return x\n"
+    eager = report_html(model, byte_tokenizer(), describe_model(model), name="falcon",
+                        text=text, decode=False, attn="eager")
+    sdpa = report_html(model, byte_tokenizer(), describe_model(model), name="falcon",
+                       text=text, decode=False, attn="sdpa")
+    assert "Computed on the eager attention path (the one that returns probabilities)." in eager
+    assert "not the sdpa path the check above ran on" in sdpa
+    assert "Checked on the sdpa attention path" in sdpa
+    assert "not the sdpa path" not in eager
+
+
+def test_report_refuses_sdpa_for_bloom_before_loading(tmp_path):
+    """--attn sdpa on BLOOM (no sdpa path in transformers) is refused from config.json alone,
+    before the weights are read: a folder without weights gets that message, not the
+    loader's."""
+    folder = save_tiny_model(tmp_path / "bloom", "bloom")
+    (folder / "model.safetensors").unlink()
+    done = run_cli("report", folder, "--out", tmp_path / "r.html", "--attn", "sdpa")
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert "no sdpa attention" in done.stderr and "No weights" not in done.stderr
 
 
 def test_report_of_a_model_without_alibi(tmp_path):

@@ -449,7 +449,8 @@ def _parse_device(device) -> torch.device:
 
 def load_model(path, device="cpu", device_map=None, max_seq_len: int | None = None,
                dtype=torch.float32, max_memory: dict | None = None,
-               offload_folder=None, allow_custom: bool | None = None):
+               offload_folder=None, allow_custom: bool | None = None,
+               need_tokenizer: bool = True):
     """Load a local causal LM folder: returns `(model, tokenizer, info: ModelInfo)`.
 
     path:        folder written by `save_pretrained` (config.json, safetensors, tokenizer), or
@@ -465,6 +466,8 @@ def load_model(path, device="cpu", device_map=None, max_seq_len: int | None = No
                  builds its bias at exactly that many keys and fails on longer inputs.
     dtype:       float32 by default, so that the decomposition of `heads` reproduces the
                  model's probabilities to 1e-5; "auto" keeps the checkpoint's dtype.
+    need_tokenizer: False for a use that needs none (the conformance check without its
+                 decode part): a missing or unreadable tokenizer then gives tokenizer None.
 
     The model runs eager attention in eval mode. Every failure raises ModelLoadError with a
     message for the user: missing path, no config.json, unsupported model type, pickle-only or
@@ -478,7 +481,8 @@ def load_model(path, device="cpu", device_map=None, max_seq_len: int | None = No
     config, explicit_weights = _read_config(folder)
     _check_causal_lm(config)
     _check_weights(folder, explicit_weights, repo)
-    _check_tokenizer_files(folder, repo)
+    if need_tokenizer:
+        _check_tokenizer_files(folder, repo)
     dtype = _parse_dtype(dtype)
     if device_map is None:
         device = _parse_device(device)
@@ -503,9 +507,11 @@ def load_model(path, device="cpu", device_map=None, max_seq_len: int | None = No
     try:
         tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True, trust_remote_code=False)
     except Exception as exc:  # transformers raises ValueError, OSError, TypeError, ...
-        raise ModelLoadError(_("Tokenizer missing or unreadable ({error}). Save it next to the "
-                               "model with tokenizer.save_pretrained(folder).").format(
-                                   error=_first_line(exc))) from None
+        if need_tokenizer:
+            raise ModelLoadError(_("Tokenizer missing or unreadable ({error}). Save it next to "
+                                   "the model with tokenizer.save_pretrained(folder).").format(
+                                       error=_first_line(exc))) from None
+        tokenizer = None
 
     placement = {}
     if device_map is not None:
@@ -521,6 +527,8 @@ def load_model(path, device="cpu", device_map=None, max_seq_len: int | None = No
         if device_map is None:
             model.to(device)
     except (OSError, ValueError, RuntimeError, KeyError, TypeError, ImportError) as exc:
+        if "ignore_mismatched_sizes" in str(exc):  # transformers points to a log line
+            raise ModelLoadError(_shape_mismatch(folder, config)) from None
         raise ModelLoadError(_("The model could not be loaded: {error}").format(
             error=_first_line(exc))) from None
     model.eval()
@@ -542,6 +550,25 @@ def load_model(path, device="cpu", device_map=None, max_seq_len: int | None = No
             "heads shown are partly untrained."), n=str(len(missing) + len(mismatched))))
     info = describe_model(model, path=str(folder), notes=notes, declared_context=declared_context)
     return model, tokenizer, info
+
+
+def _shape_mismatch(folder: Path, config) -> str:
+    """What transformers' "For details look at the above report!" means: the tensors whose
+    shape in the weights differs from the model config.json describes (found by loading once
+    more, keeping the mismatches; only on this error's path)."""
+    try:
+        _model, info = from_pretrained(folder, config=config, trust_remote_code=False,
+                                       use_safetensors=True, ignore_mismatched_sizes=True,
+                                       output_loading_info=True)
+        mismatched = list(info.get("mismatched_keys") or [])
+    except Exception:  # noqa: BLE001 (the first error is the one to report)
+        mismatched = []
+    shown = "; ".join(_("{key}: {weights} in the weights, {config} by config.json").format(
+        key=key, weights=list(weights), config=list(expected))
+        for key, weights, expected in sorted(mismatched)[:3])
+    return _("The weights do not match config.json: {n} tensors have another shape ({shown}). "
+             "Is config.json the one saved with these weights?").format(
+                 n=len(mismatched), shown=shown or _("not listed by transformers"))
 
 
 def _first_line(exc: Exception) -> str:
