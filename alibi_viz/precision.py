@@ -26,7 +26,7 @@ import torch
 
 from alibi_viz.alibi import alibi_slopes, check_num_heads, check_seq_len
 from alibi_viz.errors import AlibiVizError
-from alibi_viz.i18n import N_, _
+from alibi_viz.i18n import N_, _, number, significant, small_percent
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
@@ -184,3 +184,18 @@ def precision_lens(num_heads: int, seq_len: int, dtype="bfloat16", form: str = "
                 - _scores(held, 0.0, dtype, head_dim))
         out["content_error"] = (seen - float(content)).abs().numpy()
     return out
+
+
+def content_summary(lens: dict, content: float) -> str:
+    """The content lens's sentence, from `precision_lens(..., content=)`'s data: the largest
+    error and where it is, and the share of (head, key) scores that lose more than half of
+    the content score."""
+    error = lens["content_error"]
+    h, j = np.unravel_index(int(np.argmax(error)), error.shape)
+    return _("BLOOM adds the content score q·k/√d to the bias in the model's dtype, so the "
+             "sum is rounded to the dtype's grid at the bias's size. Largest error: {err} "
+             "logits of {content} (head {head}, key {key}); {share} of the heads' keys lose "
+             "more than half of it.").format(
+                 err=significant(float(error[h, j])), content=significant(content),
+                 head=int(h) + 1, key=number(int(j)),
+                 share=small_percent(float((error > abs(content) / 2).mean())))

@@ -9,10 +9,10 @@ import streamlit as st
 
 from alibi_viz import i18n
 from alibi_viz.errors import AlibiVizError
-from alibi_viz.figures.heads import precision_figure, verdict_grid_figure
+from alibi_viz.figures.heads import content_error_figure, precision_figure, verdict_grid_figure
 from alibi_viz.i18n import N_, _, formatted
 from alibi_viz.models.conformance import VERDICT_TITLES, check_alibi
-from alibi_viz.precision import DTYPES, FORMS, default_lens, precision_lens
+from alibi_viz.precision import DTYPES, FORMS, content_summary, default_lens, precision_lens
 from app import ui
 
 
@@ -24,8 +24,9 @@ def cached_check(_model, _tokenizer, model_key: tuple, lang: str):
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
-def cached_lens(num_heads: int, seq_len: int, dtype: str, form: str, head_dim: int):
-    return precision_lens(num_heads, seq_len, dtype, form, head_dim)
+def cached_lens(num_heads: int, seq_len: int, dtype: str, form: str, head_dim: int,
+                content: float | None = None):
+    return precision_lens(num_heads, seq_len, dtype, form, head_dim, content=content)
 
 
 def banner(check) -> tuple[str, str]:
@@ -125,7 +126,7 @@ def show(prefix: str, model, tokenizer, info, model_key: tuple,
                      "differences of the layers before them and are shown, not judged. The "
                      "logits' tolerance grows with the depth and the logits' scale."))
     st.markdown(_("**Precision lens.** The bias a dtype really adds, against the exact one."))
-    left, mid, right = st.columns(3)
+    left, mid, right, last = st.columns(4)
     default_dtype, default_form = default_lens(info.model_type, info.dtype)
     dtype = left.selectbox("dtype", list(DTYPES), index=list(DTYPES).index(default_dtype),
                            key=f"{prefix}_lens_dtype")
@@ -135,10 +136,20 @@ def show(prefix: str, model, tokenizer, info, model_key: tuple,
                                 "cast; falcon: Falcon's bfloat16 builder scaled by 1/√d."))
     length = right.select_slider(_("tokens"), [256, 512, 1024, 2048, 4096], value=2048,
                                  key=f"{prefix}_lens_len")
+    content = last.number_input(_("content score (logits)"), min_value=-20.0, max_value=20.0,
+                                value=3.0, step=0.5, key=f"{prefix}_lens_content",
+                                help=_("A key's content score q·k/√d: what the softmax sees of "
+                                       "it after the dtype's rounding is drawn below, for the "
+                                       "row_constant and textbook forms."))
     try:
-        lens = cached_lens(info.num_heads, int(length), dtype, form, info.head_dim)
+        lens = cached_lens(info.num_heads, int(length), dtype, form, info.head_dim,
+                           None if form == "falcon" else float(content))
     except AlibiVizError as exc:
         st.error(str(exc))
         return
     ui.show_figure(precision_figure(lens), "precision", key=f"{prefix}_fig_precision")
+    if "content_error" in lens:
+        ui.show_figure(content_error_figure(lens, float(content)), "precision_content",
+                       key=f"{prefix}_fig_precision_content")
+        st.caption(content_summary(lens, float(content)))
 

@@ -305,6 +305,23 @@ def test_verdicts_are_in_the_page_as_text():
     assert all(r.startswith("2") for r in table["ratio"])
 
 
+def test_precision_lens_draws_what_the_softmax_sees_of_the_content():
+    """After the check, the precision lens in bfloat16 (BLOOM's row-constant form) draws the
+    content error beside the bias error, its sentence naming the largest error; Falcon's
+    builder form draws no content error (it is not added that way)."""
+    at = run_app("inspect_model")
+    at.button(key="im_zoo_check_run").click().run()
+    at.selectbox(key="im_zoo_lens_dtype").set_value("bfloat16").run()
+    assert not at.exception
+    keys = figure_keys(at)
+    assert "im_zoo_fig_precision" in keys and "im_zoo_fig_precision_content" in keys
+    assert any("Largest error:" in c.value and "logits of 3" in c.value for c in at.caption)
+    title = figures(at)[keys.index("im_zoo_fig_precision_content")]["layout"]["title"]["text"]
+    assert title == "bfloat16: what the softmax sees of a content score of 3"
+    at.selectbox(key="im_zoo_lens_form").set_value("falcon").run()
+    assert not at.exception and "im_zoo_fig_precision_content" not in figure_keys(at)
+
+
 def test_cached_repo_messages_name_the_model_not_a_folder(hub_cache, tmp_path):
     """A cached repo id that fails to load is named as the model it is, with what to download:
     no tokenizer in the cache (on the page), pickle weights only (the loader itself)."""

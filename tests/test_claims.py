@@ -623,7 +623,7 @@ def beyond():
     folder = assets.shipped_models().get("alibi")
     if folder is None:
         pytest.skip("the shipped ALiBi model is not in assets/models")
-    torch.set_num_threads(2)
+    torch.set_num_threads(min(2, torch.get_num_threads()))
     model, tokenizer, _info = load_model(folder)
     found = {}
     for kind in KINDS:
@@ -716,3 +716,26 @@ def test_precision_lens_reports_the_content_error_bloom_makes():
     assert precision_lens(8, 2048, "float32", "row_constant", content=3.0)["content_error"].max() \
         < 1e-3
     assert "content_error" not in precision_lens(8, 64, "bfloat16", "falcon", content=3.0)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float32"])
+def test_content_summary_speaks_for_every_head_and_key(dtype):
+    """The precision lens's content sentence against its data: the largest error it names is
+    the maximum over every head and key, at the head and key it names, and the share it gives
+    is the share of every (head, key) that loses more than half the content score (in
+    bfloat16 at 2,048 tokens some do; in float32 none)."""
+    from alibi_viz.i18n import small_percent
+    from alibi_viz.precision import content_summary, precision_lens
+
+    lens = precision_lens(12, 2048, dtype, "row_constant", content=3.0)
+    error = lens["content_error"]
+    found = re.search(r"Largest error: (\S+) logits of 3 \(head (\d+), key ([\d,]+)\); "
+                      r"(.+) of the heads' keys", content_summary(lens, 3.0))
+    assert found, content_summary(lens, 3.0)
+    err, head, key = (float(found[1].replace("\u2212", "-")), int(found[2]),
+                      int(found[3].replace(",", "")))
+    assert err == pytest.approx(error.max(), rel=5e-3)
+    assert error[head - 1, key] == error.max()
+    share = float((error > 1.5).mean())
+    assert found[4] == small_percent(share)
+    assert (share > 0) == (dtype == "bfloat16")

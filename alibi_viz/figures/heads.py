@@ -801,6 +801,32 @@ def verdict_grid_figure(check, height: int | None = None) -> go.Figure:
     return fig
 
 
+def content_error_figure(lens: dict, content: float, max_points: int = 400,
+                         height: int = 300) -> go.Figure:
+    """|what the softmax sees of a content score - the score| against key position, per
+    head (`precision_lens(..., content=)`'s "content_error"): BLOOM adds q.k/sqrt(d) to the
+    bias in the model's dtype, so the content is rounded to the grid at the bias's size."""
+    import plotly.colors as pc
+
+    error = lens["content_error"]
+    heads, T = error.shape
+    pos = np.unique(np.linspace(0, T - 1, min(T, max_points)).round().astype(int))
+    colors = pc.sample_colorscale("Turbo", np.linspace(0.05, 0.95, max(2, heads)))
+    fig = go.Figure()
+    for h in range(heads):
+        head_name = _("head {h}").format(h=h + 1)
+        fig.add_trace(go.Scatter(x=pos, y=error[h, pos], mode="lines", name=head_name,
+                                 line=dict(color=colors[h], width=1.5),
+                                 hovertemplate=head_name + "<br>" + _("key %{x}") + "<br>"
+                                               + _("error %{y:.4g} logits") + "<extra></extra>"))
+    fig.update_layout(
+        title=_("{dtype}: what the softmax sees of a content score of {content}").format(
+            dtype=lens["dtype"], content=significant(content)),
+        xaxis_title=_("key position j"), yaxis_title=_("|seen − content| (logits)"),
+        height=height, margin=dict(l=60, r=20, t=50, b=50), showlegend=False)
+    return fig
+
+
 def precision_figure(lens: dict, max_points: int = 400, height: int = 380) -> go.Figure:
     """Left: |bias added in the dtype - exact bias| against key position, per head, with the
     dtype's spacing dotted. Right: KL of the last query's bias-only attention, per head."""
