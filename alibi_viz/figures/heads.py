@@ -802,7 +802,7 @@ def verdict_grid_figure(check, height: int | None = None) -> go.Figure:
 
 
 def content_error_figure(lens: dict, content: float, max_points: int = 400,
-                         height: int = 300) -> go.Figure:
+                         height: int = 340) -> go.Figure:
     """|what the softmax sees of a content score - the score| against key position, per
     head (`precision_lens(..., content=)`'s "content_error"): BLOOM adds q.k/sqrt(d) to the
     bias in the model's dtype, so the content is rounded to the grid at the bias's size."""
