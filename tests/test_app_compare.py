@@ -146,3 +146,23 @@ def test_controls_survive_a_visit_to_another_page():
     at.switch_page("app_pages/compare.py").run()
     assert at.multiselect(key="cmp_methods").value == ["alibi", "t5"]
     assert at.number_input(key="cmp_len").value == 4096
+
+
+def test_reading_notes_quote_table_1_and_say_where_sinusoidal_positions_act():
+    """The T5 note's numbers are paper.py's quotes of Tables 1 and 2 (each checked against
+    the paper's CSVs in test_paper_tables), written in full (14,400 words per second, not
+    14.4); the sinusoidal note says its positions reach the values, MLPs and residual stream
+    (not "only shape q·k", which is RoPE's)."""
+    from alibi_viz import paper
+
+    at = run_app("compare")
+    text = " ".join(m.value for m in at.markdown)
+    t5 = next(m.value for m in at.markdown if "T5's bias costs training speed" in m.value)
+    for quote in (paper.TRAIN_SPEED["T5 bias"], paper.TRAIN_SPEED["sinusoidal"],
+                  paper.TRAIN_SPEED["ALiBi"]):
+        assert f"{int(quote.value):,}" in t5
+    assert f"({paper.TRAIN_MEMORY['ALiBi'].value:.1f} GB)" in t5
+    assert f"lowest at {paper.T5_BEST.length:,} tokens ({paper.T5_BEST.value:.2f})" in t5
+    assert f"from {paper.T5_OOM.length:,} tokens" in t5
+    assert "RoPE acts only through q·k" in text
+    assert "the MLPs and the residual stream" in text and "only shape q·k" not in text
