@@ -226,3 +226,8 @@ def test_content_dominated_weights_are_inconclusive_not_misdiagnosed(init, seed)
     if check.verdict == "inconclusive":
         assert check.problems()[0].startswith("Inconclusive: the attention is dominated by "
                                               "content")
+        # the count is over both layers (it read "33 heads" of a 32-head model, unexplained)
+        n = int((check.verdicts() == "inconclusive").sum())
+        assert f" {n} heads' slopes" in check.problems()[0] or f" {n} head's slope" in \
+            check.problems()[0]
+        assert check.problems()[0].endswith("Counted over all 2 layers (64 heads).")

@@ -1236,6 +1236,9 @@ def _inconclusive_finding(heads_out, unjudged_counts) -> Finding:
         "{n} heads' slopes only to about {res} logits per token (from what it measured), too "
         "coarse to judge them.", len(cells)).format(n=len(cells), res=formatted(resolution,
                                                                                 ".2g"))
+    if len(heads_out) > 1:  # "33 heads" of a 32-head model: say what was counted
+        text += " " + _("Counted over all {layers} layers ({total} heads).").format(
+            layers=len(heads_out), total=sum(len(row) for row in heads_out))
     return Finding("inconclusive", text, layers, len(cells),
                    _finite({"resolution": resolution, "counts": {"inconclusive": len(cells)}}))
 
