@@ -414,8 +414,9 @@ def test_the_keys_hint_shows_on_a_projector_not_on_a_phone(browser, server_url, 
     page.set_default_timeout(60_000)
     try:
         open_step(page, server_url, 2, "es")
-        visible = page.evaluate("() => getComputedStyle(document.querySelector('.ls-keys-help'))"
-                                ".display !== 'none'")
+        # attached, shown or not (after the reveal's rerun it can be redrawn a moment later)
+        hint = page.wait_for_selector(".ls-keys-help", state="attached", timeout=FIRST_LOAD_MS)
+        visible = hint.evaluate("(el) => getComputedStyle(el).display !== 'none'")
         assert visible is shown
     finally:
         context.close()
