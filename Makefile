@@ -1,7 +1,7 @@
 # alibi-viz: two commands do everything on a fresh machine.
 #   make run   create .venv, install, start the app on http://localhost:8501
 #   make test  install (with dev tools, chromium and nginx), lint, run the whole test suite
-#   make test-quick  the same but the browser and deployment tests (a development loop)
+#   make test-quick  all but the browser and deployment tests (the cold-server storm is one): a development loop
 #   make serve-class / make stop-class   the app for a class: replicas behind nginx (deploy/)
 PYTHON ?= python3
 VENV   := .venv
@@ -65,7 +65,7 @@ test: install-dev chromium nginx lint
 	$(PYTEST)
 
 test-quick: install-dev lint
-	$(PYTEST) -m "not browser"
+	$(PYTEST) -m "not browser and not deploy"
 
 # A class on one machine: CLASS_REPLICAS Streamlit replicas behind nginx on port CLASS_PORT,
 # for every address of this machine (deploy/README.md). Runs until `make stop-class`.

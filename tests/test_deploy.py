@@ -25,6 +25,7 @@ from conftest import CHROMIUM, NGINX, ROOT, free_port, start_class_stack, stop_c
 
 pytestmark = [
     pytest.mark.browser,
+    pytest.mark.deploy,
     pytest.mark.skipif(not os.path.exists(NGINX),
                        reason="nginx is not installed (make test installs it as root: "
                               "apt-get install nginx)"),

@@ -28,7 +28,7 @@ import pytest
 from conftest import ARTIFACTS, ROOT, free_port, start_streamlit, stop_streamlit
 from ws_client import run_page
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.deploy]
 
 # (url path, query string): every page, in all three languages between them.
 PAGES = [("", ""), ("compare", "lang=es"), ("model", ""), ("inspect", "lang=ru"),
