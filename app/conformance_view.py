@@ -143,7 +143,7 @@ def show(prefix: str, model, tokenizer, info, model_key: tuple,
                                        "row_constant and textbook forms."))
     try:
         lens = cached_lens(info.num_heads, int(length), dtype, form, info.head_dim,
-                           None if form == "falcon" else float(content))
+                           float(content))  # precision_lens leaves it out for Falcon's form
     except AlibiVizError as exc:
         st.error(str(exc))
         return

@@ -801,24 +801,32 @@ def verdict_grid_figure(check, height: int | None = None) -> go.Figure:
     return fig
 
 
+def _head_error_lines(error: np.ndarray, max_points: int) -> tuple[np.ndarray, list]:
+    """(sampled key positions, one line per head of `error` (H, T) in logits against key
+    position): the error lines of the precision lens's two figures."""
+    import plotly.colors as pc
+
+    heads, T = error.shape
+    pos = np.unique(np.linspace(0, T - 1, min(T, max_points)).round().astype(int))
+    colors = pc.sample_colorscale("Turbo", np.linspace(0.05, 0.95, max(2, heads)))
+    key_line = "<br>" + _("key %{x}") + "<br>"
+    lines = []
+    for h in range(heads):
+        head_name = _("head {h}").format(h=h + 1)
+        lines.append(go.Scatter(x=pos, y=error[h, pos], mode="lines", name=head_name,
+                                line=dict(color=colors[h], width=1.5),
+                                hovertemplate=head_name + key_line
+                                              + _("error %{y:.4g} logits") + "<extra></extra>"))
+    return pos, lines
+
+
 def content_error_figure(lens: dict, content: float, max_points: int = 400,
                          height: int = 340) -> go.Figure:
     """|what the softmax sees of a content score - the score| against key position, per
     head (`precision_lens(..., content=)`'s "content_error"): BLOOM adds q.k/sqrt(d) to the
     bias in the model's dtype, so the content is rounded to the grid at the bias's size."""
-    import plotly.colors as pc
-
-    error = lens["content_error"]
-    heads, T = error.shape
-    pos = np.unique(np.linspace(0, T - 1, min(T, max_points)).round().astype(int))
-    colors = pc.sample_colorscale("Turbo", np.linspace(0.05, 0.95, max(2, heads)))
-    fig = go.Figure()
-    for h in range(heads):
-        head_name = _("head {h}").format(h=h + 1)
-        fig.add_trace(go.Scatter(x=pos, y=error[h, pos], mode="lines", name=head_name,
-                                 line=dict(color=colors[h], width=1.5),
-                                 hovertemplate=head_name + "<br>" + _("key %{x}") + "<br>"
-                                               + _("error %{y:.4g} logits") + "<extra></extra>"))
+    _pos, lines = _head_error_lines(lens["content_error"], max_points)
+    fig = go.Figure(lines)
     fig.update_layout(
         title=_("{dtype}: what the softmax sees of a content score of {content}").format(
             dtype=lens["dtype"], content=significant(content)),
@@ -830,24 +838,15 @@ def content_error_figure(lens: dict, content: float, max_points: int = 400,
 def precision_figure(lens: dict, max_points: int = 400, height: int = 380) -> go.Figure:
     """Left: |bias added in the dtype - exact bias| against key position, per head, with the
     dtype's spacing dotted. Right: KL of the last query's bias-only attention, per head."""
-    import plotly.colors as pc
-
     error, step, kl = lens["error"], lens["step"], lens["kl"]
-    heads, T = error.shape
-    pos = np.unique(np.linspace(0, T - 1, min(T, max_points)).round().astype(int))
-    colors = pc.sample_colorscale("Turbo", np.linspace(0.05, 0.95, max(2, heads)))
+    heads = error.shape[0]
+    pos, lines = _head_error_lines(error, max_points)
     fig = make_subplots(rows=1, cols=2, column_widths=[0.65, 0.35], horizontal_spacing=0.1,
                         subplot_titles=(_("{dtype} error of the {form} bias").format(
                                             dtype=lens["dtype"], form=lens["form"]),
                                         _("effect on the last query's attention")))
-    key_line = "<br>" + _("key %{x}") + "<br>"
-    for h in range(heads):
-        head_name = _("head {h}").format(h=h + 1)
-        fig.add_trace(go.Scatter(x=pos, y=error[h, pos], mode="lines", name=head_name,
-                                 line=dict(color=colors[h], width=1.5),
-                                 hovertemplate=head_name + key_line
-                                               + _("error %{y:.4g} logits") + "<extra></extra>"),
-                      row=1, col=1)
+    for line in lines:
+        fig.add_trace(line, row=1, col=1)
     fig.add_trace(go.Scatter(x=pos, y=step[0, pos], mode="lines", name=_("spacing (head 1)"),
                              line=dict(color="black", dash="dot", width=1),
                              hovertemplate=_("key %{x}") + "<br>" + _("spacing %{y:.4g}")
