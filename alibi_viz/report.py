@@ -301,9 +301,9 @@ def _attention_section(result, info, train_seq_len, source: str, figures: _Figur
     from alibi_viz.notebook import attention_layers_figure
 
     T = len(result.tokens)
-    path = ("the eager attention path (the one that returns probabilities)"
-            if checked_attn in (None, "eager") else "the eager attention path (the one that "
-            f"returns probabilities), not the {checked_attn} path the check above ran on")
+    path = "the eager attention path (the one that returns probabilities)"
+    if checked_attn not in (None, "eager"):
+        path += f", not the {checked_attn} path the check above ran on"
     parts = ["<h2>5. Attention on a sample text</h2>",
              f"<p>{_e(source)}: {T:,} tokens, every layer under the slider (log10 attention; "
              "rows are queries, columns keys; panels max-pooled to display resolution, exact "
