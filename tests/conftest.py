@@ -95,9 +95,80 @@ def browser():
         browser.close()
 
 
+class WorkerPage:
+    """One chromium page that a worker's browser tests take turns on, resized for each.
+
+    Every test still opens its own URL, so it gets a Streamlit session of its own (a session
+    is a websocket, which a navigation closes). What it shares is the renderer process: a page
+    load of the app on 2 cores costs about 6 s in a fresh context and 2.5-4 s in a page that
+    has loaded it before, because chromium has Streamlit's and plotly's scripts compiled
+    already (measured on /, /compare, /model and /extrapolation in Spanish). A test that
+    failed leaves the page behind it, and the next test gets a new one."""
+
+    def __init__(self, browser):
+        self.browser = browser
+        self.context = None
+        self.page = None
+
+    def open(self, width: int, height: int):
+        if self.page is None or self.page.is_closed():
+            self.close()
+            self.context = self.browser.new_context(viewport={"width": width, "height": height})
+            self.page = self.context.new_page()
+        else:
+            self.page.set_viewport_size({"width": width, "height": height})
+        self.page.set_default_timeout(60_000)
+        return self.page
+
+    def after(self, failed: bool) -> None:
+        """Undo what a test may have changed on the page; a failed test's page is dropped."""
+        if self.page is None:
+            return
+        if failed:
+            self.close()
+        else:
+            self.page.emulate_media(media="null")
+
+    def close(self) -> None:
+        if self.context is not None:
+            self.context.close()
+        self.context = self.page = None
+
+
+@pytest.fixture(scope="session")
+def worker_page(browser):
+    shared = WorkerPage(browser)
+    yield shared
+    shared.close()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Keep each phase's report on the test (`screen` reads whether the test failed)."""
+    outcome = yield
+    report = outcome.get_result()
+    setattr(item, f"report_{report.when}", report)
+
+
 @pytest.fixture
-def page(browser):
-    """A fresh browser page (own context, so own Streamlit session)."""
+def screen(worker_page, request):
+    """screen(width, height) -> the worker's shared page (WorkerPage) at that size; a test
+    opens its own URL on it."""
+    yield worker_page.open
+    report = getattr(request.node, "report_call", None)
+    worker_page.after(failed=report is None or not report.passed)
+
+
+@pytest.fixture
+def page(screen):
+    """A browser page at 1400x1000 (the worker's shared page: see WorkerPage)."""
+    return screen(1400, 1000)
+
+
+@pytest.fixture
+def fresh_page(browser):
+    """A page in a context of its own, for tests that listen to the page's requests or
+    websocket frames (listeners would stay on a shared page) or need an empty cache."""
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     page = context.new_page()
     page.set_default_timeout(60_000)

@@ -55,8 +55,10 @@ def test_bad_url_warns_in_browser(page, server_url):
     assert page.locator("[data-testid='stException']").count() == 0
 
 
-def test_no_request_leaves_the_machine(page, server_url):
-    """Offline: opening the app asks nothing of any host but the local server."""
+def test_no_request_leaves_the_machine(fresh_page, server_url):
+    """Offline: opening the app asks nothing of any host but the local server (in a page of
+    its own: an empty cache, so every request is made)."""
+    page = fresh_page
     outside = []
     page.on("request", lambda request: None if request.url.startswith(
         (server_url, "data:", "blob:", "about:")) else outside.append(request.url))

@@ -71,10 +71,11 @@ def runs_finished(page) -> list[int]:
     return finished
 
 
-def test_a_layer_or_head_switch_reruns_only_its_fragment(page, server_url):
+def test_a_layer_or_head_switch_reruns_only_its_fragment(fresh_page, server_url):
     """Choosing a layer, then a head, reruns only the fragment around its picker (the grid and
     the head sections; the head sections), never the whole page: the text box, the gallery
     and the conformance check are not rebuilt for it."""
+    page = fresh_page  # it listens to the websocket's frames
     finished = runs_finished(page)
     open_page(page, f"{server_url}/model?text={TEXT}", charts=3)
     assert finished and set(finished) == {0}  # the page's own first run

@@ -117,13 +117,9 @@ FIGURE_BOX_JS = """() => {
 
 
 @pytest.fixture(params=[(1024, 768), (1280, 720)], ids=["1024x768", "1280x720"])
-def projector(request, browser):
+def projector(request, screen):
     width, height = request.param
-    context = browser.new_context(viewport={"width": width, "height": height})
-    page = context.new_page()
-    page.set_default_timeout(60_000)
-    yield page, width, height
-    context.close()
+    return screen(width, height), width, height
 
 
 def open_step(page, server_url: str, step: int, lang: str = "en") -> None:
@@ -184,31 +180,24 @@ def test_every_step_fits_the_projector(projector, server_url, step):
 
 @pytest.mark.parametrize("lang", ["es", "ru"])
 @pytest.mark.parametrize("step", range(1, STEPS + 1))
-def test_every_step_fits_1024x768_in_spanish_and_russian(browser, server_url, step, lang):
+def test_every_step_fits_1024x768_in_spanish_and_russian(screen, server_url, step, lang):
     """The same checks in Spanish and Russian, whose words run longer (?lang= in the URL)."""
-    context = browser.new_context(viewport={"width": 1024, "height": 768})
-    page = context.new_page()
-    page.set_default_timeout(60_000)
-    try:
-        open_step(page, server_url, step, lang)
-        assert page.evaluate("() => document.body.innerText").count("Reveal the answer") == 0
-        assert_fits(page)
-        ARTIFACTS.mkdir(exist_ok=True)
-        page.screenshot(path=str(ARTIFACTS / f"lesson_present_{lang}_step{step}.png"))
-    finally:
-        context.close()
+    page = screen(1024, 768)
+    open_step(page, server_url, step, lang)
+    assert page.evaluate("() => document.body.innerText").count("Reveal the answer") == 0
+    assert_fits(page)
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"lesson_present_{lang}_step{step}.png"))
 
 
 def heading(page) -> str:
     return page.get_by_role("heading", name=re.compile(r"^\d\. ")).first.text_content()
 
 
-def test_clicker_keys_move_the_lesson(browser, server_url):
+def test_clicker_keys_move_the_lesson(screen, server_url):
     """PageDown, →, Space go forward; PageUp, ← go back; End and Home jump; the URL's step
     and the heading follow."""
-    context = browser.new_context(viewport={"width": 1024, "height": 768})
-    page = context.new_page()
-    page.set_default_timeout(60_000)
+    page = screen(1024, 768)
     open_step(page, server_url, 2)
     expected = [("PageDown", 3), ("ArrowRight", 4), ("Space", 5), ("PageUp", 4),
                 ("ArrowLeft", 3), ("End", STEPS), ("Home", 1)]
@@ -216,7 +205,6 @@ def test_clicker_keys_move_the_lesson(browser, server_url):
         page.evaluate("() => document.activeElement && document.activeElement.blur()")
         page.keyboard.press(key)
         wait_for_step(page, step)
-    context.close()
 
 
 def wait_for_step(page, step: int) -> None:
@@ -240,86 +228,76 @@ TOUCHES = {1: ["slider"], 2: ["slider"], 3: ["number"], 4: ["slider"], 5: ["sele
 
 
 @pytest.mark.parametrize("step", sorted(TOUCHES))
-def test_the_clicker_works_after_a_control_was_touched(browser, server_url, step):
+def test_the_clicker_works_after_a_control_was_touched(screen, server_url, step):
     """On every step with controls on a projector, after a teacher drags a slider, picks from
     a dropdown or types a number, PageDown still moves to the next step (in a number box only
     PageDown does: its arrows move the caret)."""
-    context = browser.new_context(viewport={"width": 1024, "height": 768})
-    page = context.new_page()
-    page.set_default_timeout(60_000)
+    page = screen(1024, 768)
     main = page.locator("[data-testid='stMain']")
-    try:
-        for index, kind in enumerate(TOUCHES[step]):
-            open_step(page, server_url, step)
-            if kind == "slider":
-                drag(page, main.get_by_role("slider").nth(index))
-            elif kind == "select":
-                main.locator("[data-testid='stSelectbox']").nth(index).click()
-                page.get_by_role("option").nth(1).click()
-            elif kind == "number":
-                box = main.locator("input[type='number']").first
-                box.click()
-                box.press("Control+a")
-                box.type("12")
-                box.press("ArrowRight")  # moves the caret, not the lesson
-                wait_for_app(page)
-                assert re.search(rf"step={step}(&|$)", page.url)
+    for index, kind in enumerate(TOUCHES[step]):
+        open_step(page, server_url, step)
+        if kind == "slider":
+            drag(page, main.get_by_role("slider").nth(index))
+        elif kind == "select":
+            main.locator("[data-testid='stSelectbox']").nth(index).click()
+            page.get_by_role("option").nth(1).click()
+        elif kind == "number":
+            box = main.locator("input[type='number']").first
+            box.click()
+            box.press("Control+a")
+            box.type("12")
+            box.press("ArrowRight")  # moves the caret, not the lesson
             wait_for_app(page)
-            page.keyboard.press("PageDown")
-            wait_for_step(page, step + 1)
-    finally:
-        context.close()
+            assert re.search(rf"step={step}(&|$)", page.url)
+        wait_for_app(page)
+        page.keyboard.press("PageDown")
+        wait_for_step(page, step + 1)
 
 
 @pytest.mark.parametrize("path", ["", "compare", "model", "inspect", "extrapolation", "lesson"])
-def test_no_page_is_wider_than_a_phone(browser, server_url, path):
+def test_no_page_is_wider_than_a_phone(screen, server_url, path):
     """At 390x844 (a phone) in Spanish, no page scrolls sideways: nothing is wider than the
-    screen."""
-    context = browser.new_context(viewport={"width": 390, "height": 844})
-    page = context.new_page()
-    page.set_default_timeout(60_000)
-    try:
-        page.goto(f"{server_url}/{path}?lang=es")
-        page.wait_for_selector("[data-testid='stMain'] h1", timeout=FIRST_LOAD_MS)
-        draw_every_figure(page)
-        if path == "model":
-            page.get_by_role("heading", name=re.compile(r"^1\. ")).scroll_into_view_if_needed()
-            wait_for_app(page)
-            screenshot(page, "phone_model_heads_es")  # the README's phone
-        assert page.evaluate("() => document.documentElement.scrollWidth") <= 390
-    finally:
-        context.close()
+    screen. On the Extrapolation lab, whose figures are fitted to a wider page, each keeps
+    that width inside a box that scrolls sideways (the page itself does not), so its texts lie
+    as they do at 1024 px: none on another."""
+    page = screen(390, 844)
+    page.goto(f"{server_url}/{path}?lang=es")
+    page.wait_for_selector("[data-testid='stMain'] h1", timeout=FIRST_LOAD_MS)
+    draw_every_figure(page)
+    if path == "extrapolation":
+        assert page.evaluate(FIGURE_OVERLAP_JS) == []
+        widths = page.evaluate("""() => [...document.querySelectorAll('[class*="st-key-wide_figure_"]')]
+            .map(box => [box.clientWidth, box.scrollWidth,
+                         box.querySelector('.main-svg').getBoundingClientRect().width])""")
+        assert widths and all(client < 390 <= scroll and svg >= 600 for client, scroll, svg in widths)
+    if path == "model":
+        page.get_by_role("heading", name=re.compile(r"^1\. ")).scroll_into_view_if_needed()
+        wait_for_app(page)
+        screenshot(page, "phone_model_heads_es")  # the README's phone
+    assert page.evaluate("() => document.documentElement.scrollWidth") <= 390
 
 
 @pytest.mark.parametrize("path", ["", "compare", "model", "inspect", "extrapolation", "lesson"])
-def test_bare_app_fits_1024_wide(browser, server_url, path):
+def test_bare_app_fits_1024_wide(screen, server_url, path):
     """Outside presentation mode every page at 1024x768 has no cut button or navigation label."""
-    context = browser.new_context(viewport={"width": 1024, "height": 768})
-    page = context.new_page()
-    page.set_default_timeout(60_000)
+    page = screen(1024, 768)
     page.goto(f"{server_url}/{path}")
     page.wait_for_selector("[data-testid='stSidebarNavLink']", timeout=FIRST_LOAD_MS)
     wait_for_app(page)
     assert page.evaluate(CUT_LABELS_JS) == []
-    context.close()
 
 
-@pytest.mark.parametrize("lang", ["es", "ru"])
 @pytest.mark.parametrize("path", ["/", "/compare", "/model", "/extrapolation"])
-def test_figure_texts_fit_on_a_1024_screen_in_spanish_and_russian(browser, server_url, path, lang):
-    """Every figure of the page, at 1024 px wide in Spanish and Russian: no title, axis title,
-    legend or subplot title drawn outside its figure or over the legend."""
-    context = browser.new_context(viewport={"width": 1024, "height": 768})
-    page = context.new_page()
-    page.set_default_timeout(60_000)
-    try:
-        page.goto(f"{server_url}{path}?lang={lang}")
-        page.wait_for_selector(".js-plotly-plot", timeout=FIRST_LOAD_MS)
-        draw_every_figure(page)  # the last charts finish drawing
-        assert page.locator("[data-testid='stException']").count() == 0
-        assert page.evaluate(FIGURE_TEXT_JS) == []
-    finally:
-        context.close()
+def test_figure_texts_fit_on_a_1024_screen_in_russian(screen, server_url, path):
+    """Every figure of the page, at 1024 px wide in Russian: no title, axis title, legend or
+    subplot title drawn outside its figure or over the legend. (Spanish at 1024 px is checked
+    on the same page load as its overlaps: test_no_figure_text_lies_on_another_outside_the_lesson.)"""
+    page = screen(1024, 768)
+    page.goto(f"{server_url}{path}?lang=ru")
+    page.wait_for_selector(".js-plotly-plot", timeout=FIRST_LOAD_MS)
+    draw_every_figure(page)  # the last charts finish drawing
+    assert page.locator("[data-testid='stException']").count() == 0
+    assert page.evaluate(FIGURE_TEXT_JS) == []
 
 
 def overlaps_everywhere(page) -> list[str]:
@@ -337,39 +315,19 @@ SHORT_CODE = "/model?text=def%20add(a,%20b):%0A%20%20%20%20return%20a%20%2B%20b"
 @pytest.mark.parametrize("path", ["/", "/?heads=12", "/?heads=32", "/?heads=64", "/compare",
                                   "/extrapolation",
                                   "/model", SHORT_CODE, "/lesson?print=1"])
-def test_no_figure_text_lies_on_another_outside_the_lesson(browser, server_url, path, size, lang):
+def test_no_figure_text_lies_on_another_outside_the_lesson(screen, server_url, path, size, lang):
     """Every figure of the page, scrolled through, in Spanish at a projector's 1024 and in
     Russian at a laptop's 1366: no title on a panel title, axis title on tick labels, legend
     on a title, or tick labels on each other. The bias explorer also with 12, 32 and 64 heads
     (grids of several rows, 12 or 32 decay curves), Model heads on a short text (maps drawn
-    as labelled heatmaps), and the lesson's steps as its handout shows them all at once."""
+    as labelled heatmaps), and the lesson's steps as its handout shows them all at once. On
+    the same load: no figure text drawn outside its figure or over its legend, no exception."""
     width, height = size
-    context = browser.new_context(viewport={"width": width, "height": height})
-    page = context.new_page()
-    page.set_default_timeout(60_000)
-    try:
-        page.goto(f"{server_url}{path}{'&' if '?' in path else '?'}lang={lang}")
-        assert overlaps_everywhere(page) == []
-    finally:
-        context.close()
-
-
-def test_a_phone_scrolls_wide_figures_sideways(browser, server_url):
-    """At 390 px a figure fitted to the page's width keeps that width inside a box that
-    scrolls sideways (the page itself does not), so its texts lie as they do at 1024 px."""
-    context = browser.new_context(viewport={"width": 390, "height": 844})
-    page = context.new_page()
-    page.set_default_timeout(60_000)
-    try:
-        page.goto(f"{server_url}/extrapolation?lang=es")
-        assert overlaps_everywhere(page) == []
-        widths = page.evaluate("""() => [...document.querySelectorAll('[class*="st-key-wide_figure_"]')]
-            .map(box => [box.clientWidth, box.scrollWidth,
-                         box.querySelector('.main-svg').getBoundingClientRect().width])""")
-        assert widths and all(client < 390 <= scroll and svg >= 600 for client, scroll, svg in widths)
-        assert page.evaluate("() => document.documentElement.scrollWidth") <= 390
-    finally:
-        context.close()
+    page = screen(width, height)
+    page.goto(f"{server_url}{path}{'&' if '?' in path else '?'}lang={lang}")
+    assert overlaps_everywhere(page) == []
+    assert page.locator("[data-testid='stException']").count() == 0
+    assert page.evaluate(FIGURE_TEXT_JS) == []
 
 
 SVG_WIDTHS_JS = """() => [...document.querySelectorAll('.js-plotly-plot .main-svg')]
@@ -381,42 +339,32 @@ PRINT_STYLE_JS = """() => ({
     .map(e => getComputedStyle(e).breakBefore)})"""
 
 
-def test_the_handout_prints_one_step_per_sheet_without_the_chrome(browser, server_url):
+def test_the_handout_prints_one_step_per_sheet_without_the_chrome(screen, server_url):
     """The lesson's handout (?print=1) opened on a laptop in Spanish: no figure text on
     another, every chart no wider than a sheet's text (A4 at the browser's margins, about
     720 px: a chart prints at the width it was drawn), and printed (chromium's own PDF) without
     the sidebar, header and buttons, each step after the first starting a new sheet."""
-    context = browser.new_context(viewport={"width": 1366, "height": 768})
-    page = context.new_page()
-    page.set_default_timeout(60_000)
-    try:
-        page.goto(f"{server_url}/lesson?print=1&lang=es")
-        assert overlaps_everywhere(page) == []
-        page.evaluate("() => document.querySelector('[data-testid=stMain]').scrollTo(0, 0)")
-        screenshot(page, "lesson_handout_es")
-        widths = page.evaluate(SVG_WIDTHS_JS)
-        assert len(widths) >= 8 and max(widths) <= 720, widths
-        page.emulate_media(media="print")
-        style = page.evaluate(PRINT_STYLE_JS)
-        assert style == {"hidden": [True, True, True], "breaks": ["auto"] + ["page"] * (STEPS - 1)}
-        pdf = page.pdf(format="A4")
-        assert len(re.findall(rb"/Type\s*/Page[^s]", pdf)) >= STEPS
-    finally:
-        context.close()
+    page = screen(1366, 768)
+    page.goto(f"{server_url}/lesson?print=1&lang=es")
+    assert overlaps_everywhere(page) == []
+    page.evaluate("() => document.querySelector('[data-testid=stMain]').scrollTo(0, 0)")
+    screenshot(page, "lesson_handout_es")
+    widths = page.evaluate(SVG_WIDTHS_JS)
+    assert len(widths) >= 8 and max(widths) <= 720, widths
+    page.emulate_media(media="print")
+    style = page.evaluate(PRINT_STYLE_JS)
+    assert style == {"hidden": [True, True, True], "breaks": ["auto"] + ["page"] * (STEPS - 1)}
+    pdf = page.pdf(format="A4")
+    assert len(re.findall(rb"/Type\s*/Page[^s]", pdf)) >= STEPS
 
 
 @pytest.mark.parametrize(("width", "shown"), [(1024, True), (390, False)])
-def test_the_keys_hint_shows_on_a_projector_not_on_a_phone(browser, server_url, width, shown):
+def test_the_keys_hint_shows_on_a_projector_not_on_a_phone(screen, server_url, width, shown):
     """Presentation mode names the clicker's keys in a corner at 1024 px; on a 390 px phone,
     which has no such keys, the hint is hidden (there it lay on the sidebar's button)."""
-    context = browser.new_context(viewport={"width": width, "height": 800})
-    page = context.new_page()
-    page.set_default_timeout(60_000)
-    try:
-        open_step(page, server_url, 2, "es")
-        # attached, shown or not (after the reveal's rerun it can be redrawn a moment later)
-        hint = page.wait_for_selector(".ls-keys-help", state="attached", timeout=FIRST_LOAD_MS)
-        visible = hint.evaluate("(el) => getComputedStyle(el).display !== 'none'")
-        assert visible is shown
-    finally:
-        context.close()
+    page = screen(width, 800)
+    open_step(page, server_url, 2, "es")
+    # attached, shown or not (after the reveal's rerun it can be redrawn a moment later)
+    hint = page.wait_for_selector(".ls-keys-help", state="attached", timeout=FIRST_LOAD_MS)
+    visible = hint.evaluate("(el) => getComputedStyle(el).display !== 'none'")
+    assert visible is shown
