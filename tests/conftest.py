@@ -232,6 +232,44 @@ def draw_every_figure(page, timeout_ms: int = 180_000) -> None:
     wait_for_app(page, timeout_ms=timeout_ms)
 
 
+# ----------------------------------------------------------------------------- command line
+
+# The command line `alibi-viz ...` as CI reads it: exit status, stdout and stderr. The `cli`
+# fixture calls `alibi_viz.cli.main` in the test's own process with pytest's file-descriptor
+# capture, so what the C side or a library writes straight to fd 2 is read too: the same code,
+# without the 3-4 s a new Python spends importing torch and transformers. `run_process` starts
+# `python -m alibi_viz.cli` for what only a process shows (the module's `__main__`, variables
+# read when huggingface_hub is imported).
+
+
+def run_process(*args, env=None) -> subprocess.CompletedProcess:
+    """`python -m alibi_viz.cli ARGS` in a process of its own, `env` added to this one's."""
+    return subprocess.run([sys.executable, "-m", "alibi_viz.cli", *map(str, args)],
+                          capture_output=True, text=True, cwd=ROOT, timeout=300,
+                          env={**os.environ, **(env or {})})
+
+
+@pytest.fixture
+def cli(capfd, monkeypatch):
+    """cli(*args) -> CompletedProcess of `alibi_viz.cli.main(args)` run in this process; the
+    environment variables main sets for itself (HF_HUB_OFFLINE, TRANSFORMERS_VERBOSITY) are
+    put back after the test."""
+    from alibi_viz.cli import main
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", os.environ.get("HF_HUB_OFFLINE", "1"))
+    monkeypatch.setenv("TRANSFORMERS_VERBOSITY", os.environ.get("TRANSFORMERS_VERBOSITY", "error"))
+    monkeypatch.chdir(ROOT)
+
+    def run(*args) -> subprocess.CompletedProcess:
+        argv = [str(a) for a in args]
+        capfd.readouterr()  # whatever the test printed before
+        code = main(argv)
+        out, err = capfd.readouterr()
+        return subprocess.CompletedProcess(argv, code, out, err)
+
+    return run
+
+
 # ----------------------------------------------------------------------------- class deployment
 
 DEPLOY = ROOT / "deploy" / "run.sh"

@@ -1,14 +1,14 @@
-"""The command line `alibi-viz check MODEL` for CI, run as a subprocess on tiny models saved to
-temporary folders: exit 0 for a conforming model, 1 for one that does not, 2 for a usage or
-load error (one line on stderr, never a traceback), and the JSON report's schema."""
+"""The command line `alibi-viz check MODEL` for CI, run on tiny models saved to temporary
+folders (in the test's process, its stdout and stderr read at the file descriptors, and as a
+process of its own where a process differs: cli_runner): exit 0 for a conforming model, 1 for
+one that does not, 2 for a usage or load error (one line on stderr, never a traceback), and
+the JSON report's schema."""
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from conftest import run_process
 from model_factory import byte_tokenizer
 
 from alibi_viz.cli import SCHEMA
@@ -16,12 +16,6 @@ from alibi_viz.models.zoo import tiny_model
 
 ROOT = Path(__file__).resolve().parents[1]
 REV = "0123456789abcdef0123456789abcdef01234567"
-
-
-def run_cli(*args, env=None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "alibi_viz.cli", *map(str, args)],
-                          capture_output=True, text=True, cwd=ROOT, timeout=300,
-                          env={**os.environ, **(env or {})})
 
 
 def save(folder: Path, kind: str, heads: int = 8) -> Path:
@@ -45,7 +39,9 @@ def test_conforming_cached_model_exits_0_with_a_json_report(hub_cache, tmp_path)
     """A correct BLOOM named by its cached repo id: exit 0, "verdict: CONFORMS", decode and
     padding results in the text, and a JSON report with the documented fields."""
     report = tmp_path / "report.json"
-    done = run_cli("check", "org/bloom", "--json", report, env={"HF_HUB_CACHE": str(hub_cache)})
+    # a process of its own: HF_HUB_CACHE is read when huggingface_hub is imported
+    done = run_process("check", "org/bloom", "--json", report,
+                       env={"HF_HUB_CACHE": str(hub_cache)})
     assert done.returncode == 0, done.stderr
     assert "verdict: CONFORMS" in done.stdout
     assert "decode: pass" in done.stdout and "padding: pass" in done.stdout
@@ -57,12 +53,12 @@ def test_conforming_cached_model_exits_0_with_a_json_report(hub_cache, tmp_path)
     assert len(data["heads"]) == 16 and data["decode"]["ok"] is True
 
 
-def test_model_that_does_not_conform_exits_1_with_its_diagnosis(tmp_path):
+def test_model_that_does_not_conform_exits_1_with_its_diagnosis(tmp_path, cli):
     """transformers' eager Falcon adds its bias twice: exit 1, the diagnosis sentence, the
     per-head table, and decode marked as not checked with --no-decode."""
     folder = save(tmp_path / "falcon", "falcon")
     report = tmp_path / "falcon.json"
-    done = run_cli("check", folder, "--no-decode", "--json", report)
+    done = cli("check", folder, "--no-decode", "--json", report)
     assert done.returncode == 1, done.stderr
     assert "DOES NOT CONFORM (scaled)" in done.stdout
     assert "the bias is added twice (transformers' Falcon eager path does this)" in done.stdout
@@ -72,11 +68,11 @@ def test_model_that_does_not_conform_exits_1_with_its_diagnosis(tmp_path):
     assert data["diagnosis"][0]["evidence"]["factor_name"] == "twice" and data["decode"] is None
 
 
-def test_sdpa_and_dtype_options_reach_the_check(tmp_path):
+def test_sdpa_and_dtype_options_reach_the_check(tmp_path, cli):
     """--attn sdpa --dtype bfloat16 on a Falcon: its sdpa path conforms in bfloat16."""
     folder = save(tmp_path / "falcon", "falcon")
     report = tmp_path / "sdpa.json"
-    done = run_cli("check", folder, "--attn", "sdpa", "--dtype", "bfloat16", "--json", report)
+    done = cli("check", folder, "--attn", "sdpa", "--dtype", "bfloat16", "--json", report)
     assert done.returncode == 0, done.stdout + done.stderr
     data = json.loads(report.read_text())
     assert (data["attn"], data["dtype"]) == ("sdpa", "bfloat16")
@@ -87,48 +83,48 @@ def test_sdpa_and_dtype_options_reach_the_check(tmp_path):
     (("check", "x", "--dtype", "int8"), "invalid choice: 'int8'"),
     ((), "give a command"),
 ])
-def test_usage_errors_exit_2_with_one_line(args, message):
+def test_usage_errors_exit_2_with_one_line(args, message, cli):
     """A bad command line: exit 2, one line on stderr, no usage dump, no traceback."""
-    done = run_cli(*args)
+    done = cli(*args)
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and message in done.stderr
     assert done.stderr.startswith("alibi-viz: error:") and not done.stdout
 
 
-def test_load_error_exits_2_with_one_line(tmp_path):
+def test_load_error_exits_2_with_one_line(tmp_path, cli):
     """A folder that does not exist: exit 2 and the loader's message in one line."""
-    done = run_cli("check", tmp_path / "nowhere")
+    done = cli("check", tmp_path / "nowhere")
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and "No model folder at" in done.stderr
     assert "Traceback" not in done.stderr
 
 
-def test_path_the_model_lacks_exits_2(tmp_path):
+def test_path_the_model_lacks_exits_2(tmp_path, cli):
     """--attn sdpa on BLOOM, which has no sdpa path in transformers: exit 2, one line."""
-    done = run_cli("check", save(tmp_path / "bloom", "bloom"), "--attn", "sdpa", "--no-decode")
+    done = cli("check", save(tmp_path / "bloom", "bloom"), "--attn", "sdpa", "--no-decode")
     assert done.returncode == 2 and done.stderr.count("\n") == 1
     assert "no sdpa attention" in done.stderr
 
 
-def test_check_without_decode_needs_no_tokenizer(tmp_path):
+def test_check_without_decode_needs_no_tokenizer(tmp_path, cli):
     """--no-decode checks the bias alone: a folder without tokenizer files is checked (exit
     0); without --no-decode the same folder is refused for its missing tokenizer (exit 2)."""
     folder = tmp_path / "bloom"
     tiny_model("bloom", 8).save_pretrained(folder)
-    done = run_cli("check", folder, "--no-decode")
+    done = cli("check", folder, "--no-decode")
     assert done.returncode == 0, done.stderr
     assert "verdict: CONFORMS" in done.stdout and "not checked (--no-decode)" in done.stdout
-    done = run_cli("check", folder)
+    done = cli("check", folder)
     assert done.returncode == 2 and "Tokenizer missing" in done.stderr
 
 
-def test_pickle_weights_hint_is_code_to_paste(tmp_path):
+def test_pickle_weights_hint_is_code_to_paste(tmp_path, cli):
     """A folder with pytorch_model.bin only: the error line, then the conversion as lines of
     their own, unindented, that compile as Python (they were squashed onto the error line
     with their '#' comments inside it)."""
     folder = save(tmp_path / "bloom", "bloom")
     (folder / "model.safetensors").rename(folder / "pytorch_model.bin")
-    done = run_cli("check", folder)
+    done = cli("check", folder)
     assert done.returncode == 2 and "Traceback" not in done.stderr
     first, _blank, code = done.stderr.partition("\n\n")
     assert first.startswith("alibi-viz: error: This folder has only pickle weights")
@@ -138,14 +134,14 @@ def test_pickle_weights_hint_is_code_to_paste(tmp_path):
     compile(code, "pasted", "exec")  # no IndentationError: ready for a Python prompt
 
 
-def test_weights_that_do_not_match_the_config_are_named(tmp_path):
+def test_weights_that_do_not_match_the_config_are_named(tmp_path, cli):
     """config.json says hidden 64, the weights hold 32: the error names the mismatched
     tensors with both shapes (transformers' own message points to a report it logged)."""
     folder = save(tmp_path / "bloom", "bloom")
     config = json.loads((folder / "config.json").read_text())
     config["hidden_size"] *= 2
     (folder / "config.json").write_text(json.dumps(config))
-    done = run_cli("check", folder, "--no-decode")
+    done = cli("check", folder, "--no-decode")
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
     assert "The weights do not match config.json" in done.stderr
     assert "above report" not in done.stderr
@@ -159,13 +155,13 @@ def test_script_is_declared():
     assert scripts["alibi-viz"] == "alibi_viz.cli:main"
 
 
-def test_expected_probe_length_summary_and_markdown(tmp_path):
+def test_expected_probe_length_summary_and_markdown(tmp_path, cli):
     """--expected geometric on a 12-head BLOOM (official slopes): exit 1, the schedule named;
     --probe-length reaches the check; --summary lists only the heads that do not conform;
     --markdown writes the verdict, the diagnosis and those heads for a pull request."""
     folder = save(tmp_path / "bloom12", "bloom", heads=12)
     md, report = tmp_path / "comment.md", tmp_path / "r.json"
-    done = run_cli("check", folder, "--no-decode", "--expected", "geometric", "--probe-length",
+    done = cli("check", folder, "--no-decode", "--expected", "geometric", "--probe-length",
                    "96", "--summary", "--markdown", md, "--json", report)
     assert done.returncode == 1, done.stderr
     data = json.loads(report.read_text())
@@ -179,14 +175,14 @@ def test_expected_probe_length_summary_and_markdown(tmp_path):
     assert data["diagnosis"][0]["summary"] in text and text.count("\n| ") == failing + 1
 
 
-def test_conforming_model_with_summary_lists_no_heads(tmp_path):
+def test_conforming_model_with_summary_lists_no_heads(tmp_path, cli):
     """--summary on a conforming model: one line of counts, no per-head rows; slopes given as
     numbers with --expected are what it is checked against."""
     from alibi_viz.alibi import alibi_slopes
 
     folder = save(tmp_path / "bloom", "bloom")
     slopes = ",".join(f"{m:.10g}" for m in alibi_slopes(8))
-    done = run_cli("check", folder, "--no-decode", "--summary", "--expected", slopes)
+    done = cli("check", folder, "--no-decode", "--summary", "--expected", slopes)
     assert done.returncode == 0, done.stderr
     assert "heads: 16 checked, 16 conform (--all-heads lists them)" in done.stdout
     assert not [line for line in done.stdout.splitlines() if line.strip()[:1].isdigit()]
@@ -197,19 +193,19 @@ def test_conforming_model_with_summary_lists_no_heads(tmp_path):
     (("--probe-length", "8"), "--probe-length must be 16-65536"),
     (("--summary", "--all-heads"), "not allowed with argument"),
 ])
-def test_bad_check_options_exit_2_with_one_line(args, message):
+def test_bad_check_options_exit_2_with_one_line(args, message, cli):
     """Bad --expected, --probe-length, or --summary with --all-heads: exit 2, one line."""
-    done = run_cli("check", "x", *args)
+    done = cli("check", "x", *args)
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and message in done.stderr
 
 
-def test_sdpa_on_bloom_is_refused_before_loading(tmp_path):
+def test_sdpa_on_bloom_is_refused_before_loading(tmp_path, cli):
     """--attn sdpa on BLOOM is refused from config.json alone: a folder without weights gets
     that message, not the loader's (the architecture is checked first, not after a load)."""
     from model_factory import tiny_config
 
     folder = tmp_path / "config-only"
     tiny_config("bloom").save_pretrained(folder)
-    done = run_cli("check", folder, "--attn", "sdpa")
+    done = cli("check", folder, "--attn", "sdpa")
     assert done.returncode == 2 and done.stderr.count("\n") == 1
     assert "BloomForCausalLM has no sdpa attention" in done.stderr

@@ -2,13 +2,11 @@
 model's facts, slopes, conformance with its per-head table, head gallery, attention maps),
 exit 0 when written and 2 on errors, bounded in size, drawn by a browser offline."""
 
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from conftest import run_process
 from model_factory import byte_tokenizer, save_tiny_model
 
 from alibi_viz.models.zoo import broken_model, tiny_model
@@ -17,19 +15,14 @@ ROOT = Path(__file__).resolve().parents[1]
 FIGURE_SPEC = re.compile(r'<script type="application/json" class="figure-spec"')
 
 
-def run_cli(*args, env=None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "alibi_viz.cli", *map(str, args)],
-                          capture_output=True, text=True, cwd=ROOT, timeout=300,
-                          env={**os.environ, **(env or {})})
-
-
 @pytest.fixture(scope="module")
 def written(tmp_path_factory):
-    """The report on a tiny BLOOM folder, written by the command line: (process, html)."""
+    """The report on a tiny BLOOM folder, written by the command line in a process of its
+    own: (process, html)."""
     folder = tmp_path_factory.mktemp("models")
     model = save_tiny_model(folder / "bloom", "bloom")
     out = folder / "report.html"
-    done = run_cli("report", model, "--out", out, "--tokens", 64)
+    done = run_process("report", model, "--out", out, "--tokens", 64)
     return done, out.read_text(encoding="utf-8") if out.exists() else "", out
 
 
@@ -83,22 +76,22 @@ def test_report_says_which_attention_path_drew_the_maps():
     assert "not the sdpa path" not in eager
 
 
-def test_report_refuses_sdpa_for_bloom_before_loading(tmp_path):
+def test_report_refuses_sdpa_for_bloom_before_loading(tmp_path, cli):
     """--attn sdpa on BLOOM (no sdpa path in transformers) is refused from config.json alone,
     before the weights are read: a folder without weights gets that message, not the
     loader's."""
     folder = save_tiny_model(tmp_path / "bloom", "bloom")
     (folder / "model.safetensors").unlink()
-    done = run_cli("report", folder, "--out", tmp_path / "r.html", "--attn", "sdpa")
+    done = cli("report", folder, "--out", tmp_path / "r.html", "--attn", "sdpa")
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
     assert "no sdpa attention" in done.stderr and "No weights" not in done.stderr
 
 
-def test_report_of_a_model_without_alibi(tmp_path):
+def test_report_of_a_model_without_alibi(tmp_path, cli):
     """A GPT-2 folder: written, its position scheme said, no check to run."""
     folder = save_tiny_model(tmp_path / "gpt2", "gpt2")
     out = tmp_path / "gpt2.html"
-    done = run_cli("report", folder, "--out", out, "--no-decode", "--text", "hello " * 20)
+    done = cli("report", folder, "--out", out, "--no-decode", "--text", "hello " * 20)
     assert done.returncode == 0, done.stderr
     document = out.read_text(encoding="utf-8")
     assert "no ALiBi to check" in done.stdout
@@ -112,13 +105,13 @@ def test_report_of_a_model_without_alibi(tmp_path):
     (("report", "{model}", "--tokens", "3"), "--tokens must be 8-2048"),
     (("report", "{model}", "--text", "a", "--text-file", "b"), "not allowed with argument"),
 ])
-def test_errors_exit_2_with_one_line(tmp_path, args, message):
+def test_errors_exit_2_with_one_line(tmp_path, args, message, cli):
     """A missing model, an unwritable --out (refused before loading), bad options: exit 2,
     one line on stderr, no traceback, nothing written."""
     model = save_tiny_model(tmp_path / "bloom", "bloom")
     names = {"missing": tmp_path / "missing", "out": tmp_path / "r.html", "model": model,
              "nowhere": tmp_path / "nowhere"}
-    done = run_cli(*(a.format(**names) for a in args))
+    done = cli(*(a.format(**names) for a in args))
     assert done.returncode == 2, done.stdout + done.stderr
     assert done.stderr.count("\n") == 1 and message in done.stderr
     assert "Traceback" not in done.stderr and not (tmp_path / "r.html").exists()
