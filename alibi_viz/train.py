@@ -50,6 +50,7 @@ from alibi_viz.assets import REMAINING_DIFFERENCES, SHIPPED
 from alibi_viz.errors import AlibiVizError
 from alibi_viz.models import layer_slopes
 from alibi_viz.positional import sinusoidal_table
+from alibi_viz.results import learnable_slopes
 
 ARCHS = tuple(SHIPPED)
 GPT2_ARCHS = ("sinusoidal", "learned", "nope")  # GPT-2 backbones, differing in the wpe table
@@ -455,7 +456,7 @@ def _evaluation_lines(name: str, info: dict, by_kind: dict) -> list[str]:
 
 
 def _reach_lines(name: str, reach: dict) -> list[str]:
-    from alibi_viz.reach import ReachResult
+    from alibi_viz.results.reach import ReachResult
 
     entry = reach.get("models", {}).get(name)
     if not entry:
@@ -490,7 +491,7 @@ def _variant_lines(info: dict) -> list[str]:
     if not info.get("learn_slopes"):
         return []
     initial, final = info["initial_slopes"], info["final_slopes"]
-    moved = layer_slopes.drift(initial, final)
+    moved = learnable_slopes.drift(initial, final)
     lines = [
         "", "## The variant: learnable slopes",
         "The shipped ALiBi model's recipe (data, batches, seed, initial weights, steps, "
@@ -524,7 +525,7 @@ def _variant_lines(info: dict) -> list[str]:
                   "|---|---|" + "---:|" * len(results["lengths"])]
         for kind in results["kinds"]:
             for protocol in results["protocols"]:
-                cells = [layer_slopes.cell(results, kind, protocol, n) for n in results["lengths"]]
+                cells = [learnable_slopes.cell(results, kind, protocol, n) for n in results["lengths"]]
                 lines.append(f"| {data.TEXT_KINDS[kind]} | {protocol} | " + " | ".join(
                     f"{c['ratio'][0]:.3f} ({c['ratio'][1]:.3f}-{c['ratio'][2]:.3f})"
                     for c in cells) + " |")

@@ -203,7 +203,7 @@ def test_learnable_slopes_section_quotes_the_paper_and_this_run():
     extrapolation, section 3) and what this run measured (layer_slopes.run_summary)."""
     import pytest
 
-    from alibi_viz.models import layer_slopes
+    from alibi_viz.results import learnable_slopes
 
     results = assets.load_learnable_slopes_results()
     if not results:
@@ -211,7 +211,7 @@ def test_learnable_slopes_section_quotes_the_paper_and_this_run():
     at = run_app("extrapolation")
     texts = [m.value for m in at.markdown]
     assert any("did not yield strong extrapolation (section 3" in t for t in texts)
-    assert layer_slopes.run_summary(results) in texts
+    assert learnable_slopes.run_summary(results) in texts
     assert not any("A claim one reads" in t for t in texts)
 
 
@@ -235,14 +235,14 @@ def test_learnable_slopes_answer_states_the_shipped_ratios():
     import pytest
 
     from alibi_viz.i18n import number
-    from alibi_viz.models import layer_slopes
+    from alibi_viz.results import learnable_slopes
 
     results = assets.load_learnable_slopes_results()
     if not results:
         pytest.skip("no shipped learnable-slope results")
     at = run_app("extrapolation", {"kind": "en"})
     assert not at.exception
-    summary = layer_slopes.summary(results, "en")
+    summary = learnable_slopes.summary(results, "en")
     text = answers(at)
     for factor in (8, 32):
         ratio, low, high = summary["ratios"][factor]

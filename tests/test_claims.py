@@ -460,9 +460,9 @@ def test_layer_slopes_summary_is_true_of_every_factor(kind):
     """Each verdict is where its interval lies; "narrows" only when the gap to 1 shrinks (or
     holds) at every next factor, on one side of 1; the largest move and the steeper count are
     the logged slopes'."""
-    from alibi_viz.models import layer_slopes
+    from alibi_viz.results import learnable_slopes
 
-    found = layer_slopes.summary(VARIANT, kind)
+    found = learnable_slopes.summary(VARIANT, kind)
     gaps = []
     for factor, length in zip(VARIANT["factors"], VARIANT["lengths"], strict=True):
         ratio, low, high = variant_cell(kind, "nonoverlapping", length)["ratio"]
@@ -484,9 +484,9 @@ def test_run_summary_is_true_of_every_cell():
     """The run's sentence: the range of learnable / fixed over every kind and length, how many
     intervals lie below 1 and that none lies above, and "kept extrapolating" only when on every
     kind the learnable model's perplexity at 32x is below its own at 1x."""
-    from alibi_viz.models import layer_slopes
+    from alibi_viz.results import learnable_slopes
 
-    text = layer_slopes.run_summary(VARIANT)
+    text = learnable_slopes.run_summary(VARIANT)
     cells = [variant_cell(k, "nonoverlapping", n) for k in KINDS for n in VARIANT["lengths"]]
     ratios = [c["ratio"][0] for c in cells]
     f = re.search(r"perplexity is ([\d.]+)% to ([\d.]+)% below the fixed-slope model's at every "

@@ -15,6 +15,7 @@ from alibi_viz.errors import AlibiVizError
 from alibi_viz.models import layer_slopes
 from alibi_viz.models.conformance import check_alibi
 from alibi_viz.models.loading import load_model
+from alibi_viz.results import learnable_slopes
 
 IDS = torch.tensor([list(range(3, 3 + 24))])
 FACTORS = np.array([[1.0], [0.5], [1.7]])  # layer l's slopes: the official ones times this
@@ -159,7 +160,7 @@ def test_a_malformed_config_value_is_a_typed_error(tmp_path, monkeypatch):
 
 def test_drift_is_the_largest_relative_change_per_layer():
     initial = [[0.5, 0.25], [0.5, 0.25]]
-    moved = layer_slopes.drift(initial, [[0.55, 0.25], [0.5, 0.125]])
+    moved = learnable_slopes.drift(initial, [[0.55, 0.25], [0.5, 0.125]])
     assert moved["largest_relative"] == pytest.approx([0.1, -0.5])
     assert moved["head"] == [0, 1]
     assert moved["log2_change"][1] == pytest.approx([0.0, -1.0])
@@ -169,7 +170,7 @@ def test_drift_is_the_largest_relative_change_per_layer():
                                                    ((0.9, 0.8, 0.95), "better"),
                                                    ((1.01, 0.98, 1.03), "same")])
 def test_the_verdict_is_where_the_interval_lies(interval, verdict):
-    assert layer_slopes.verdict(interval) == verdict
+    assert learnable_slopes.verdict(interval) == verdict
 
 
 def test_training_with_learnable_slopes_logs_and_stores_them(tmp_path, monkeypatch):
@@ -182,7 +183,7 @@ def test_training_with_learnable_slopes_logs_and_stores_them(tmp_path, monkeypat
                 "--batch-size", "2", "--warmup", "1", "--log-every", "1", "--threads", "1",
                 "--lr", "0.05"])
     info = json.loads((out / "training.json").read_text())
-    steps, history = layer_slopes.slope_history(info)
+    steps, history = learnable_slopes.slope_history(info)
     assert steps == [0, 1, 2, 3] and history.shape == (4, 2, 2)
     np.testing.assert_allclose(history[0], [alibi_slopes(2)] * 2)
     assert not np.allclose(history[-1], history[0])  # they trained
@@ -212,7 +213,7 @@ def test_shipped_fixed_column_is_the_shipped_alibi_evaluation(shipped):
         family = assets.load_extrapolation_results(kind)["models"]["alibi"]["perplexity"]
         for protocol in shipped["protocols"]:
             for n in shipped["lengths"]:
-                got = layer_slopes.cell(shipped, kind, protocol, n)["fixed"]
+                got = learnable_slopes.cell(shipped, kind, protocol, n)["fixed"]
                 assert got == pytest.approx(family[protocol][str(n)], rel=1e-4)
 
 
@@ -224,9 +225,9 @@ def test_shipped_slopes_are_the_shipped_models(shipped):
     np.testing.assert_allclose(history[-1], stored, rtol=1e-4)
     np.testing.assert_allclose(history[0], np.tile(alibi_slopes(stored.shape[1]),
                                                    (len(stored), 1)), rtol=1e-4)
-    assert shipped["drift"] == layer_slopes.drift(history[0], stored) or np.allclose(
+    assert shipped["drift"] == learnable_slopes.drift(history[0], stored) or np.allclose(
         shipped["drift"]["largest_relative"],
-        layer_slopes.drift(history[0], stored)["largest_relative"], rtol=1e-3)
+        learnable_slopes.drift(history[0], stored)["largest_relative"], rtol=1e-3)
 
 
 def test_shipped_variant_loads_with_its_slopes_and_conforms(shipped):
@@ -249,7 +250,7 @@ def test_shipped_variant_trained_as_long_as_the_alibi_model(shipped):
 def test_readme_states_the_shipped_variant_as_measured(shipped):
     """The README's paragraph on the variant quotes the shipped results."""
     readme = " ".join((assets.ASSETS_DIR.parent / "README.md").read_text().split())
-    found = layer_slopes.summary(shipped, "en")
+    found = learnable_slopes.summary(shipped, "en")
     largest = found["largest"]
     start = shipped["slopes"][0][largest["layer"]][largest["head"]]
     assert f"{found['steeper']} of its {found['slopes']} slopes ended steeper" in readme
@@ -271,5 +272,5 @@ def test_a_gap_that_narrows_only_at_its_ends_does_not_narrow():
                           for f, r in zip(factors, ratios, strict=True)},
                 "drift": {"largest_relative": [0.5], "head": [0], "log2_change": [[0.5]]}}
 
-    assert not layer_slopes.summary(results([0.97, 0.99, 0.975, 0.985]), "en")["narrows"]
-    assert layer_slopes.summary(results([0.97, 0.98, 0.98, 0.99]), "en")["narrows"]
+    assert not learnable_slopes.summary(results([0.97, 0.99, 0.975, 0.985]), "en")["narrows"]
+    assert learnable_slopes.summary(results([0.97, 0.98, 0.98, 0.99]), "en")["narrows"]

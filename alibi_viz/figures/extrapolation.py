@@ -469,7 +469,7 @@ def learnable_perplexity_figure(results: dict, kind: str, height: int = 400) -> 
     non-overlapping perplexity with its 95% interval (the text's own spread, wide). Right:
     learnable / fixed for each protocol with the paired 95% interval (the same tokens, so the
     text's spread cancels), a line at 1."""
-    from alibi_viz.models.layer_slopes import cell
+    from alibi_viz.results.learnable_slopes import cell
 
     lengths = results["lengths"]
     fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.14,

@@ -1586,11 +1586,3 @@ def check_alibi(model, tokenizer=None, probe_length: int = PROBE_LENGTH, texts=D
     return AlibiCheck(heads=head_checks, decode=result, expected_form=form, schedule=schedule,
                       probe_length=probe_length, notes=notes, diagnosis=findings, attn=path,
                       dtype=th.dtype, model_type=config.model_type, thresholds=th)
-
-
-if __name__ == "__main__":  # python -m alibi_viz.models.conformance MODEL [options]
-    import sys
-
-    from alibi_viz.cli import main
-
-    sys.exit(main(["check", *sys.argv[1:]]))

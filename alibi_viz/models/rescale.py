@@ -150,7 +150,7 @@ def rescale_summary(results: dict) -> dict:
     perplexity against s = 1 (ratio), and the ratio of the interpolation scale L_train / L;
     per scale, the reach curve's loss at its longest context against s = 1's, and the context
     at which it is lowest (`ReachResult.lowest_context`)."""
-    from alibi_viz.reach import ReachResult
+    from alibi_viz.results.reach import ReachResult
 
     train = results["train_seq_len"]
     scales = results["scales"]

@@ -38,7 +38,6 @@ from alibi_viz.figures.extrapolation import (
     win_half_figure,
 )
 from alibi_viz.i18n import N_, _, number, significant, small_percent
-from alibi_viz.models import layer_slopes
 from alibi_viz.models.heads import attention_maps, mean_mass_beyond
 from alibi_viz.models.rescale import (
     interpolation_note,
@@ -60,6 +59,7 @@ from alibi_viz.reach import (
     span_losses,
 )
 from alibi_viz.reach import attention_beyond as heads_beyond
+from alibi_viz.results import learnable_slopes
 from app import heads_view, ui
 
 PREFIX = "xl"
@@ -724,7 +724,7 @@ def learnable_fig(kind: str):
     return learnable_perplexity_figure(assets.load_learnable_slopes_results(), kind)
 
 
-VERDICTS = {  # what the paired interval of learnable / fixed says (layer_slopes.verdict)
+VERDICTS = {  # what the paired interval of learnable / fixed says (learnable_slopes.verdict)
     "worse": N_("worse than with fixed slopes (the interval lies above 1)"),
     "better": N_("better than with fixed slopes (the interval lies below 1)"),
     "same": N_("no measurable difference (the interval includes 1)"),
@@ -740,12 +740,12 @@ st.markdown(_(
     parameters=paper.TABLE_MODEL_PARAMETERS_M))
 variant = assets.load_learnable_slopes_results()
 if variant:
-    st.markdown(layer_slopes.run_summary(variant))
+    st.markdown(learnable_slopes.run_summary(variant))
 if not variant:
     st.info(_("No shipped results yet: assets/results/learnable-slopes.json is written by "
               "`python -m alibi_viz.models.layer_slopes`."))
 else:
-    found = layer_slopes.summary(variant, kind)
+    found = learnable_slopes.summary(variant, kind)
     longest = max(variant["factors"])
     with ui.question(_("The slopes were trained on {train}-token windows only. At {factor}x "
                        "that length ({length} tokens), will the learnable-slope model be better "
