@@ -56,8 +56,10 @@ run: install
 	$(BIN)/python -m app.serve --server.address localhost --server.port $(PORT) \
 		--browser.gatherUsageStats false
 
+# ruff, then the library's layers (pyproject.toml): a lower layer importing a higher one fails.
 lint: install-dev
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports --no-cache
 
 # --durations=25: the slowest tests, printed on every run. tests/conftest.py groups the tests
 # for the workers (a module's expensive fixture built once) and starts the longest first.
