@@ -190,23 +190,6 @@ def context_reach(model, stream: np.ndarray, contexts: Sequence[int] = REACH_CON
     return ReachResult(np.array(contexts), np.array(means), np.array(sds), int(tokens))
 
 
-def content_to_win_half(slopes, distances, num_keys: int) -> np.ndarray:
-    """The content score (logits above every other key) that a key d tokens back needs to get
-    half of a query's attention under the ALiBi bias alone: the retrieval limit, per head.
-
-    Causal query with keys at distances 0 .. num_keys - 1, all others at content 0. The key's
-    weight is e^(s - m d) / (e^(s - m d) + Z - e^(-m d)) with Z = sum_k e^(-m k), which is 1/2
-    when s = m d + ln(Z - e^(-m d)). So the need grows by m logits per token of distance.
-    slopes (H,), distances (D,) with 0 <= d < num_keys -> (H, D) float64.
-    """
-    m = np.asarray(slopes, dtype=np.float64)[:, None]  # (H, 1)
-    d = np.asarray(distances, dtype=np.float64)[None, :]  # (1, D)
-    if np.any(d < 0) or np.any(d >= num_keys):
-        raise AlibiVizError(_("distances must be in [0, {last}].").format(last=num_keys - 1))
-    z = -np.expm1(-m * num_keys) / -np.expm1(-m)  # (H, 1): sum_{k < num_keys} e^(-m k)
-    return m * d + np.log(z - np.exp(-m * d))
-
-
 # ----------------------------------------------------------------------------- who copies
 
 def copy_attention(model, ids, first: int, repeat: int, span: int) -> np.ndarray:

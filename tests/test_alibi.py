@@ -401,3 +401,26 @@ def test_first_slope_rise_of_transformers_schedules():
 
     assert first_slope_rise(bloom_slopes(12)) == 8
     assert first_slope_rise(bloom_slopes(8)) is None
+
+
+@pytest.mark.parametrize("num_heads", [8, 12, 32])
+@pytest.mark.parametrize("num_keys", [16, 128, 2048])
+def test_content_to_win_half_takes_half_of_a_brute_force_softmax(num_heads, num_keys):
+    """content_to_win_half against the softmax itself: a causal query over num_keys keys with
+    bias -m k and content 0, but s at the key d back. With s the returned need that key gets
+    half the attention (to 1e-9); 0.01 logits less, under half; 0.01 more, over half."""
+    from alibi_viz.alibi import content_to_win_half
+
+    slopes = alibi_slopes(num_heads)
+    distances = np.unique(np.round(np.geomspace(1, num_keys - 1, 12))).astype(int)
+    distances = np.concatenate([[0], distances])
+    need = content_to_win_half(slopes, distances, num_keys)  # (H, D)
+    k = np.arange(num_keys)
+    for h, m in enumerate(slopes):
+        for j, d in enumerate(distances):
+            def weight(s, m=m, d=d):
+                logits = -m * k + np.where(k == d, s, 0.0)
+                p = np.exp(logits - logits.max())
+                return p[d] / p.sum()
+            assert weight(need[h, j]) == pytest.approx(0.5, abs=1e-9)
+            assert weight(need[h, j] - 0.01) < 0.5 < weight(need[h, j] + 0.01)

@@ -28,7 +28,7 @@ import plotly.colors as pc
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from alibi_viz.alibi import check_int
+from alibi_viz.alibi import check_int, content_to_win_half
 from alibi_viz.assets import MODEL_ORDER, model_label
 from alibi_viz.data import TEXT_KINDS
 from alibi_viz.errors import AlibiVizError
@@ -325,9 +325,7 @@ def reach_figure(reach: dict, train_seq_len: int | None = None, height: int = 42
 def win_half_figure(slopes, num_keys: int, distances=None, height: int = 380) -> go.Figure:
     """Per ALiBi head, the content score (logits above every other key) a key d tokens back
     needs to take half of the query's attention under the bias alone
-    (`reach.content_to_win_half`): the retrieval limit, growing by m logits per token."""
-    from alibi_viz.reach import content_to_win_half
-
+    (`alibi.content_to_win_half`): the retrieval limit, growing by m logits per token."""
     if distances is None:
         distances = np.unique(np.round(np.geomspace(1, num_keys - 1, 64))).astype(int)
     need = content_to_win_half(slopes, distances, num_keys)  # (H, D)
