@@ -53,6 +53,7 @@ from alibi_viz.figures.lesson import (
 from alibi_viz.figures.training import snapshot_figure
 from alibi_viz.glossary import glossary_rows
 from alibi_viz.i18n import N_, _, number, percent, significant, tokens
+from alibi_viz.lesson import LessonCursor
 from alibi_viz.models.heads import attention_maps, mean_distance_against_bias
 from alibi_viz.models.loading import position_parameter_count
 from alibi_viz.params import UrlParam
@@ -214,46 +215,43 @@ def head_distances(path: str, stamp: tuple, n_tokens: int, layer: int, head: int
 
 # ----------------------------------------------------------------------------- controls
 
-def go_to(step: int) -> None:
-    """Move to `step` (clamped); every question is asked afresh on arrival, and the myths
-    start again from the first."""
-    st.session_state["ls_step"] = min(len(STEPS), max(1, step))
-    for key in [k for k in st.session_state if str(k).startswith("ls_revealed_")]:
-        del st.session_state[key]
-    st.session_state["ls_myth"], st.session_state["ls_myth_shown"] = 0, False
-
-
 MYTHS = 6  # the last step's myths, shown one at a time on a projector
 
 
+def cursor(step: int) -> LessonCursor:
+    """The lesson's cursor at `step`, its myth as this session left it."""
+    return LessonCursor(len(STEPS), MYTHS, step, st.session_state.get("ls_myth", 0),
+                        bool(st.session_state.get("ls_myth_shown")))
+
+
+def keep(moved: LessonCursor, arrived: bool) -> None:
+    """Store the cursor for the next run; on arriving at a step every question is asked
+    afresh."""
+    st.session_state["ls_step"] = moved.step
+    st.session_state["ls_myth"], st.session_state["ls_myth_shown"] = moved.myth, moved.myth_shown
+    if arrived:
+        for key in [k for k in st.session_state if str(k).startswith("ls_revealed_")]:
+            del st.session_state[key]
+
+
+def go_to(step: int) -> None:
+    moved = cursor(step)
+    moved.go_to(step)
+    keep(moved, arrived=True)
+
+
 def forward(step: int, present: bool) -> None:
-    """The clicker's "next": the next step, except on the myths in presentation mode, where
-    each press first reveals the fact of the myth on screen, then moves to the next myth."""
-    if not (present and step == len(STEPS)):
-        return go_to(step + 1)
-    if not st.session_state.get("ls_myth_shown"):
-        st.session_state["ls_myth_shown"] = True
-    elif st.session_state.get("ls_myth", 0) < MYTHS - 1:
-        st.session_state["ls_myth"] = st.session_state.get("ls_myth", 0) + 1
-        st.session_state["ls_myth_shown"] = False
+    moved = cursor(step)
+    keep(moved, arrived=moved.forward(present))
 
 
 def backward(step: int, present: bool) -> None:
-    """The clicker's "back": the previous myth (or step, from the first myth)."""
-    myth = st.session_state.get("ls_myth", 0)
-    if present and step == len(STEPS) and myth > 0:
-        st.session_state["ls_myth"], st.session_state["ls_myth_shown"] = myth - 1, False
-    else:
-        go_to(step - 1)
+    moved = cursor(step)
+    keep(moved, arrived=moved.backward(present))
 
 
 def at_the_end(step: int, present: bool) -> bool:
-    """Nothing left to move forward to: the last step, and (on a projector) its last myth's
-    fact shown."""
-    if step < len(STEPS):
-        return False
-    return not present or (st.session_state.get("ls_myth", 0) == MYTHS - 1
-                           and bool(st.session_state.get("ls_myth_shown")))
+    return cursor(step).at_the_end(present)
 
 
 def controls_ui():

@@ -1,0 +1,60 @@
+"""The lesson's cursor (alibi_viz.lesson.LessonCursor): what the clicker's next and back do,
+step by step and myth by myth, outside and inside presentation mode."""
+
+import pytest
+
+from alibi_viz.lesson import LessonCursor
+
+STEPS, MYTHS = 9, 6
+
+
+def walk_forward(present: bool) -> list[tuple[int, int, bool, bool]]:
+    """Every state from step 1 on, pressing next until nothing is left: (step, myth, shown,
+    arrived at a step)."""
+    cursor, states = LessonCursor(STEPS, MYTHS), []
+    while not cursor.at_the_end(present):
+        arrived = cursor.forward(present)
+        states.append((cursor.step, cursor.myth, cursor.myth_shown, arrived))
+        assert len(states) <= STEPS + 2 * MYTHS  # every press moves it on
+    return states
+
+
+def test_next_outside_presentation_goes_step_by_step():
+    """Off the projector next walks steps 2..9, each an arrival, and the last step is the end
+    (its myths are all on the page at once)."""
+    assert walk_forward(False) == [(s, 0, False, True) for s in range(2, STEPS + 1)]
+
+
+def test_next_on_a_projector_shows_each_myth_then_its_fact():
+    """On a projector next walks to step 9, then shows myth 1's fact, moves to myth 2, shows
+    its fact, ... until the last myth's fact: 8 arrivals, then 2 presses a myth but the first
+    myth's one."""
+    states = walk_forward(True)
+    assert states[:STEPS - 1] == [(s, 0, False, True) for s in range(2, STEPS + 1)]
+    myths = states[STEPS - 1:]
+    expected = [(STEPS, 0, True, False)]
+    for myth in range(1, MYTHS):
+        expected += [(STEPS, myth, False, False), (STEPS, myth, True, False)]
+    assert myths == expected
+
+
+@pytest.mark.parametrize("present", [False, True])
+def test_back_returns_through_the_myths_then_the_steps(present):
+    """Back from the last myth goes to each earlier myth (on a projector), then to the steps
+    before, stopping at step 1; going to a step starts its myths from the first."""
+    cursor = LessonCursor(STEPS, MYTHS, step=STEPS, myth=MYTHS - 1, myth_shown=True)
+    seen = []
+    while (cursor.step, cursor.myth) != (1, 0):
+        arrived = cursor.backward(present)
+        seen.append((cursor.step, cursor.myth, arrived))
+    myths = [(STEPS, m, False) for m in range(MYTHS - 2, -1, -1)] if present else []
+    assert seen == myths + [(s, 0, True) for s in range(STEPS - 1, 0, -1)]
+    assert cursor.backward(present) and cursor.step == 1  # clamped at the first step
+
+
+def test_go_to_clamps_and_starts_the_myths_again():
+    cursor = LessonCursor(STEPS, MYTHS, step=STEPS, myth=3, myth_shown=True)
+    cursor.go_to(42)
+    assert (cursor.step, cursor.myth, cursor.myth_shown) == (STEPS, 0, False)
+    cursor.go_to(-1)
+    assert cursor.step == 1
