@@ -122,10 +122,16 @@ def shipped_train_seq_len(folder=None, results: dict | None = None) -> int:
     training.json when there is one, else the one the shipped extrapolation `results` were
     measured against, else SHIPPED_TRAIN_SEQ_LEN (what `make models` trains at)."""
     value = training_info(folder).get("train_seq_len") if folder is not None else None
-    if not value and results:
-        value = next((entry.get("train_seq_len") for entry in results.get("models", {}).values()
-                      if entry.get("train_seq_len")), None)
-    return int(value or SHIPPED_TRAIN_SEQ_LEN)
+    return int(value or (results_train_seq_len(results) if results else None)
+               or SHIPPED_TRAIN_SEQ_LEN)
+
+
+def results_train_seq_len(results: dict) -> int | None:
+    """The training length a results file was measured against (its first model's), or None."""
+    for entry in results.get("models", {}).values():
+        if entry.get("train_seq_len"):
+            return int(entry["train_seq_len"])
+    return None
 
 
 def _read_json(path) -> dict:

@@ -44,6 +44,7 @@ from alibi_viz.assets import (
     load_extrapolation_results,
     model_label,
     results_path,
+    results_train_seq_len,
     shipped_models,
     training_info,
 )
@@ -365,14 +366,6 @@ def check_results(results) -> None:
                                       name=repr(name)))
 
 
-def train_seq_len_of(results: dict) -> int | None:
-    """The training length the results were measured against (the first model's), or None."""
-    for entry in results.get("models", {}).values():
-        if entry.get("train_seq_len"):
-            return int(entry["train_seq_len"])
-    return None
-
-
 def protocols_in(results: dict) -> list[str]:
     """Protocols with at least one perplexity, in the order the evaluator uses."""
     found = []
@@ -472,7 +465,7 @@ def extrapolation_summary(results: dict, protocol: str = "nonoverlapping") -> li
     length is missing."""
     check_results(results)
     lengths = sorted(int(n) for n in results["lengths"])
-    train_seq_len = train_seq_len_of(results)
+    train_seq_len = results_train_seq_len(results)
     if train_seq_len is None or train_seq_len not in lengths:
         return []
     at_train = _rank(results, protocol, train_seq_len)
@@ -567,7 +560,7 @@ def useful_context(results: dict, name: str, protocol: str = "sliding") -> Conte
     """How far extra context helps `name` under `protocol` (sliding: every scored token sees
     nearly a full window), as a `ContextUse`; None without the data (every pair of lengths
     from the training length on needs its chunks)."""
-    train_seq_len = train_seq_len_of(results)
+    train_seq_len = results_train_seq_len(results)
     lengths = sorted(int(x) for x in results.get("lengths", []))
     if not train_seq_len or train_seq_len not in lengths or name not in results.get("models", {}):
         return None
@@ -662,7 +655,7 @@ def key_result(results: dict, name: str = "alibi") -> str | None:
 def in_distribution_ranking(results: dict, protocol: str = "nonoverlapping") -> list[str]:
     """Sentences ranking the models at the training length, each against the best one with
     the paired interval, so the page can say which gaps are real."""
-    train_seq_len = train_seq_len_of(results)
+    train_seq_len = results_train_seq_len(results)
     ranked = _rank(results, protocol, train_seq_len) if train_seq_len else []
     if len(ranked) < 2:
         return []

@@ -79,18 +79,6 @@ def _info(model, info):
     return describe_model(model)
 
 
-def _train_seq_len(info) -> int | None:
-    """The training length: the folder's training.json (the shipped models), else the config's."""
-    from alibi_viz.assets import training_info
-    from alibi_viz.models.loading import train_seq_len
-
-    try:
-        training = training_info(info.path) if info.path else {}
-    except (OSError, ValueError):
-        training = {}
-    return train_seq_len(info, training)
-
-
 def _check_tokenizer(tokenizer, name: str) -> None:
     if tokenizer is None or not callable(getattr(tokenizer, "encode", None)):
         raise AlibiVizError(_("{name} needs the model's tokenizer (the second value load_model "
@@ -201,13 +189,14 @@ def show_heads(model, tokenizer, text: str, layer: int | None = None, *,
     "linear". info: the ModelInfo load_model returned (else the model is described again).
     What was cut from the text, if anything, is the figure's subtitle."""
     from alibi_viz.models.heads import attention_maps
+    from alibi_viz.models.loading import train_seq_len
 
     _check_tokenizer(tokenizer, "show_heads")
     info = _info(model, info)
     layers = _layers(layer, info.num_layers)
     result = attention_maps(model, tokenizer, text, max_tokens=max_tokens, info=info)
     fig = attention_layers_figure(result.maps, result.tokens, layers, slopes=info.slopes,
-                                  train_seq_len=_train_seq_len(info), scale=scale)
+                                  train_seq_len=train_seq_len(info), scale=scale)
     return _subtitled(fig, result.truncated) if result.truncated else fig
 
 

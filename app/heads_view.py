@@ -27,7 +27,7 @@ from pathlib import Path
 import streamlit as st
 
 from alibi_viz import data, i18n
-from alibi_viz.assets import SHIPPED_TRAIN_SEQ_LEN, load_ablation_results, training_info
+from alibi_viz.assets import SHIPPED_TRAIN_SEQ_LEN, load_ablation_results
 from alibi_viz.errors import AlibiVizError, ModelLoadError
 from alibi_viz.figures.heads import (
     COLOR_SCALES,
@@ -175,11 +175,7 @@ def load(path) -> Loaded | None:
                    "complete and readable, then reload the page.").format(
                        kind=type(exc).__name__, error=first), icon="🚫")
         return None
-    try:
-        training = training_info(folder)
-    except (OSError, ValueError):  # a damaged training.json only loses the training length
-        training = {}
-    return Loaded(model, tokenizer, info, (str(folder), stamp), train_seq_len(info, training),
+    return Loaded(model, tokenizer, info, (str(folder), stamp), train_seq_len(info),
                   str(folder))
 
 

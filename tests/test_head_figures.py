@@ -267,6 +267,18 @@ def test_train_seq_len_prefers_training_json():
     assert train_seq_len(info, {}) == 128
 
 
+def test_train_seq_len_reads_the_folders_training_json(tmp_path):
+    """Without a training dict train_seq_len reads info.path's training.json (the one place
+    that does: the pages, the notebook and the report call it so); a damaged or missing one
+    falls back to the config's length."""
+    info = describe_model(tiny_model("gpt2"), path=str(tmp_path))
+    assert train_seq_len(info) == 128  # no training.json
+    (tmp_path / "training.json").write_text('{"train_seq_len": 64}')
+    assert train_seq_len(info) == 64
+    (tmp_path / "training.json").write_text("{not json")
+    assert train_seq_len(info) == 128
+
+
 def test_info_rows_list_slopes_for_alibi_only():
     """The info table has slopes for BLOOM and none for GPT-2."""
     bloom_rows = {r["property"]: r["value"] for r in model_info_rows(describe_model(tiny_model("bloom")))}

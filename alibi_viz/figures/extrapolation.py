@@ -29,7 +29,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from alibi_viz.alibi import check_int, content_to_win_half
-from alibi_viz.assets import MODEL_ORDER, model_label
+from alibi_viz.assets import MODEL_ORDER, model_label, results_train_seq_len
 from alibi_viz.data import TEXT_KINDS
 from alibi_viz.errors import AlibiVizError
 from alibi_viz.evaluate import (
@@ -37,7 +37,6 @@ from alibi_viz.evaluate import (
     protocol_name,
     protocols_in,
     result_curve,
-    train_seq_len_of,
 )
 from alibi_viz.figures.render import ATTENTION_COLORSCALE, causal_map_panel
 from alibi_viz.i18n import N_, _, ngettext, number, significant
@@ -85,7 +84,7 @@ def perplexity_figure(results: dict, live=(), protocols=None, height: int = 420)
     protocols = protocols_in(results) if protocols is None else list(protocols)
     if not protocols:
         raise AlibiVizError(_("The results hold no protocol to draw."))
-    train_seq_len = train_seq_len_of(results)
+    train_seq_len = results_train_seq_len(results)
     stride = results.get("stride")
     titles = [_("sliding window (stride {stride})").format(stride=stride)
               if p == "sliding" and stride else _(PROTOCOL_TITLES[p]) if p in PROTOCOL_TITLES

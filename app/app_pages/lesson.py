@@ -36,7 +36,6 @@ from alibi_viz.evaluate import (
     context_use_sentence,
     describe_ratio,
     extrapolation_summary,
-    train_seq_len_of,
     useful_context,
 )
 from alibi_viz.figures.bias import (
@@ -742,7 +741,7 @@ def step_misconceptions(step: int, present: bool) -> None:
 
     def context_demo():
         results = assets.load_extrapolation_results(data.page_kind(i18n.get_language()))
-        train_seq_len = train_seq_len_of(results) if results else None
+        train_seq_len = assets.results_train_seq_len(results) if results else None
         longest = max(results.get("lengths", [0])) if results else 0
         use = useful_context(results, "alibi") if train_seq_len else None
         if not use:
