@@ -634,6 +634,20 @@ def test_mean_distance_against_bias_of_a_head_that_looks_only_at_itself():
     assert prior == pytest.approx(np.mean(row_means), rel=1e-6)
 
 
+@pytest.mark.parametrize("seq_len", [2, 64, 300])
+def test_the_slopes_own_mean_distance_is_a_softmax_of_the_bias(seq_len):
+    """The slope's mean distance against an explicit softmax of -m (i - j) over each query's
+    keys, averaged over the queries, for every head of an 8-head schedule."""
+    for m in alibi_slopes(8):
+        rows = []
+        for i in range(seq_len):
+            distance = i - np.arange(i + 1)
+            weight = np.exp(-m * distance)
+            rows.append((distance * weight).sum() / weight.sum())
+        assert mean_distance_against_bias(np.eye(seq_len), m)[1] == pytest.approx(
+            np.mean(rows), rel=1e-9)
+
+
 @pytest.mark.parametrize("kind", ["bloom", "gpt2"])
 def test_a_run_given_the_model_info_reads_no_model_facts_again(models, tokenizer, kind,
                                                                 monkeypatch):

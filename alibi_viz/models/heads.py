@@ -35,7 +35,7 @@ from functools import partial
 import numpy as np
 import torch
 
-from alibi_viz.alibi import DEFAULT_BUDGET_BYTES, check_int
+from alibi_viz.alibi import DEFAULT_BUDGET_BYTES, bias_only_mean_distance, check_int
 from alibi_viz.display import IMAGE_PIXEL_BUDGET, StackView, stack_view
 from alibi_viz.errors import AlibiVizError, BudgetError
 from alibi_viz.i18n import _, ngettext, number
@@ -823,13 +823,11 @@ def head_statistics(maps, slopes=None, k: int = 8, max_distance: int | None = No
 def mean_distance_against_bias(attention, slope: float) -> tuple[float, float]:
     """(mean attended distance of one head's (T, T) causal attention, mean distance of what its
     ALiBi slope alone would give with every content score equal), in tokens: the distance
-    i - j weighted by each row's attention, then averaged over the queries (`head_statistics`)."""
-    from alibi_viz.alibi import implied_attention_map
-
+    i - j weighted by each row's attention, then averaged over the queries (`head_statistics`;
+    the slope's in closed form, `alibi.bias_only_mean_distance`)."""
     attention = check_attention(attention)
-    prior = implied_attention_map([slope], attention.shape[0])  # (1, T, T)
-    distances = head_statistics([attention[None], prior]).mean_distance[:, 0]  # (model, bias)
-    return float(distances[0]), float(distances[1])
+    model = head_statistics([attention[None]]).mean_distance[0, 0]
+    return float(model), float(bias_only_mean_distance([slope], attention.shape[0])[0])
 
 
 def check_attention(attention, name: str = "attention") -> np.ndarray:
