@@ -212,13 +212,13 @@ def plant_span(tokenizer, text: str, span: str, max_tokens: int = 4096):
     comparison can use them. Raises AlibiVizError for an empty span or text, or a sequence
     longer than max_tokens.
     """
-    from alibi_viz.models.heads import _special_prefix
+    from alibi_viz.models.heads import special_prefix
 
     if not isinstance(span, str) or not span.strip():
         raise AlibiVizError(_("Type a span of text to plant (a few words)."))
     if not isinstance(text, str) or not text.strip():
         raise AlibiVizError(_("Type a text to put between the two copies."))
-    prefix = _special_prefix(tokenizer)
+    prefix = special_prefix(tokenizer)
     span_ids = tokenizer(span, add_special_tokens=False)["input_ids"]
     text_ids = tokenizer(text, add_special_tokens=False)["input_ids"]
     ids = prefix + span_ids + text_ids + span_ids

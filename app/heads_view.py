@@ -456,7 +456,7 @@ def _show(prefix: str, loaded: Loaded, text: str, choice: Choice) -> None:
                       n=number(T), train=number(marker)), icon="📏")
 
     layer_view(prefix, loaded, text, key, analysis, choice)
-    show_gallery(prefix, loaded)
+    gallery_ui(prefix, loaded)
     st.subheader(_("5. Conformance: is this model applying ALiBi correctly?"))
     conformance_view.show(prefix, loaded.model, loaded.tokenizer, loaded.info, loaded.key)
 
@@ -557,7 +557,7 @@ def _clicked_cell(event) -> tuple[int, int] | None:
         return None
 
 
-def show_gallery(prefix: str, loaded: Loaded) -> None:
+def gallery_ui(prefix: str, loaded: Loaded) -> None:
     """Section 4: every head's strongest behaviour on fixed probe texts, "find me a head"
     buttons, and the chosen head's map with the tokens it attends to highlighted."""
     st.subheader(_("4. Head gallery: what does each head do?"))

@@ -142,10 +142,10 @@ def token_position(tokenizer, text: str, char: int) -> int:
     character `char` of `text`: the count of tokens of text[:char + 1], minus one. Exact for
     a byte tokenizer; for BPE it follows how the prefix is cut, which is close enough to
     find a bracket or a newline."""
-    from alibi_viz.models.heads import _special_prefix
+    from alibi_viz.models.heads import special_prefix
 
     ids = tokenizer(text[: char + 1], add_special_tokens=False)["input_ids"]
-    return len(_special_prefix(tokenizer)) + len(ids) - 1
+    return len(special_prefix(tokenizer)) + len(ids) - 1
 
 
 def token_pairs(tokenizer, text: str, pairs) -> list[tuple[int, int]]:

@@ -133,7 +133,7 @@ def _character_span(tokenizer, ids: list[int], pos: int, special: set[int]) -> i
     return 0
 
 
-def _special_prefix(tokenizer) -> list[int]:
+def special_prefix(tokenizer) -> list[int]:
     """Ids the tokenizer puts before a text (a BOS such as LLaMA's <s>); [] for most.
 
     Found by encoding "a" with and without special tokens. Ids it appends after the text
@@ -159,7 +159,7 @@ def tokenize_capped(tokenizer, text, max_tokens: int | None = None,
         raise AlibiVizError(f"The text must be a string, got {type(text).__name__}.")
     if not text.strip():
         raise AlibiVizError(_("The text is empty: type or paste some text to inspect."))
-    prefix = _special_prefix(tokenizer)
+    prefix = special_prefix(tokenizer)
     room = None if max_tokens is None else max_tokens - len(prefix)
     if room is not None and room < 1:
         raise BudgetError(_("Only {n} token(s) allowed: not enough for any text.")

@@ -547,7 +547,7 @@ def step_real_head(step: int, present: bool) -> None:
     except AlibiVizError as exc:
         st.error(str(exc))
         return
-    life = math.log(2) / slope
+    life = float(half_life([slope])[0])
     answer = _("{direction}: on average {measured} back, against {prior} for the bias alone "
                "(m = {m}, half-life {half_life}).").format(
         direction=_("Further") if measured > prior else _("Nearer"),
@@ -758,11 +758,10 @@ def step_misconceptions(step: int, present: bool) -> None:
             path = assets.shipped_models().get(name)
             if path is None:
                 continue
-            model, _tokenizer, _info = ui.cached_model(path)
-            position = position_parameter_count(model)
+            model, _tokenizer, info = ui.cached_model(path)
             rows.append({N_("model"): assets.model_title(name),
-                         N_("position parameters"): position,
-                         N_("all parameters"): sum(p.numel() for p in model.parameters())})
+                         N_("position parameters"): position_parameter_count(model),
+                         N_("all parameters"): info.num_params})
         ui.table(rows)
 
     def linear_demo():
