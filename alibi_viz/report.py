@@ -333,20 +333,16 @@ def report_html(model, tokenizer, info, *, name: str, text: str | None = None,
     it could not run) is given. versions: shown in the header. A check or probe that cannot run on this model leaves its section
     saying why; loading errors are the caller's."""
     from alibi_viz import i18n
-    from alibi_viz.assets import training_info
     from alibi_viz.models.behaviour import behaviour_scores
     from alibi_viz.models.conformance import check_alibi
     from alibi_viz.models.heads import attention_maps
-    from alibi_viz.models.loading import train_seq_len
+    from alibi_viz.models.loading import train_seq_len, training_of
 
     start = time.perf_counter()
     previous = i18n.get_language()
     i18n.set_language("en")
     try:
-        try:
-            training = training_info(info.path) if info.path else {}
-        except (OSError, ValueError):
-            training = {}
+        training = training_of(info)
         length = train_seq_len(info, training)
         if text is None:
             from alibi_viz.data import long_example

@@ -51,6 +51,7 @@ from alibi_viz.errors import AlibiVizError
 from alibi_viz.models import layer_slopes
 from alibi_viz.positional import sinusoidal_table
 from alibi_viz.results import learnable_slopes
+from alibi_viz.results.reach import ReachResult
 
 ARCHS = tuple(SHIPPED)
 GPT2_ARCHS = ("sinusoidal", "learned", "nope")  # GPT-2 backbones, differing in the wpe table
@@ -456,7 +457,6 @@ def _evaluation_lines(name: str, info: dict, by_kind: dict) -> list[str]:
 
 
 def _reach_lines(name: str, reach: dict) -> list[str]:
-    from alibi_viz.results.reach import ReachResult
 
     entry = reach.get("models", {}).get(name)
     if not entry:

@@ -41,6 +41,7 @@ from alibi_viz.evaluate import (
 from alibi_viz.figures.render import ATTENTION_COLORSCALE, causal_map_panel
 from alibi_viz.i18n import N_, _, ngettext, number, significant
 from alibi_viz.models.heads import check_attention
+from alibi_viz.results.learnable_slopes import cell
 
 # One fixed colour per shipped model (plotly's D3 palette), so a model keeps its colour.
 MODEL_COLORS = dict(zip(MODEL_ORDER, ("#1f77b4", "#2ca02c", "#d62728", "#ff7f0e", "#7f7f7f"),
@@ -466,8 +467,6 @@ def learnable_perplexity_figure(results: dict, kind: str, height: int = 400) -> 
     non-overlapping perplexity with its 95% interval (the text's own spread, wide). Right:
     learnable / fixed for each protocol with the paired 95% interval (the same tokens, so the
     text's spread cancels), a line at 1."""
-    from alibi_viz.results.learnable_slopes import cell
-
     lengths = results["lengths"]
     fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.14,
                         subplot_titles=[_(PROTOCOL_TITLES["nonoverlapping"]),

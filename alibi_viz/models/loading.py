@@ -806,19 +806,22 @@ def describe_model(model, path: str = "", notes=(), declared_context: int | None
 
 # ----------------------------------------------------------------------------- model facts
 
+def training_of(info: ModelInfo) -> dict:
+    """The model folder's training.json ({} for a model built in memory, a folder without one,
+    or a damaged one: it only loses the facts it would add)."""
+    try:
+        return assets.training_info(info.path) if info.path else {}
+    except (OSError, ValueError):
+        return {}
+
+
 def train_seq_len(info: ModelInfo, training: dict | None = None) -> int | None:
     """The length the model was trained at: training.json's train_seq_len when the folder has
     one (the shipped models), else the context the config declares (ModelInfo.declared_context:
     for most published checkpoints that is the training length; for the shipped GPT-2 and
     GPT-NeoX models it is the 4096-row table built for evaluation, hence training.json first).
-    training: the folder's training.json as read already; None reads it from info.path (a
-    damaged one only loses the training length)."""
-    if training is None:
-        try:
-            training = assets.training_info(info.path) if info.path else {}
-        except (OSError, ValueError):
-            training = {}
-    value = training.get("train_seq_len")
+    training: the folder's training.json as read already; None reads it (`training_of`)."""
+    value = (training_of(info) if training is None else training).get("train_seq_len")
     if isinstance(value, int) and not isinstance(value, bool) and value > 0:
         return value
     return info.declared_context

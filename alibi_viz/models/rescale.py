@@ -23,6 +23,7 @@ from contextvars import ContextVar
 
 from alibi_viz.errors import AlibiVizError
 from alibi_viz.i18n import _
+from alibi_viz.results.reach import ReachResult
 
 _SCALE: ContextVar[float] = ContextVar("alibi_viz_slope_scale", default=1.0)
 SCALE_RANGE = (1 / 64, 4.0)  # the scales a page accepts
@@ -150,8 +151,6 @@ def rescale_summary(results: dict) -> dict:
     perplexity against s = 1 (ratio), and the ratio of the interpolation scale L_train / L;
     per scale, the reach curve's loss at its longest context against s = 1's, and the context
     at which it is lowest (`ReachResult.lowest_context`)."""
-    from alibi_viz.results.reach import ReachResult
-
     train = results["train_seq_len"]
     scales = results["scales"]
     key = {s: f"{s:.6g}" for s in scales}
