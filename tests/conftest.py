@@ -167,8 +167,9 @@ def page(screen):
 
 @pytest.fixture
 def fresh_page(browser):
-    """A page in a context of its own, for tests that listen to the page's requests or
-    websocket frames (listeners would stay on a shared page) or need an empty cache."""
+    """A page in a context of its own with an empty cache, for a test that must see every
+    request a first visit makes. (A test that listens to a shared page's events takes its
+    listener off at the end: test_browser_model.runs_finished.)"""
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     page = context.new_page()
     page.set_default_timeout(60_000)

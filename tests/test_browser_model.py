@@ -1,6 +1,7 @@
 """Model heads and Inspect a model in a real browser: they render, and choosing a head redraws
 its decomposition."""
 
+import contextlib
 from urllib.parse import quote
 
 import pytest
@@ -54,9 +55,11 @@ def test_choosing_a_head_redraws_its_decomposition(page, server_url):
     assert "head=5" in page.url
 
 
-def runs_finished(page) -> list[int]:
-    """Collect, from now on, how each script run the server sends ends (ForwardMsg's
-    script_finished: 0 a whole-page run, 3 a fragment's run alone)."""
+@contextlib.contextmanager
+def runs_finished(page):
+    """Collect, while inside, how each script run the server sends ends (ForwardMsg's
+    script_finished: 0 a whole-page run, 3 a fragment's run alone). The listener is taken
+    off the page at the end: the page is the worker's shared one (conftest.WorkerPage)."""
     from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
     finished = []
@@ -67,29 +70,34 @@ def runs_finished(page) -> list[int]:
         if msg.WhichOneof("type") == "script_finished":
             finished.append(msg.script_finished)
 
-    page.on("websocket", lambda ws: ws.on("framereceived", received))
-    return finished
+    def opened(ws):
+        ws.on("framereceived", received)
+
+    page.on("websocket", opened)
+    try:
+        yield finished
+    finally:
+        page.remove_listener("websocket", opened)
 
 
-def test_a_layer_or_head_switch_reruns_only_its_fragment(fresh_page, server_url):
+def test_a_layer_or_head_switch_reruns_only_its_fragment(page, server_url):
     """Choosing a layer, then a head, reruns only the fragment around its picker (the grid and
     the head sections; the head sections), never the whole page: the text box, the gallery
     and the conformance check are not rebuilt for it."""
-    page = fresh_page  # it listens to the websocket's frames
-    finished = runs_finished(page)
-    open_page(page, f"{server_url}/model?text={TEXT}", charts=3)
-    assert finished and set(finished) == {0}  # the page's own first run
-    finished.clear()
-    choose(page, "Layer", "2")
-    page.wait_for_function("() => document.querySelector('.js-plotly-plot .gtitle')"
-                           "?.textContent.startsWith('Layer 2:')")
-    wait_for_app(page)
-    choose(page, "Head", "head 4")
-    page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot')[1]"
-                           "?.querySelector('.gtitle')?.textContent.includes('head 4')")
-    wait_for_app(page)
-    assert finished == [3, 3]  # FINISHED_FRAGMENT_RUN_SUCCESSFULLY, twice
-    assert "layer=2" in page.url and "head=4" in page.url
+    with runs_finished(page) as finished:
+        open_page(page, f"{server_url}/model?text={TEXT}", charts=3)
+        assert finished and set(finished) == {0}  # the page's own first run
+        finished.clear()
+        choose(page, "Layer", "2")
+        page.wait_for_function("() => document.querySelector('.js-plotly-plot .gtitle')"
+                               "?.textContent.startsWith('Layer 2:')")
+        wait_for_app(page)
+        choose(page, "Head", "head 4")
+        page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot')[1]"
+                               "?.querySelector('.gtitle')?.textContent.includes('head 4')")
+        wait_for_app(page)
+        assert finished == [3, 3]  # FINISHED_FRAGMENT_RUN_SUCCESSFULLY, twice
+        assert "layer=2" in page.url and "head=4" in page.url
 
 
 def test_inspect_renders(page, server_url):
