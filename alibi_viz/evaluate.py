@@ -33,7 +33,6 @@ from pathlib import Path
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from alibi_viz import data
 from alibi_viz.alibi import check_int, check_seq_len
@@ -51,6 +50,7 @@ from alibi_viz.assets import (
 from alibi_viz.errors import AlibiVizError
 from alibi_viz.i18n import MINUS, N_, _, number, percent
 from alibi_viz.models import layer_slopes
+from alibi_viz.models.scoring import next_token_nll
 
 PROTOCOLS = ("nonoverlapping", "sliding")
 # What the page calls each protocol (English msgids; protocol_name translates).
@@ -167,10 +167,9 @@ def perplexity(model, token_ids: Sequence[int] | np.ndarray | torch.Tensor, leng
                    and (j - i + 1) * width <= max(tokens_per_batch, width)):
                 j += 1
             batch = windows[i:j]
-            inputs = torch.stack([ids[a:b] for a, b, _scored in batch]).to(device)  # (B, width)
-            targets = torch.stack([ids[a + 1 : b + 1] for a, b, _scored in batch]).to(device)
-            logits = model(input_ids=inputs).logits.float()  # (B, width, V)
-            nll = F.cross_entropy(logits.transpose(1, 2), targets, reduction="none")  # (B, width)
+            # each window's inputs and the token after its last: (B, width + 1)
+            spans = torch.stack([ids[a : b + 1] for a, b, _scored in batch]).to(device)
+            nll = next_token_nll(model, spans)  # (B, width)
             for row, (_start, _end, scored) in enumerate(batch):
                 scored_nll.append(nll[row, width - scored :].double())
             done += len(batch)

@@ -27,10 +27,10 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from alibi_viz.errors import AlibiVizError
 from alibi_viz.i18n import _, number
+from alibi_viz.models.scoring import next_token_nll
 from alibi_viz.results.reach import ReachResult
 
 COPY_SPAN = 16  # tokens in each planted span
@@ -53,9 +53,7 @@ def _batched_nll(model, inputs: torch.Tensor, tokens_per_batch: int) -> torch.Te
     out = []
     with torch.inference_mode():
         for start in range(0, inputs.shape[0], rows):
-            x = inputs[start:start + rows].to(device)
-            logits = model(input_ids=x[:, :-1]).logits.float()  # (b, T - 1, V)
-            out.append(F.cross_entropy(logits.transpose(1, 2), x[:, 1:], reduction="none").cpu())
+            out.append(next_token_nll(model, inputs[start:start + rows].to(device)).cpu())
     return torch.cat(out)
 
 

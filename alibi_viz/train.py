@@ -41,7 +41,6 @@ from pathlib import Path
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from tqdm import tqdm
 
 from alibi_viz import data
@@ -49,6 +48,7 @@ from alibi_viz.alibi import alibi_slopes
 from alibi_viz.assets import REMAINING_DIFFERENCES, SHIPPED
 from alibi_viz.errors import AlibiVizError
 from alibi_viz.models import layer_slopes
+from alibi_viz.models.scoring import next_token_nll
 from alibi_viz.positional import sinusoidal_table
 from alibi_viz.results import learnable_slopes
 from alibi_viz.results.reach import ReachResult
@@ -191,8 +191,7 @@ def lr_at(step: int, cfg: TrainConfig) -> float:
 
 def lm_loss(model, batch: torch.Tensor) -> torch.Tensor:
     """Mean next-token cross entropy (nats) of `batch` (B, T + 1): inputs [:, :-1], targets [:, 1:]."""
-    logits = model(input_ids=batch[:, :-1]).logits  # (B, T, V)
-    return F.cross_entropy(logits.reshape(-1, logits.size(-1)), batch[:, 1:].reshape(-1))
+    return next_token_nll(model, batch).mean()
 
 
 @torch.inference_mode()

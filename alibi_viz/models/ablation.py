@@ -22,6 +22,7 @@ import torch
 
 from alibi_viz.errors import AlibiVizError
 from alibi_viz.i18n import _
+from alibi_viz.models.scoring import next_token_nll
 
 OUTPUT_PROJECTIONS = (  # (layers attribute path, projection attribute path inside a layer)
     ("transformer.h", "self_attention.dense"),
@@ -55,10 +56,8 @@ def output_projections(model) -> list[torch.nn.Module]:
 
 @torch.inference_mode()
 def _loss(model, ids: torch.Tensor) -> float:
-    """Mean next-token loss (nats) of windows (N, T + 1): `train.lm_loss`, as a number."""
-    from alibi_viz.train import lm_loss
-
-    return float(lm_loss(model, ids))
+    """Mean next-token loss (nats) of windows (N, T + 1)."""
+    return float(next_token_nll(model, ids).mean())
 
 
 def head_ablation(model, ids, num_heads: int) -> tuple[float, np.ndarray]:
