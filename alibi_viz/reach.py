@@ -21,15 +21,24 @@ Both are plain forward passes with batches bounded by `tokens_per_batch`; no att
 
 from __future__ import annotations
 
+import argparse
+import json
 import math
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
+from alibi_viz import data
+from alibi_viz.alibi import half_life
+from alibi_viz.assets import REACH_PATH, model_label, shipped_models
 from alibi_viz.errors import AlibiVizError
-from alibi_viz.i18n import _, number
+from alibi_viz.evaluate import load_eval_model, perplexity, signed
+from alibi_viz.i18n import _, number, percent, significant, small_percent, tokens
+from alibi_viz.models.behaviour import twin_next_attention
+from alibi_viz.models.heads import attention_maps_of_ids, mean_mass_beyond, special_prefix
 from alibi_viz.models.scoring import next_token_nll
 from alibi_viz.results.reach import ReachResult
 
@@ -166,8 +175,6 @@ def context_reach(model, stream: np.ndarray, contexts: Sequence[int] = REACH_CON
     more at c = 1,024. The targets are the `tokens` that follow the first max(contexts) tokens
     of `stream`, the same at every c. progress(done, total) per context.
     """
-    from alibi_viz.evaluate import perplexity
-
     contexts = sorted(int(c) for c in contexts)
     if not contexts or contexts[0] < 1:
         raise AlibiVizError(_("contexts must be positive token counts."))
@@ -194,12 +201,9 @@ def copy_attention(model, ids, first: int, repeat: int, span: int) -> np.ndarray
     """Per (layer, head), the mean attention from each token of the repeat (positions
     repeat .. repeat + span - 2) to the token after its twin in the first copy (first + t + 1):
     what an induction head does to copy. ids: one sequence (T,). Returns (layers, heads)."""
-    from alibi_viz.models.heads import attention_maps_of_ids
-
-    maps = attention_maps_of_ids(model, ids)
-    t = np.arange(span - 1)
-    rows, cols = repeat + t, first + t + 1
-    return np.stack([m[:, rows, cols].mean(axis=1) for m in maps])  # (layers, heads)
+    queries = repeat + np.arange(span - 1)
+    return np.stack([twin_next_attention(m, queries, repeat - first).mean(axis=1)
+                     for m in attention_maps_of_ids(model, ids)])  # (layers, heads)
 
 
 def plant_span(tokenizer, text: str, span: str, max_tokens: int = 4096):
@@ -210,8 +214,6 @@ def plant_span(tokenizer, text: str, span: str, max_tokens: int = 4096):
     comparison can use them. Raises AlibiVizError for an empty span or text, or a sequence
     longer than max_tokens.
     """
-    from alibi_viz.models.heads import special_prefix
-
     if not isinstance(span, str) or not span.strip():
         raise AlibiVizError(_("Type a span of text to plant (a few words)."))
     if not isinstance(text, str) or not text.strip():
@@ -244,9 +246,6 @@ def reach_summary(reach: dict, train_seq_len: int, tolerance: float = 0.01) -> l
     that at every longer context (when there is one before the longest), how the loss moves
     from the training length to the longest context, and the copy gain at the nearest and
     farthest distance. In the current language."""
-    from alibi_viz.assets import model_label
-    from alibi_viz.evaluate import signed
-
     lines = []
     for name, entry in reach.get("models", {}).items():
         r = ReachResult.from_dict(entry["reach"])
@@ -284,10 +283,6 @@ def reach_answer(reach: dict, train_seq_len: int, slopes, name: str = "alibi") -
     back; how little its loss moves from its lowest to the longest context, and whether every
     other model's loss is higher at every context past the training length than at it; the
     copy gain at the nearest and farthest distance. None without `name`'s curve."""
-    from alibi_viz.alibi import half_life
-    from alibi_viz.assets import model_label
-    from alibi_viz.i18n import percent, significant, tokens
-
     models = reach.get("models", {})
     if name not in models:
         return None
@@ -351,8 +346,6 @@ def attention_beyond(maps, distance: int) -> np.ndarray:
     """Per (layer, head), the mean share of attention that the queries past `distance` give
     keys more than `distance` tokens back (`heads.mean_mass_beyond`), from one text's maps
     (one (heads, T, T) array per layer). Returns (layers, heads)."""
-    from alibi_viz.models.heads import mean_mass_beyond
-
     return np.array([[mean_mass_beyond(head, distance) for head in layer] for layer in maps])
 
 
@@ -363,8 +356,6 @@ def beyond_summary(shares, distance: int, seq_len: int) -> str:
     """One sentence on `attention_beyond`'s (layers, heads) shares, in the current language:
     the heads that put under NEAR_SHARE of their attention beyond `distance` in every layer,
     and for each other head the range of its share over the layers."""
-    from alibi_viz.i18n import small_percent
-
     shares = np.asarray(shares, dtype=np.float64)
     near = [h for h in range(shares.shape[1]) if (shares[:, h] < NEAR_SHARE).all()]
     far = [h for h in range(shares.shape[1]) if h not in near]
@@ -400,10 +391,6 @@ def evaluate_reach(models: dict, stream: np.ndarray, contexts=REACH_CONTEXTS,
                    distances=COPY_DISTANCES, bar: bool = True) -> dict:
     """Context reach and copy at a distance for every model {name: folder}: the dict that
     `python -m alibi_viz.reach` writes to assets/results/reach.json."""
-    import time
-
-    from alibi_viz.evaluate import load_eval_model
-
     out = {"description": "Context reach and copy at a distance of the shipped models on the "
                           "shipped held-out text, the four kinds interleaved in their training "
                           "shares (data.heldout_mixture_ids); written by "
@@ -433,11 +420,6 @@ def evaluate_reach(models: dict, stream: np.ndarray, contexts=REACH_CONTEXTS,
 
 
 def main(argv=None) -> None:
-    import argparse
-    import json
-
-    from alibi_viz import data
-    from alibi_viz.assets import REACH_PATH, shipped_models
 
     p = argparse.ArgumentParser(prog="python -m alibi_viz.reach",
                                 description="Context reach and copy at a distance of the "

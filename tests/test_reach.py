@@ -5,7 +5,7 @@ import pytest
 import torch
 from model_factory import byte_tokenizer, tiny_model
 
-from alibi_viz import data
+from alibi_viz import data, reach
 from alibi_viz.models.heads import tokenize_capped
 from alibi_viz.reach import COPY_PREFIX, COPY_SPAN, context_reach, copy_at_distance, copy_sequences
 
@@ -87,3 +87,23 @@ def test_settled_context_checks_every_longer_context():
     assert back.lowest_context() == 32 and back.settled_context(0.01) == 256
     away = ReachResult(contexts, np.array([1.1, 1.0, 1.005, 1.03, 1.005, 1.5]), np.zeros(6), 8)
     assert away.lowest_context() == 32 and away.settled_context(0.01) is None
+
+
+def test_copy_attention_reads_the_token_after_each_twin(monkeypatch):
+    """copy_attention: per head, the mean over the repeat's tokens repeat + t (t < span - 1)
+    of the attention to first + t + 1, read one entry at a time; a head that does exactly
+    that scores 1, one that attends to itself 0."""
+    T, first, repeat, span = 30, 3, 17, 6
+    rng = np.random.default_rng(0)
+    random = rng.random((T, T))
+    random = np.tril(random) / np.tril(random).sum(axis=1, keepdims=True)
+    copier = np.zeros((T, T))
+    for i in range(T):
+        copier[i, first + i - repeat + 1 if repeat <= i < repeat + span - 1 else 0] = 1.0
+    maps = [np.stack([copier, np.eye(T), random])]  # one layer, three heads
+    monkeypatch.setattr(reach, "attention_maps_of_ids", lambda model, ids: maps)
+    got = reach.copy_attention(None, np.zeros(T, dtype=int), first, repeat, span)
+    expected = [[np.mean([head[repeat + t, first + t + 1] for t in range(span - 1)])
+                 for head in maps[0]]]
+    np.testing.assert_allclose(got, expected, rtol=1e-12)
+    assert got[0, 0] == 1.0 and got[0, 1] == 0.0

@@ -100,16 +100,22 @@ def reach90(attention) -> float:
     return float(np.mean(reach))
 
 
+def twin_next_attention(attention, queries, period: int) -> np.ndarray:
+    """What an induction head attends to: from each query q of a repeat, the attention to the
+    token after q's twin `period` tokens earlier, A[..., q, q - period + 1]. attention
+    (..., T, T); queries: positions of the repeat (each >= period). Returns (..., queries)."""
+    queries = np.asarray(queries, dtype=int)
+    return np.asarray(attention)[..., queries, queries - period + 1]
+
+
 def induction_score(attention, period: int) -> float:
     """On a sequence whose second half repeats the first (period tokens each), mean over the
-    second copy's queries n + t (t >= 0, n + t < T) of A[n + t, t + 1]."""
+    second copy's queries n + t (t >= 0, n + t < T) of A[n + t, t + 1]
+    (`twin_next_attention`); nan when there is no such query (period 1, or no repeat)."""
     a = check_attention(attention)
-    rows = np.arange(period, a.shape[0])
-    cols = rows - period + 1
-    keep = cols < rows
-    if not keep.any():
+    if not 2 <= period < a.shape[0]:
         return float("nan")
-    return float(a[rows[keep], cols[keep]].mean())
+    return float(twin_next_attention(a, np.arange(period, a.shape[0]), period).mean())
 
 
 def matching_pairs(text: str) -> list[tuple[int, int]]:
