@@ -14,8 +14,8 @@ from alibi_viz.models.behaviour import (
     matching_pairs,
     newline_pairs,
     previous_token_score,
-    reach90,
     sink_score,
+    span90,
     token_pairs,
 )
 
@@ -49,10 +49,10 @@ def test_sink_head_scores_one():
     assert sink_score(one_hot_rows(12, lambda i: 0)) == 1.0
 
 
-def test_reach90_of_a_self_and_a_sink_head():
+def test_span90_of_a_self_and_a_sink_head():
     """Attending to itself reaches 0 tokens; attending to token 0 reaches i tokens (mean)."""
-    assert reach90(np.eye(6, dtype=np.float32)) == 0.0
-    assert reach90(one_hot_rows(6, lambda i: 0)) == pytest.approx(np.mean(range(6)))
+    assert span90(np.eye(6, dtype=np.float32)) == 0.0
+    assert span90(one_hot_rows(6, lambda i: 0)) == pytest.approx(np.mean(range(6)))
 
 
 def test_induction_head_scores_one():
@@ -103,7 +103,7 @@ def test_best_head_is_the_highest_score_and_none_when_no_head_has_one():
     scores = {b: np.full((2, 3), np.nan) for b in BEHAVIOURS if b != "content"}
     scores["previous_token"] = np.array([[0.1, np.nan, 0.3], [0.9, 0.2, 0.0]])
     behaviour = HeadBehaviour(scores=scores, sink_control=np.zeros((2, 3)),
-                              reach=np.zeros((2, 3)), bias_reach=None, content_kl=None)
+                              span=np.zeros((2, 3)), bias_span=None, content_kl=None)
     assert behaviour.best_head("previous_token") == (1, 0)
     assert behaviour.best_head("delimiter") is None
     assert behaviour.best_head("content") is None

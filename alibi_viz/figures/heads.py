@@ -646,11 +646,11 @@ def behaviour_grid_figure(behaviour, selected: tuple[int, int] | None = None,
             parts = behaviour.score_texts(lay, h)
             parts.append(_("sink on a repeated token: {score}").format(
                 score=number(behaviour.sink_control[lay, h], 2)))
-            reach = number(behaviour.reach[lay, h], 1)
-            parts.append(_("90% reach: {reach} tokens (bias alone {bias})").format(
-                reach=reach, bias=number(behaviour.bias_reach[lay, h], 1))
-                         if behaviour.bias_reach is not None else
-                         _("90% reach: {reach} tokens").format(reach=reach))
+            span = number(behaviour.span[lay, h], 1)
+            parts.append(_("90% span: {span} tokens (bias alone {bias})").format(
+                span=span, bias=number(behaviour.bias_span[lay, h], 1))
+                         if behaviour.bias_span is not None else
+                         _("90% span: {span} tokens").format(span=span))
             lines.append("<br>".join(parts))
         fig.add_trace(go.Scatter(
             x=[h + 1 for _lay, h in cells], y=[lay + 1 for lay, _h in cells], mode="markers",

@@ -12,8 +12,9 @@ one head's causal attention map A (rows: queries i, columns: keys j, rows sum to
                   special vanishes there; for ALiBi the control is pure bias).
   content_kl      mean over i of KL(A[i] || bias-only attention), nats (`heads.head_statistics`):
                   how far content moves the head from what its slope alone would do (ALiBi).
-  reach90         mean over i of the smallest D with sum_{i - j <= D} A[i, j] >= 0.9, tokens;
-                  beside it `bias_reach90`, the same for the bias-only attention.
+  span90          the 90% span: mean over i of the smallest D with sum_{i - j <= D} A[i, j]
+                  >= 0.9, tokens (`alibi.attention_span` is one query's, for the bias alone,
+                  in closed form); beside it `bias_span`, the same for the bias-only attention.
   induction       on a random sequence of printable tokens repeated twice (r, r), mean over the
                   second copy of
                   the attention from position n + t to position t + 1, the token that followed
@@ -89,15 +90,16 @@ def sink_score(attention) -> float:
     return float(a[1:, 0].mean()) if a.shape[0] > 1 else float("nan")
 
 
-def reach90(attention) -> float:
-    """Mean over queries of the smallest D with the attention on keys i - D .. i >= 0.9."""
+def span90(attention) -> float:
+    """The 90% span of a head's map: mean over queries of the smallest D with the attention on
+    keys i - D .. i >= 0.9 (`alibi.attention_span` gives one query's for the bias alone)."""
     a = check_attention(attention)
     T = a.shape[0]
-    reach = []
+    spans = []
     for i in range(T):
         within = np.cumsum(a[i, : i + 1][::-1])  # mass on keys i, i-1, ..., 0
-        reach.append(int(np.argmax(within >= 0.9 - 1e-6)))
-    return float(np.mean(reach))
+        spans.append(int(np.argmax(within >= 0.9 - 1e-6)))
+    return float(np.mean(spans))
 
 
 def twin_next_attention(attention, queries, period: int) -> np.ndarray:
@@ -172,8 +174,8 @@ class HeadBehaviour:
     """Scores of every head, each (layers, heads) float64 (NaN where undefined).
 
     scores: behaviour name -> array, for BEHAVIOURS except "content" (that is content_kl).
-    sink_control: the sink score on one repeated token. reach: reach90 on the code probe;
-    bias_reach: the same for the bias-only attention (None without slopes). content_kl:
+    sink_control: the sink score on one repeated token. span: span90 on the code probe;
+    bias_span: the same for the bias-only attention (None without slopes). content_kl:
     KL from the bias-only attention (None without slopes). probes: probe name ("code",
     "induction") -> (token labels, maps: one (heads, T, T) per layer); pairs: "delimiter" and
     "newline" -> the (query, key) token positions scored on the code probe.
@@ -181,8 +183,8 @@ class HeadBehaviour:
 
     scores: dict
     sink_control: np.ndarray
-    reach: np.ndarray
-    bias_reach: np.ndarray | None
+    span: np.ndarray
+    bias_span: np.ndarray | None
     content_kl: np.ndarray | None
     probes: dict = field(default_factory=dict)
     pairs: dict = field(default_factory=dict)
@@ -256,9 +258,9 @@ def _bias_only(slope: float, T: int) -> np.ndarray:
 def behaviour_scores(model, tokenizer, slopes=None, seed: int = 0) -> HeadBehaviour:
     """Run `model` on the three probes and score every head.
 
-    Probes: CODE_PROBE (local, previous token, sink, delimiters, newlines, reach, content),
+    Probes: CODE_PROBE (local, previous token, sink, delimiters, newlines, 90% span, content),
     a random token sequence repeated twice (induction), and one token repeated (sink control).
-    slopes: per-head slopes as applied (ALiBi models) for content_kl and the bias-only reach.
+    slopes: per-head slopes as applied (ALiBi models) for content_kl and the bias-only span.
     """
     code = attention_maps(model, tokenizer, CODE_PROBE)
     pairs = token_pairs(tokenizer, CODE_PROBE, matching_pairs(CODE_PROBE))
@@ -277,7 +279,7 @@ def behaviour_scores(model, tokenizer, slopes=None, seed: int = 0) -> HeadBehavi
     layers, heads = len(code.maps), code.maps[0].shape[0]
     scores = {b: np.full((layers, heads), np.nan) for b in BEHAVIOURS if b != "content"}
     sink_control = np.full((layers, heads), np.nan)
-    reach = np.full((layers, heads), np.nan)
+    span = np.full((layers, heads), np.nan)
     for layer in range(layers):
         for h in range(heads):
             a = code.maps[layer][h]
@@ -288,17 +290,17 @@ def behaviour_scores(model, tokenizer, slopes=None, seed: int = 0) -> HeadBehavi
             scores["newline"][layer, h] = delimiter_score(a, lines)
             scores["induction"][layer, h] = induction_score(repeated[layer][h], INDUCTION_LENGTH)
             sink_control[layer, h] = sink_score(control[layer][h])
-            reach[layer, h] = reach90(a)
-    content_kl = bias_reach = None
+            span[layer, h] = span90(a)
+    content_kl = bias_span = None
     if slopes is not None:
         slopes = np.asarray(slopes, dtype=np.float64)
         content_kl = head_statistics(code.maps, slopes=slopes).content_kl
         T = code.maps[0].shape[-1]
-        by_slope = [reach90(_bias_only(m, T)) for m in slopes.reshape(-1)]  # (heads,) or (L, H)
-        bias_reach = np.broadcast_to(np.reshape(by_slope, slopes.shape), (layers, heads)).copy()
+        by_slope = [span90(_bias_only(m, T)) for m in slopes.reshape(-1)]  # (heads,) or (L, H)
+        bias_span = np.broadcast_to(np.reshape(by_slope, slopes.shape), (layers, heads)).copy()
     induction_tokens = token_labels(tokenizer, np.concatenate([chunk, chunk]).tolist())
-    return HeadBehaviour(scores=scores, sink_control=sink_control, reach=reach,
-                         bias_reach=bias_reach, content_kl=content_kl,
+    return HeadBehaviour(scores=scores, sink_control=sink_control, span=span,
+                         bias_span=bias_span, content_kl=content_kl,
                          probes={"code": (code.tokens, code.maps),
                                  "induction": (induction_tokens, repeated)},
                          pairs={"delimiter": pairs, "newline": lines})
