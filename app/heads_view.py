@@ -50,6 +50,7 @@ from alibi_viz.models.ablation import MINOR, ablation_summary
 from alibi_viz.models.behaviour import BEHAVIOUR_TITLES, BEHAVIOURS, behaviour_scores
 from alibi_viz.models.heads import (
     BIAS_SHOWN,
+    RECOMPUTE,
     analyze_heads,
     decomposition_layers,
     decomposition_views,
@@ -320,10 +321,25 @@ def analysis_key(loaded: Loaded, text: str, max_tokens: int) -> tuple:
 
 # The analyses are shared read-only by every session (cache_resource: no copy per rerun; a
 # 1,024-token analysis is tens of MB, which cache_data would pickle on every head switch).
+# The analysis also splits, in the same pass, the layers that `heads.decomposition_layers`
+# groups with the layer first shown (`_split_layers`, in the bias form first shown): a result
+# valid for every session whatever it shows first, since `decomposition` falls back to a pass
+# of its own for a layer or form it lacks.
 @st.cache_resource(max_entries=8, show_spinner=False)
-def cached_analysis(_loaded: Loaded, _text: str, key: tuple, lang: str):
+def cached_analysis(_loaded: Loaded, _text: str, key: tuple, lang: str, _split_layers=(),
+                    _bias_shown: str = "textbook"):
     return analyze_heads(_loaded.model, _loaded.tokenizer, _text, max_tokens=key[2],
-                         slopes=_loaded.info.applied_slopes, info=_loaded.info)
+                         slopes=_loaded.info.applied_slopes, info=_loaded.info,
+                         split_layers=_split_layers, bias_shown=_bias_shown)
+
+
+def split_layers(loaded: Loaded, layer: int, max_tokens: int) -> tuple[int, ...]:
+    """The layers a new text's pass splits beside its maps: `layer`'s group
+    (`heads.decomposition_layers`, at the token cap), none for an architecture that cannot be
+    split."""
+    if loaded.model.config.model_type not in RECOMPUTE:
+        return ()
+    return decomposition_layers(loaded.info.num_layers, layer, max_tokens)
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)
@@ -336,8 +352,12 @@ def cached_decompositions(_loaded: Loaded, _text: str, key: tuple, layers: tuple
 
 
 def decomposition(loaded: Loaded, text: str, key: tuple, layer: int, bias_shown: str,
-                  seq_len: int):
-    """The view of one layer's split, cached as `heads.decomposition_layers` groups it."""
+                  seq_len: int, analysis=None):
+    """The view of one layer's split: from the analysis' own pass when it split that layer in
+    that form, else cached as `heads.decomposition_layers` groups it."""
+    done = getattr(analysis, "splits", {}).get(layer, {})
+    if bias_shown in done:
+        return done[bias_shown]
     layers = decomposition_layers(loaded.info.num_layers, layer, seq_len)
     return cached_decompositions(loaded, text, key, layers, bias_shown,
                                  i18n.get_language())[layer][bias_shown]
@@ -438,7 +458,9 @@ def _show(prefix: str, loaded: Loaded, text: str, choice: Choice) -> None:
     lang = i18n.get_language()
     try:
         with st.spinner(_("Running the model on the text...")):
-            analysis = cached_analysis(loaded, text, key, lang)
+            analysis = cached_analysis(loaded, text, key, lang,
+                                       split_layers(loaded, choice.layer, choice.max_tokens),
+                                       choice.bias_shown)
     except (AlibiVizError, RuntimeError, MemoryError) as exc:
         st.warning(ui.failure_message(exc), icon="✍️")
         return
@@ -501,7 +523,8 @@ def _head_view(prefix: str, loaded: Loaded, text: str, choice: Choice, key: tupl
         head=choice.head + 1))
     try:
         with st.spinner(_("Splitting the scores into content and bias...")):
-            view = decomposition(loaded, text, key, choice.layer, choice.bias_shown, T)
+            view = decomposition(loaded, text, key, choice.layer, choice.bias_shown, T,
+                                 analysis)
     except (AlibiVizError, RuntimeError, MemoryError) as exc:
         st.info(ui.failure_message(exc), icon="ℹ️")
     else:

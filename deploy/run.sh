@@ -20,6 +20,9 @@
 #   ALIBI_VIZ_TIMING_LOG     passed to every replica: one JSON line per script run (app/ui.py)
 #   ALIBI_VIZ_ALLOW_CUSTOM_PATHS  passed through; 0 unless set (see start_replica)
 #   ALIBI_VIZ_WARM_UP        0: skip the first run of each page in each replica (deploy/warm_up.py)
+#   ALIBI_VIZ_MEMORY_BUDGET_MB  the memory one model run of a replica may use (1024 unless set):
+#                            a fixed budget, since N replicas share the machine; alone, the
+#                            app takes a quarter of the memory available (models/heads.py)
 # Runs as any user: nothing is written outside the run folder and the static cache.
 #
 # WORKERS. nginx's worker processes read the static copy and write nginx's temp folders. Started
@@ -100,6 +103,7 @@ start_replica() {  # start_replica K PORT: one `streamlit run`, detached, its pi
         cd "$ROOT"
         export ALIBI_VIZ_REPLICA="r$k"
         export ALIBI_VIZ_ALLOW_CUSTOM_PATHS="${ALIBI_VIZ_ALLOW_CUSTOM_PATHS:-0}"
+        export ALIBI_VIZ_MEMORY_BUDGET_MB="${ALIBI_VIZ_MEMORY_BUDGET_MB:-1024}"
         STREAMLIT_SERVER_COOKIE_SECRET="$(<"$RUN_DIR/cookie_secret")"
         export STREAMLIT_SERVER_COOKIE_SECRET
         # setsid: its own session, so closing the teacher's terminal does not stop it. The

@@ -27,12 +27,15 @@ table's length; the result's `truncated` field says what was cut and why.
 from __future__ import annotations
 
 import math
+import os
 import sys
 import threading
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from functools import partial
 
 import numpy as np
+import psutil
 import torch
 
 from alibi_viz.alibi import DEFAULT_BUDGET_BYTES, bias_only_mean_distance, check_int
@@ -42,6 +45,10 @@ from alibi_viz.i18n import _, ngettext, number
 from alibi_viz.models.loading import ModelInfo, bias_form, learned_positions, model_dims
 
 DECOMPOSITION_ARRAYS = 8  # float32 (heads, T, T) arrays alive at once in score_decomposition
+LAYER_ARRAYS = 4  # float32 (heads, T, T) arrays of one layer alive at once in analyze_heads'
+                  # pass: the model's scores and probabilities, a float copy, the statistics'
+MEMORY_SHARE = 4  # the default budget is 1/MEMORY_SHARE of the memory available now
+MEMORY_BUDGET_ENV = "ALIBI_VIZ_MEMORY_BUDGET_MB"  # a fixed budget (a class server sets one)
 REPRODUCE_TOL = 1e-4      # largest |softmax(total) - model probs| accepted as "reproduced"
 REPRODUCE_TOL_16BIT = 2e-2  # the same for bfloat16/float16 models (probabilities rounded)
 FIT_ROWS = 512            # query rows used to fit a head's fitted slope
@@ -50,6 +57,7 @@ VISIBLE = {" ": "␣", "\n": "⏎", "\t": "⇥", "\r": "␍"}
 CONTINUATION = "◦"  # label of a token that continues a character begun on an earlier token
 MAX_CHARACTER_TOKENS = 4  # a UTF-8 character is at most 4 bytes, so at most 4 tokens
 DECOMPOSITION_PARTS = ("content", "bias", "total", "probs")
+BIAS_SHOWN = ("textbook", "as_added")  # the bias as the lesson writes it, or as the model adds it
 DECOMP_PANEL_PIXELS = 300    # per side of each decomposition panel (about its width on screen)
 DECOMP_HOVER_SIDE = 64       # hover samples per side of each decomposition panel
 GRID_HOVER_CELLS = 8_000     # hover samples over all heads of the grid (the row has finer ones)
@@ -248,6 +256,25 @@ def _token_cap(model, facts: _Facts, max_tokens, budget_bytes, bytes_per_token_s
         caps.append((longest, _("MPT's config.max_seq_len is {n} (load_model raises it)")
                      .format(n=number(longest))))
     return min(caps)
+
+
+def memory_budget() -> int:
+    """The default memory budget of a model run, in bytes: ALIBI_VIZ_MEMORY_BUDGET_MB when set
+    (a class server fixes one, so that many students' runs fit beside each other), else a
+    quarter of the memory available now (psutil), so that a larger machine reads longer
+    texts; never below 64 MiB."""
+    fixed = os.environ.get(MEMORY_BUDGET_ENV, "").strip()
+    if fixed:
+        try:
+            megabytes = float(fixed)
+        except ValueError:
+            raise AlibiVizError(_("{name} must be a number of MiB, got {value}.").format(
+                name=MEMORY_BUDGET_ENV, value=repr(fixed))) from None
+        if not megabytes > 0:
+            raise AlibiVizError(_("{name} must be a number of MiB, got {value}.").format(
+                name=MEMORY_BUDGET_ENV, value=repr(fixed)))
+        return int(megabytes * 2**20)
+    return max(64 << 20, psutil.virtual_memory().available // MEMORY_SHARE)
 
 
 def _input_ids(model, ids: list[int]) -> torch.Tensor:
@@ -512,6 +539,18 @@ RECOMPUTE = {
 }
 
 
+def _recompute_of(model):
+    """The function that recomputes this architecture's scores (RECOMPUTE), or AlibiVizError."""
+    recompute = RECOMPUTE.get(model.config.model_type)
+    if recompute is None:
+        raise AlibiVizError(
+            _("Splitting scores into content and bias is not supported for '{kind}' models "
+              "(supported: {supported}); attention maps and head statistics work for every "
+              "causal LM.").format(kind=model.config.model_type,
+                                   supported=", ".join(sorted(RECOMPUTE))))
+    return recompute
+
+
 def score_decomposition(model, tokenizer, text, layer: int, max_tokens: int | None = None,
                         budget_bytes: int = DEFAULT_BUDGET_BYTES,
                         info: ModelInfo | None = None) -> Decomposition:
@@ -550,13 +589,7 @@ def score_decompositions(model, tokenizer, text, layers=None, max_tokens: int | 
     num_layers, heads = facts.layers, facts.heads
     layers = list(range(num_layers)) if layers is None else [
         check_int(layer, "layer", 0, num_layers - 1) for layer in layers]
-    recompute = RECOMPUTE.get(model.config.model_type)
-    if recompute is None:
-        raise AlibiVizError(
-            _("Splitting scores into content and bias is not supported for '{kind}' models "
-              "(supported: {supported}); attention maps and head statistics work for every "
-              "causal LM.").format(kind=model.config.model_type,
-                                   supported=", ".join(sorted(RECOMPUTE))))
+    recompute = _recompute_of(model)
     cap, reason = _token_cap(model, facts, max_tokens, budget_bytes,
                              DECOMPOSITION_ARRAYS * heads * 4,
                              _("the decomposition of {heads} heads").format(heads=heads))
@@ -818,6 +851,22 @@ def head_statistics(maps, slopes=None, k: int = 8, max_distance: int | None = No
                           k=k, max_distance=max_distance, content_kl=kl)
 
 
+def stack_statistics(per_layer: list[HeadStatistics]) -> HeadStatistics:
+    """One HeadStatistics of the layers of `per_layer` (each of one or more layers, computed
+    with the same k and max_distance), in order."""
+    first = per_layer[0]
+
+    def rows(name):
+        values = [getattr(part, name) for part in per_layer]
+        return None if values[0] is None else np.concatenate(values)
+
+    return HeadStatistics(mean_distance=rows("mean_distance"), entropy=rows("entropy"),
+                          local_share=rows("local_share"), fitted_slope=rows("fitted_slope"),
+                          slope_fit_r2=rows("slope_fit_r2"), applied_slope=rows("applied_slope"),
+                          k=first.k, max_distance=first.max_distance,
+                          content_kl=rows("content_kl"))
+
+
 # ----------------------------------------------------------------------------- one map
 
 def mean_distance_against_bias(attention, slope: float) -> tuple[float, float]:
@@ -860,6 +909,8 @@ class HeadsAnalysis:
     layers:   one StackView of attention probabilities per layer, (heads, R, R).
     stats:    head_statistics of the full maps, arrays (layers, heads).
     truncated: what was cut from the text and why, or None.
+    splits:   {layer: {bias form: DecompositionView}} of the layers split in the same pass
+              (`analyze_heads`' split_layers); {} when none was asked for.
     """
 
     tokens: list[str]
@@ -867,25 +918,119 @@ class HeadsAnalysis:
     layers: list[StackView]
     stats: HeadStatistics
     truncated: str | None = None
+    splits: dict = field(default_factory=dict)
+
+
+class _NoProbabilities(Exception):
+    """Raised by analyze_heads' hook when an attention module returns no probabilities."""
 
 
 def analyze_heads(model, tokenizer, text, max_tokens: int | None = None, slopes=None,
                   pixel_budget: int = IMAGE_PIXEL_BUDGET,
                   hover_cells: int = GRID_HOVER_CELLS,
-                  info: ModelInfo | None = None) -> HeadsAnalysis:
-    """Run the model once on `text` and keep what the pages draw: every layer's attention at
-    display resolution and the head statistics (configured `slopes` beside the fitted ones).
+                  info: ModelInfo | None = None, split_layers=(), bias_shown=BIAS_SHOWN[:1],
+                  budget_bytes: int | None = None,
+                  progress: Callable[[int, int], None] | None = None) -> HeadsAnalysis:
+    """Run the model's body once on `text` (no LM head) and keep what the pages draw: every
+    layer's attention at display resolution, the head statistics (configured `slopes` beside
+    the fitted ones) and, for each layer of `split_layers`, its content/bias split in each
+    form of `bias_shown` (`decomposition_view`).
 
-    The full maps (layers x heads x T^2 float32) are dropped before returning.
+    Each layer is reduced inside the pass, by a hook on its attention module, as soon as its
+    probabilities exist: the statistics are computed on its full (heads, T, T) maps (exact,
+    as `head_statistics` of all maps would give), the maps are pooled for display, and the
+    full maps are dropped before the next layer runs. So one layer's maps are alive at a
+    time, and T is capped so that LAYER_ARRAYS x heads x T^2 float32 fit `budget_bytes`
+    (default `memory_budget()`), whatever the number of layers. The layers of `split_layers`
+    are split in the pass when DECOMPOSITION_ARRAYS more fit too, and when the split
+    reproduces the model's attention; `splits` lacks the others (decomposition_views then
+    cuts the text to its own cap, or says why it cannot split). progress(layers done,
+    layers) after each layer. A model whose attention
+    modules return no probabilities (not eager) is run once with output_attentions, holding
+    every layer's maps, and split by `score_decompositions`.
     """
-    result = attention_maps(model, tokenizer, text, max_tokens=max_tokens, info=info)
-    stats = head_statistics(result.maps, slopes=slopes)
-    T = len(result.tokens)
-    hover_side = max(2, int(math.sqrt(hover_cells / len(result.maps[0]))))
-    layers = [stack_view(m, pixel_budget=pixel_budget, hover_side=hover_side, reduce="max")
-              for m in result.maps]
-    return HeadsAnalysis(tokens=result.tokens, seq_len=T, layers=layers, stats=stats,
-                         truncated=result.truncated)
+    facts = _facts(model, info)
+    split_layers = tuple(check_int(layer, "layer", 0, facts.layers - 1) for layer in split_layers)
+    forms = (bias_shown,) if isinstance(bias_shown, str) else tuple(bias_shown)
+    recompute = _recompute_of(model) if split_layers else None
+    budget = memory_budget() if budget_bytes is None else budget_bytes
+    cap, reason = _token_cap(model, facts, max_tokens, budget, LAYER_ARRAYS * facts.heads * 4,
+                             _("one layer's {heads} heads of attention maps").format(
+                                 heads=facts.heads))
+    tokenized = tokenize_capped(tokenizer, text, cap, reason)
+    T = len(tokenized.ids)
+    if (LAYER_ARRAYS + DECOMPOSITION_ARRAYS) * facts.heads * 4 * T**2 > budget:
+        split_layers = ()  # the split does not fit beside the maps: decomposition_views cuts it
+    hover_side = max(2, int(math.sqrt(hover_cells / facts.heads)))
+    applied = None
+    if slopes is not None:
+        try:
+            applied = np.broadcast_to(np.asarray(slopes, dtype=np.float64),
+                                      (facts.layers, facts.heads))
+        except ValueError:
+            raise AlibiVizError(f"slopes must have shape ({facts.heads},) or ({facts.layers}, "
+                                f"{facts.heads}), got {np.shape(slopes)}.") from None
+    modules = attention_modules(model, facts.layers)
+    owner, inputs = threading.get_ident(), {}
+    stats, views, splits = {}, {}, {}
+
+    def reduce(layer: int, maps: np.ndarray) -> None:  # one layer's (heads, T, T) float32
+        stats[layer] = head_statistics([maps], slopes=None if applied is None else applied[layer])
+        views[layer] = stack_view(maps, pixel_budget=pixel_budget, hover_side=hover_side,
+                                  reduce="max")
+        if progress is not None:
+            progress(len(views), facts.layers)
+
+    # As in score_decompositions: the hooks act only in the thread that registered them.
+    def take_inputs(layer, mod, args, *rest):
+        if threading.get_ident() == owner:
+            kwargs = rest[0]
+            inputs[layer] = (args[0] if args else kwargs["hidden_states"], dict(kwargs))
+
+    def read(layer, mod, args, *rest):
+        if threading.get_ident() != owner:
+            return
+        probs = rest[-1][1] if isinstance(rest[-1], tuple) and len(rest[-1]) > 1 else None
+        if probs is None:
+            raise _NoProbabilities
+        maps = None
+        if layer in split_layers:
+            hidden, captured = inputs.pop(layer)
+            try:
+                dec = _decompose(model, mod, recompute, hidden, captured, probs, tokenized,
+                                 layer, facts.bias_form)
+            except AlibiVizError:
+                pass  # not split here: decomposition_views says why when the split is asked for
+            else:
+                splits[layer] = {form: decomposition_view(dec, bias_shown=form) for form in forms}
+                maps = dec.probs
+        reduce(layer, probs[0].float().cpu().numpy() if maps is None else maps)
+
+    handles = []
+    for layer, module in enumerate(modules):
+        if layer in split_layers:
+            handles.append(module.register_forward_pre_hook(partial(take_inputs, layer),
+                                                            with_kwargs=True))
+        handles.append(module.register_forward_hook(partial(read, layer), with_kwargs=True))
+    try:
+        with torch.inference_mode():
+            model.base_model(input_ids=_input_ids(model, tokenized.ids), use_cache=False)
+    except _NoProbabilities:
+        views.clear()  # the pass below reduces every layer again
+    finally:
+        for handle in handles:
+            handle.remove()
+    if len(views) != facts.layers:  # no probabilities from the modules: every map at once
+        for layer, maps in enumerate(attention_maps_of_ids(model, tokenized.ids, facts.layers)):
+            reduce(layer, maps)
+        if split_layers:
+            splits = decomposition_views(model, tokenizer, text, split_layers,
+                                         max_tokens=len(tokenized.ids), info=info,
+                                         bias_shown=forms)
+    return HeadsAnalysis(tokens=tokenized.tokens, seq_len=len(tokenized.ids),
+                         layers=[views[layer] for layer in range(facts.layers)],
+                         stats=stack_statistics([stats[layer] for layer in range(facts.layers)]),
+                         truncated=tokenized.truncated, splits=splits)
 
 
 @dataclass
@@ -910,8 +1055,6 @@ class DecompositionView:
     truncated: str | None = None
     bias_shown: str = "textbook"
 
-
-BIAS_SHOWN = ("textbook", "as_added")
 
 
 def decomposition_view(dec: Decomposition, side: int = DECOMP_PANEL_PIXELS,

@@ -1,0 +1,191 @@
+"""Benchmark: a new text on /inspect at the size people bring (issue 40).
+
+    .venv/bin/python bench/bench_real_scale.py [--lengths 512 2048] [--threads 2] [--no-check]
+                                                [--falcon]
+
+The model: BLOOM with bloom-560m's public config (24 layers, 16 heads, hidden 1,024,
+vocabulary 250,880, 559M parameters), random weights, built once with save_pretrained and kept
+in bench/out/bloom-560m-shape/ (2.2 GB). Every cell runs in a child process of its own, which
+loads the model the way the app does (load_model) and then times one operation once, so its
+peak resident memory (ru_maxrss) is that operation's alone; the table gives it beside the
+memory held after loading.
+
+Cells, side by side in one run (these machines are noisy: read the ratios):
+- body: one forward of the transformer body with output_attentions (every layer's maps at
+  once, no LM head): the physical limit of "every layer's maps";
+- new text: what /inspect computes for a new text, `analyze_heads` with the shown layer split
+  in the same pass (app/heads_view.py);
+- before: what it computed before the one-pass analysis: `attention_maps` + `head_statistics`
+  + `stack_view` of every layer, then `decomposition_views` of the shown layer in a second pass
+  (kept here, rebuilt from the library's parts, as the reference);
+- check: `alibi-viz check`'s `check_alibi` with its default probe and decoding.
+It also runs the shipped ALiBi model at 2,048 tokens (CPU seconds of a new text), and with
+--falcon a Falcon-RW-1B-shaped model in bfloat16 (1.3B parameters, 32 heads, alibi=True).
+Results also go to bench/out/bench_real_scale.json. Not in `make test` (minutes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+OUT = ROOT / "bench" / "out"
+BLOOM_DIR = OUT / "bloom-560m-shape"
+FALCON_DIR = OUT / "falcon-rw-1b-shape"
+TEXT_FILE = ROOT / "alibi_viz" / "notebook.py"  # code that any tokenizer cuts into >2,048 tokens
+
+
+def build(folder: Path, kind: str) -> Path:
+    """Save the random model once (bloom-560m's or Falcon-RW-1B's shape) with a tokenizer."""
+    if (folder / "config.json").exists():
+        return folder
+    import torch
+    from transformers import AutoModelForCausalLM, BloomConfig, FalconConfig
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    from model_factory import byte_tokenizer
+
+    torch.manual_seed(0)
+    if kind == "bloom":  # bigscience/bloom-560m's config.json
+        config = BloomConfig(vocab_size=250_880, hidden_size=1024, n_layer=24, n_head=16,
+                             layer_norm_epsilon=1e-5, initializer_range=0.02)
+        dtype = torch.float32
+    else:  # tiiuae/falcon-rw-1b's config.json
+        config = FalconConfig(vocab_size=50_304, hidden_size=2048, num_hidden_layers=24,
+                              num_attention_heads=32, alibi=True, bias=True, multi_query=False,
+                              new_decoder_architecture=False, parallel_attn=False,
+                              initializer_range=0.02)
+        dtype = torch.bfloat16
+    model = AutoModelForCausalLM.from_config(config).to(dtype)
+    folder.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(folder)
+    # A byte tokenizer with the model's vocabulary would cut text into fewer tokens than a
+    # real BPE would not matter here: a cell is timed at a fixed token count.
+    byte_tokenizer().save_pretrained(folder)
+    return folder
+
+
+def cell(args) -> dict:
+    """Run in the child: load, time one operation once, report time and memory."""
+    import torch
+
+    torch.set_num_threads(args.threads)
+    from alibi_viz.display import stack_view
+    from alibi_viz.models import heads
+    from alibi_viz.models.conformance import check_alibi
+    from alibi_viz.models.loading import load_model
+
+    model, tokenizer, info = load_model(args.folder)
+    text = TEXT_FILE.read_text() * 4
+    loaded_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    T = args.tokens
+    layer = 0
+    t0, c0 = time.perf_counter(), time.process_time()
+    shown = T
+    if args.op == "body":
+        ids = heads.tokenize_capped(tokenizer, text, T).ids
+        with torch.inference_mode():
+            out = model.base_model(input_ids=torch.tensor([ids]), output_attentions=True,
+                                   use_cache=False)
+        assert len(out.attentions) == info.num_layers
+    elif args.op == "new text":
+        analysis = heads.analyze_heads(model, tokenizer, text, max_tokens=T, info=info,
+                                       slopes=info.applied_slopes, split_layers=(layer,))
+        shown = analysis.seq_len
+        assert layer in analysis.splits, "the shown layer was not split in the pass"
+    elif args.op == "before":
+        result = heads.attention_maps(model, tokenizer, text, max_tokens=T, info=info)
+        heads.head_statistics(result.maps, slopes=info.applied_slopes)
+        for maps in result.maps:
+            stack_view(maps, reduce="max")
+        shown = len(result.tokens)
+        del result
+        heads.decomposition_views(model, tokenizer, text, [layer], max_tokens=T, info=info,
+                                  bias_shown="textbook")
+    elif args.op == "check":
+        check_alibi(model, tokenizer)
+    seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
+    peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return {"op": args.op, "tokens": T, "shown": shown, "seconds": round(seconds, 2),
+            "cpu_seconds": round(cpu, 2), "loaded_mib": round(loaded_mib),
+            "peak_above_loaded_mib": round(peak_mib - loaded_mib)}
+
+
+def run_cell(folder: Path, op: str, tokens: int, threads: int) -> dict:
+    done = subprocess.run([sys.executable, __file__, "--cell", "--folder", str(folder),
+                           "--op", op, "--tokens", str(tokens), "--threads", str(threads)],
+                          capture_output=True, text=True, cwd=ROOT)
+    if done.returncode != 0:
+        return {"op": op, "tokens": tokens, "error": done.stderr.strip().splitlines()[-1]}
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--lengths", type=int, nargs="+", default=[512, 2048])
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--no-check", action="store_true", help="skip the conformance check cell")
+    p.add_argument("--falcon", action="store_true", help="also the Falcon-RW-1B shape, bf16")
+    p.add_argument("--cell", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--folder", help=argparse.SUPPRESS)
+    p.add_argument("--op", help=argparse.SUPPRESS)
+    p.add_argument("--tokens", type=int, help=argparse.SUPPRESS)
+    args = p.parse_args()
+    if args.cell:
+        print(json.dumps(cell(args)))
+        return
+    from alibi_viz import assets
+
+    models = {"bloom-560m shape (fp32)": build(BLOOM_DIR, "bloom")}
+    if args.falcon:
+        models["Falcon-RW-1B shape (bf16)"] = build(FALCON_DIR, "falcon")
+    rows = []
+    print(f"torch threads {args.threads}; cores {os.cpu_count()}", flush=True)
+    print("| model | tokens asked | operation | tokens shown | seconds | CPU s | vs body | "
+          "peak RSS above the loaded model (MiB) |\n|---|---|---|---|---|---|---|---|", flush=True)
+    for name, folder in models.items():
+        for tokens in args.lengths:
+            body = None
+            for op in ("body", "new text", "before"):
+                row = run_cell(folder, op, tokens, args.threads)
+                row["model"] = name
+                rows.append(row)
+                if "error" in row:
+                    print(f"| {name} | {tokens} | {op} | - | - | - | - | {row['error']} |",
+                          flush=True)
+                    continue
+                body = row["seconds"] if op == "body" else body
+                ratio = f"{row['seconds'] / body:.2f}x" if body else "-"
+                print(f"| {name} | {tokens} | {op} | {row['shown']} | {row['seconds']} | "
+                      f"{row['cpu_seconds']} | {ratio} | {row['peak_above_loaded_mib']} |",
+                      flush=True)
+        if not args.no_check:
+            row = run_cell(folder, "check", 128, args.threads)
+            row["model"] = name
+            rows.append(row)
+            print(f"| {name} | probe | check | - | {row.get('seconds')} | "
+                  f"{row.get('cpu_seconds')} | - | {row.get('peak_above_loaded_mib', row.get('error'))} |",
+                  flush=True)
+    shipped = assets.shipped_models().get("alibi")
+    if shipped:
+        for op in ("new text", "before"):
+            row = run_cell(Path(shipped), op, 2048, args.threads)
+            row["model"] = "shipped alibi"
+            rows.append(row)
+            print(f"| shipped alibi | 2048 | {op} | {row.get('shown')} | {row.get('seconds')} | "
+                  f"{row.get('cpu_seconds')} | - | {row.get('peak_above_loaded_mib', row.get('error'))} |",
+                  flush=True)
+    OUT.mkdir(parents=True, exist_ok=True)
+    (OUT / "bench_real_scale.json").write_text(json.dumps(rows, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
