@@ -7,18 +7,20 @@ The model: BLOOM with bloom-560m's public config (24 layers, 16 heads, hidden 1,
 vocabulary 250,880, 559M parameters), random weights, built once with save_pretrained and kept
 in bench/out/bloom-560m-shape/ (2.2 GB). Every cell runs in a child process of its own, which
 loads the model the way the app does (load_model) and then times one operation once, so its
-peak resident memory (ru_maxrss) is that operation's alone; the table gives it beside the
-memory held after loading.
+peak resident memory is that operation's alone: the peak (VmHWM) is reset once the model is
+loaded (loading peaks higher than it holds), and the table gives the peak above the memory
+held then.
 
 Cells, side by side in one run (these machines are noisy: read the ratios):
 - body: one forward of the transformer body with output_attentions (every layer's maps at
   once, no LM head): the physical limit of "every layer's maps";
 - new text: what /inspect computes for a new text, `analyze_heads` with the shown layer split
   in the same pass (app/heads_view.py);
-- before: what it computed before the one-pass analysis: `attention_maps` + `head_statistics`
-  + `stack_view` of every layer, then `decomposition_views` of the shown layer in a second pass
-  (kept here, rebuilt from the library's parts, as the reference);
-- check: `alibi-viz check`'s `check_alibi` with its default probe and decoding.
+- before: what the page computed for a new text at commit 4fe2a3f, run from that commit's
+  library (`--tree`, a git worktree): `analyze_heads` (every layer's maps held at once, capped
+  to 1 GiB of them), then `decomposition_views` of the shown layer in a second pass;
+- check: `alibi-viz check`'s `check_alibi` with its default probe and decoding, in this tree
+  and (check before) in the earlier one.
 It also runs the shipped ALiBi model at 2,048 tokens (CPU seconds of a new text), and with
 --falcon a Falcon-RW-1B-shaped model in bfloat16 (1.3B parameters, 32 heads, alibi=True).
 Results also go to bench/out/bench_real_scale.json. Not in `make test` (minutes).
@@ -27,9 +29,9 @@ Results also go to bench/out/bench_real_scale.json. Not in `make test` (minutes)
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
-import resource
 import subprocess
 import sys
 import time
@@ -73,19 +75,39 @@ def build(folder: Path, kind: str) -> Path:
     return folder
 
 
+def status_mib(field: str) -> float:
+    """A memory figure of this process from /proc/self/status (VmRSS, VmHWM), MiB."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError(f"no {field} in /proc/self/status")
+
+
+def reset_peak() -> float:
+    """Reset this process's peak resident memory (VmHWM) to its current RSS (Linux: write 5
+    to /proc/self/clear_refs) and return that RSS, MiB."""
+    Path("/proc/self/clear_refs").write_text("5")
+    return status_mib("VmRSS")
+
+
 def cell(args) -> dict:
     """Run in the child: load, time one operation once, report time and memory."""
+    if args.op.endswith("before"):  # the library of the earlier tree (a git worktree)
+        sys.path.insert(0, str(Path(args.tree).resolve()))
     import torch
 
     torch.set_num_threads(args.threads)
-    from alibi_viz.display import stack_view
     from alibi_viz.models import heads
     from alibi_viz.models.conformance import check_alibi
     from alibi_viz.models.loading import load_model
 
     model, tokenizer, info = load_model(args.folder)
     text = TEXT_FILE.read_text() * 4
-    loaded_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    with torch.inference_mode():  # weights read from a mapped file become resident when first
+        for param in model.parameters():  # used: make them so before measuring
+            param.sum()
+    gc.collect()
+    loaded_mib = reset_peak()  # loading peaks higher than it holds: measure from here
     T = args.tokens
     layer = 0
     t0, c0 = time.perf_counter(), time.process_time()
@@ -101,27 +123,26 @@ def cell(args) -> dict:
                                        slopes=info.applied_slopes, split_layers=(layer,))
         shown = analysis.seq_len
         assert layer in analysis.splits, "the shown layer was not split in the pass"
-    elif args.op == "before":
-        result = heads.attention_maps(model, tokenizer, text, max_tokens=T, info=info)
-        heads.head_statistics(result.maps, slopes=info.applied_slopes)
-        for maps in result.maps:
-            stack_view(maps, reduce="max")
-        shown = len(result.tokens)
-        del result
+    elif args.op == "before":  # what the page ran for a new text in the earlier tree
+        analysis = heads.analyze_heads(model, tokenizer, text, max_tokens=T, info=info,
+                                       slopes=info.applied_slopes)
+        shown = analysis.seq_len
+        del analysis
         heads.decomposition_views(model, tokenizer, text, [layer], max_tokens=T, info=info,
                                   bias_shown="textbook")
-    elif args.op == "check":
+    elif args.op in ("check", "check before"):
         check_alibi(model, tokenizer)
     seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
-    peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak_mib = status_mib("VmHWM")
     return {"op": args.op, "tokens": T, "shown": shown, "seconds": round(seconds, 2),
             "cpu_seconds": round(cpu, 2), "loaded_mib": round(loaded_mib),
             "peak_above_loaded_mib": round(peak_mib - loaded_mib)}
 
 
-def run_cell(folder: Path, op: str, tokens: int, threads: int) -> dict:
+def run_cell(folder: Path, op: str, tokens: int, threads: int, tree: str) -> dict:
     done = subprocess.run([sys.executable, __file__, "--cell", "--folder", str(folder),
-                           "--op", op, "--tokens", str(tokens), "--threads", str(threads)],
+                           "--op", op, "--tokens", str(tokens), "--threads", str(threads),
+                           "--tree", tree],
                           capture_output=True, text=True, cwd=ROOT)
     if done.returncode != 0:
         return {"op": op, "tokens": tokens, "error": done.stderr.strip().splitlines()[-1]}
@@ -134,6 +155,9 @@ def main() -> None:
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--no-check", action="store_true", help="skip the conformance check cell")
     p.add_argument("--falcon", action="store_true", help="also the Falcon-RW-1B shape, bf16")
+    p.add_argument("--tree", default=str(OUT / "before"),
+                   help="a checkout of the earlier commit for the 'before' cells (default "
+                        "bench/out/before: git worktree add bench/out/before 4fe2a3f)")
     p.add_argument("--cell", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--folder", help=argparse.SUPPRESS)
     p.add_argument("--op", help=argparse.SUPPRESS)
@@ -155,7 +179,7 @@ def main() -> None:
         for tokens in args.lengths:
             body = None
             for op in ("body", "new text", "before"):
-                row = run_cell(folder, op, tokens, args.threads)
+                row = run_cell(folder, op, tokens, args.threads, args.tree)
                 row["model"] = name
                 rows.append(row)
                 if "error" in row:
@@ -167,17 +191,17 @@ def main() -> None:
                 print(f"| {name} | {tokens} | {op} | {row['shown']} | {row['seconds']} | "
                       f"{row['cpu_seconds']} | {ratio} | {row['peak_above_loaded_mib']} |",
                       flush=True)
-        if not args.no_check:
-            row = run_cell(folder, "check", 128, args.threads)
+        for op in () if args.no_check else ("check", "check before"):
+            row = run_cell(folder, op, 128, args.threads, args.tree)
             row["model"] = name
             rows.append(row)
-            print(f"| {name} | probe | check | - | {row.get('seconds')} | "
+            print(f"| {name} | probe | {op} | - | {row.get('seconds')} | "
                   f"{row.get('cpu_seconds')} | - | {row.get('peak_above_loaded_mib', row.get('error'))} |",
                   flush=True)
     shipped = assets.shipped_models().get("alibi")
     if shipped:
         for op in ("new text", "before"):
-            row = run_cell(Path(shipped), op, 2048, args.threads)
+            row = run_cell(Path(shipped), op, 2048, args.threads, args.tree)
             row["model"] = "shipped alibi"
             rows.append(row)
             print(f"| shipped alibi | 2048 | {op} | {row.get('shown')} | {row.get('seconds')} | "

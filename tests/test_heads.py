@@ -674,3 +674,29 @@ def test_a_long_text_is_split_one_layer_at_a_time():
     assert decomposition_layers(4, 2, 512) == (0, 1, 2, 3)
     assert decomposition_layers(4, 2, 2048) == (2,)
     assert decomposition_layers(24, 5, 64) == (5,)
+
+
+def test_content_kl_equals_kl_against_the_bias_only_softmax():
+    """content_kl (closed form from each row's entropy and mean distance) against KL(p || q)
+    summed entry by entry, q the softmax of -m (i - j) over j <= i, on random causal maps
+    (every key, and maps with many exact zeros), at several slopes; mass after the query
+    makes it infinite."""
+    rng = np.random.default_rng(0)
+    T, slopes = 40, np.array([0.5, 0.06, 1 / 256, 0.0])
+    raw = rng.random((4, T, T)) ** 8  # many tiny entries
+    raw[:2] *= rng.random((2, T, T)) > 0.7  # and exact zeros
+    maps = np.tril(raw) + np.eye(T) * 1e-3
+    maps = (maps / maps.sum(-1, keepdims=True)).astype(np.float32)
+    got = head_statistics([maps], slopes=slopes).content_kl[0]
+    for h, m in enumerate(slopes):
+        p = maps[h].astype(np.float64)
+        kl = []
+        for i in range(T):
+            logits = -m * (i - np.arange(i + 1))
+            log_q = logits - np.log(np.exp(logits).sum())
+            row = p[i, : i + 1]
+            kl.append(sum(x * (np.log(x) - lq) for x, lq in zip(row, log_q, strict=True) if x > 0))
+        assert got[h] == pytest.approx(np.mean(kl), rel=1e-5, abs=1e-6)
+    leaky = maps.copy()
+    leaky[0, 3, 5] = 0.01
+    assert np.isinf(head_statistics([leaky], slopes=slopes).content_kl[0, 0])

@@ -562,20 +562,23 @@ def _input_device(model) -> torch.device:
 
 
 def _run(model, input_ids, attention_mask=None, cache=None, use_cache=False,
-         hidden_states=False):
+         hidden_states=False, body=False):
     """One forward returning (output, per-layer probabilities (B, H, Q, K)): the model's own
-    (eager) or float64 ones recorded from sdpa's inputs."""
+    (eager) or float64 ones recorded from sdpa's inputs. body: run the transformer body only
+    (`base_model`: no LM head, whose vocabulary x hidden product is as large as the body's at
+    bloom-560m's size), for a pass that reads the attention and not the logits."""
     eager = _attn_of(model) == "eager"
+    runner = getattr(model, "base_model", model) if body else model
     records: list = []
     kwargs = dict(input_ids=input_ids, attention_mask=attention_mask, use_cache=use_cache,
                   cache=cache, output_hidden_states=hidden_states)  # transformers 5: `cache`
     with torch.inference_mode():
         if eager:
-            out = model(**kwargs, output_attentions=True)
+            out = runner(**kwargs, output_attentions=True)
             probs = list(out.attentions or [])
         else:
             with _record_sdpa(records):
-                out = model(**kwargs)
+                out = runner(**kwargs)
             probs = records
     if not probs or probs[0] is None:
         raise AlibiVizError(_("The model returned no attention probabilities."))
@@ -610,7 +613,7 @@ def _probe(model, length: int, token_id: int | None, tokenizer, min_log_prob: fl
         ids = tokenizer("a", add_special_tokens=False)["input_ids"] if tokenizer else [10]
         token_id = int(ids[0])
     ids = torch.full((1, length), token_id, dtype=torch.long, device=_input_device(model))
-    out, probs = _run(model, ids, hidden_states=premise_tol is not None)
+    out, probs = _run(model, ids, hidden_states=premise_tol is not None, body=True)
     if premise_tol is not None and out.hidden_states:
         last = out.hidden_states[-1][0].double()  # (T, hidden)
         spread = float((last - last[:1]).abs().max() / last.abs().max().clamp_min(1e-30))
@@ -1341,11 +1344,11 @@ def _decode_probe(model, length: int, tokenizer, min_log_prob: float,
     ids = tokenizer("a", add_special_tokens=False)["input_ids"] if tokenizer else [10]
     device = _input_device(model)
     ids = torch.full((1, length), int(ids[0]), dtype=torch.long, device=device)
-    out, _probs = _run(model, ids[:, : length - steps], use_cache=True)
+    out, _probs = _run(model, ids[:, : length - steps], use_cache=True, body=True)
     past = getattr(out, "cache", None) or getattr(out, "past_key_values", None)
     rows = None
     for t in range(length - steps, length):
-        out, probs = _run(model, ids[:, t:t + 1], cache=past, use_cache=True)
+        out, probs = _run(model, ids[:, t:t + 1], cache=past, use_cache=True, body=True)
         past = getattr(out, "cache", None) or getattr(out, "past_key_values", None)
         if rows is None:  # (layers, heads, T, T): zero (unread) but for the decoded rows
             rows = torch.zeros(len(probs), probs[0].shape[1], length, length,

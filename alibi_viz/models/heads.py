@@ -766,26 +766,36 @@ def _distance(T: int) -> torch.Tensor:
 
 
 def _band_sum(p: torch.Tensor, k: int) -> torch.Tensor:
-    """Row sums of p over keys within k of the query, sum_{|i-j| <= k} p_ij, shape (T,),
-    added up one diagonal at a time (2k + 1 strided views, no T x T temporary)."""
-    T = p.shape[0]
-    total = torch.zeros(T, dtype=p.dtype)
+    """Row sums of p (heads, T, T) over keys within k of the query, sum_{|i-j| <= k} p_ij,
+    shape (heads, T), added up one diagonal at a time (2k + 1 strided views, no T x T
+    temporary)."""
+    T = p.shape[-1]
+    total = torch.zeros(p.shape[:-1], dtype=p.dtype)
     for offset in range(-min(k, T - 1), min(k, T - 1) + 1):
-        diagonal = torch.diagonal(p, offset=offset)               # p[i, i + offset]
+        diagonal = torch.diagonal(p, offset=offset, dim1=-2, dim2=-1)  # p[..., i, i + offset]
         start = max(0, -offset)
-        total[start:start + diagonal.numel()] += diagonal
+        total[..., start:start + diagonal.shape[-1]] += diagonal
     return total
 
 
-def _kl_from_bias(p: torch.Tensor, slope: float, distance: torch.Tensor,
-                  buffer: torch.Tensor) -> torch.Tensor:
-    """Mean over queries of KL(p_i || q_i), q_i the causal bias-only attention of slope m
-    (q_ij proportional to e^(-m (i - j)) over j <= i). p: (T, T) rows summing to 1. nats."""
-    logits = torch.mul(distance, -slope, out=buffer).masked_fill_(
-        torch.ones_like(p, dtype=torch.bool).triu_(1), -math.inf)  # (T, T)
-    log_q = torch.log_softmax(logits, dim=-1)
-    terms = torch.special.xlogy(p, p) - torch.where(p > 0, p * log_q, 0.0)
-    return terms.sum(1).double().mean()
+def _kl_from_bias(p: torch.Tensor, slopes, distance_rows: torch.Tensor,
+                  entropy_rows: torch.Tensor, buffer: torch.Tensor) -> torch.Tensor:
+    """Per head, the mean over queries of KL(p_i || q_i), q_i the causal bias-only attention
+    of the head's slope m (q_ij = e^(-m (i - j)) / Z_i over j <= i), in nats. p: (heads, T, T)
+    rows summing to 1; slopes (heads,); distance_rows and entropy_rows (heads, T): each row's
+    sum_j p_ij (i - j) and entropy, as head_statistics has them. Returns (heads,) float64.
+
+    Since log q_ij = -m (i - j) - log Z_i, KL_i = sum_j p_ij log p_ij - sum_j p_ij log q_ij
+    = -entropy_i + m distance_i + log Z_i sum_j p_ij, with log Z_i = log sum_{d <= i} e^(-m d):
+    no (T, T) work beyond the row sums already made. Mass on a key after its query (which q
+    gives no weight) makes a head's KL infinite, as it is."""
+    T = p.shape[-1]
+    m = torch.as_tensor(np.asarray(slopes, dtype=np.float64))[:, None]  # (H, 1)
+    log_z = torch.logcumsumexp(-m * torch.arange(T, dtype=torch.float64), dim=1)  # (H, T)
+    mass = p.sum(2).double()
+    kl = (-entropy_rows + m * distance_rows + log_z * mass).mean(1)
+    after = torch.triu(p, diagonal=1, out=buffer).count_nonzero(dim=(1, 2)) > 0
+    return torch.where(after, math.inf, kl)
 
 
 def _as_maps(maps) -> list[np.ndarray]:
@@ -828,7 +838,7 @@ def head_statistics(maps, slopes=None, k: int = 8, max_distance: int | None = No
                                 f"got {np.shape(slopes)}.") from None
 
     distance = _distance(T)                                       # (T, T)
-    buffer = torch.empty(T, T)                                    # reused: no T^2 allocations
+    buffer = torch.empty(heads, T, T)                             # one layer's, reused
     kl = np.zeros((layers, heads)) if applied is not None else None
     mean_distance = np.zeros((layers, heads))
     entropy = np.zeros((layers, heads))
@@ -836,15 +846,15 @@ def head_statistics(maps, slopes=None, k: int = 8, max_distance: int | None = No
     fitted = np.zeros((layers, heads))
     r2 = np.zeros((layers, heads))
     for layer, attn in enumerate(maps):
-        attn_t = torch.from_numpy(attn)
-        for h in range(heads):
-            p = attn_t[h]                                          # (T, T)
-            mean_distance[layer, h] = torch.mul(p, distance, out=buffer).sum(1).double().mean().item()
-            entropy[layer, h] = torch.special.entr(p, out=buffer).sum(1).double().mean().item()
-            local_share[layer, h] = _band_sum(p, k).double().mean().item()
-            if kl is not None:
-                kl[layer, h] = _kl_from_bias(p, float(applied[layer, h]), distance,
-                                             buffer).item()
+        p = torch.from_numpy(attn)                                 # (H, T, T), every head at once
+        distance_rows = torch.mul(p, distance, out=buffer).sum(2).double()  # (H, T)
+        entropy_rows = torch.special.entr(p, out=buffer).sum(2).double()
+        mean_distance[layer] = distance_rows.mean(1).numpy()
+        entropy[layer] = entropy_rows.mean(1).numpy()
+        local_share[layer] = _band_sum(p, k).double().mean(1).numpy()
+        if kl is not None:
+            kl[layer] = _kl_from_bias(p, applied[layer], distance_rows, entropy_rows,
+                                      buffer).numpy()
         fitted[layer], r2[layer] = fit_decay_slope(attn, max_distance)
     return HeadStatistics(mean_distance=mean_distance, entropy=entropy, local_share=local_share,
                           fitted_slope=fitted, slope_fit_r2=r2, applied_slope=applied,
