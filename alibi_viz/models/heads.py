@@ -1081,24 +1081,27 @@ def decomposition_view(dec: Decomposition, side: int = DECOMP_PANEL_PIXELS,
         raise AlibiVizError(f"bias_shown must be one of {BIAS_SHOWN}, got {bias_shown!r}.")
     T = dec.probs.shape[-1]
     visible = torch.ones(T, T, dtype=torch.bool).tril()  # key j <= query i
-    content, bias, total = (torch.from_numpy(np.require(a, np.float32, "W"))  # writable, no copy
-                            for a in (dec.content, dec.bias, dec.total))
+    content, total = (torch.from_numpy(np.require(a, np.float32, "W"))  # writable, no copy
+                      for a in (dec.content, dec.total))
+    if dec.bias.strides[1] == 0:  # the same on every query row: keep one row, no T^2 copy
+        bias = torch.from_numpy(np.array(dec.bias[:, :1], dtype=np.float32)).expand(total.shape)
+    else:
+        bias = torch.from_numpy(np.require(dec.bias, np.float32, "W"))
     if bias_shown == "textbook":
         own = torch.diagonal(bias, dim1=1, dim2=2)[:, :, None]  # (H, T, 1): bias at j = i
-        bias = torch.where(visible, bias - own, -math.inf)  # (H, T, T), -inf where masked
+        bias = (bias - own).masked_fill_(~visible, -math.inf)  # (H, T, T), -inf where masked
         total = total - own
-    top = torch.where(visible, content.abs(), 0.0).amax(dim=(1, 2))
-    finite = torch.isfinite(total)  # the masked entries are -inf
-    shown = torch.isfinite(bias)
-    ranges = {
-        "content": torch.stack([-top, top], 1),
-        "bias": torch.stack([torch.where(shown, bias, math.inf).amin(dim=(1, 2)),
-                             torch.where(shown, bias, -math.inf).amax(dim=(1, 2))], 1),
-        "total": torch.stack([torch.where(finite, total, math.inf).amin(dim=(1, 2)),
-                              torch.where(finite, total, -math.inf).amax(dim=(1, 2))], 1),
-        "probs": torch.tensor([[0.0, 1.0]]).expand(len(content), 2),
-    }
-    ranges = {k: v.double().numpy().copy() for k, v in ranges.items()}
+    # Each head's colour ranges, one head at a time: (T, T) temporaries, not (H, T, T) ones
+    # (a 16-head layer at 2,048 tokens is 268 MB per array).
+    ranges = {name: np.zeros((len(content), 2)) for name in ("content", "bias", "total")}
+    ranges["probs"] = np.tile([0.0, 1.0], (len(content), 1))
+    for h in range(len(content)):
+        top = content[h].abs().masked_fill_(~visible, 0.0).amax().item()
+        ranges["content"][h] = (-top, top)
+        for name, scores in (("bias", bias[h]), ("total", total[h])):
+            finite = torch.isfinite(scores)  # the masked entries are -inf
+            ranges[name][h] = (torch.where(finite, scores, math.inf).amin().item(),
+                               torch.where(finite, scores, -math.inf).amax().item())
     arrays = {"content": content, "bias": bias, "total": total, "probs": dec.probs}
     parts = {name: stack_view(np.asarray(arrays[name]), side=side, hover_side=hover_side,
                               reduce="max" if name == "probs" else "sample")
