@@ -130,3 +130,39 @@ def test_memory_budget_is_a_share_of_what_is_free_or_the_fixed_one(monkeypatch):
         monkeypatch.setenv(heads.MEMORY_BUDGET_ENV, bad)
         with pytest.raises(AlibiVizError, match=heads.MEMORY_BUDGET_ENV):
             heads.memory_budget()
+
+
+def test_sessions_reading_texts_at_once_get_their_own_results():
+    """Four threads (four students' new texts) run the one pass on one shared model at once,
+    two texts between them: each gets what it gets alone (the hooks act only in the thread
+    that registered them)."""
+    import threading
+
+    torch.set_num_threads(1)
+    model, tokenizer = tiny_model("bloom", n_layer=3), byte_tokenizer()
+    texts = [TEXT, "x = [1, 2, 3]\nprint(sum(x))\n" * 4]
+    alone = [analyze_heads(model, tokenizer, t, split_layers=(1,)) for t in texts]
+    got, errors = {}, []
+
+    def run(k):
+        try:
+            for _ in range(3):
+                got[k] = analyze_heads(model, tokenizer, texts[k % 2], split_layers=(1,))
+        except Exception as exc:  # noqa: BLE001 (each failure is the finding)
+            errors.append(repr(exc))
+
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    for k, analysis in got.items():
+        want = alone[k % 2]
+        assert analysis.tokens == want.tokens
+        np.testing.assert_array_equal(analysis.stats.mean_distance, want.stats.mean_distance)
+        for a, b in zip(analysis.layers, want.layers, strict=True):
+            np.testing.assert_array_equal(a.images, b.images)
+        np.testing.assert_array_equal(analysis.splits[1]["textbook"].parts["total"].images,
+                                      want.splits[1]["textbook"].parts["total"].images)
+    assert not any(m._forward_hooks or m._forward_pre_hooks for m in model.modules())

@@ -598,14 +598,7 @@ def score_decompositions(model, tokenizer, text, layers=None, max_tokens: int | 
     owner, inputs, results = threading.get_ident(), {}, {}
     last = max(layers)
 
-    # The model is shared by every session, and torch reads its hook tables without a lock:
-    # while this pass runs, another thread registering or removing its own hooks can make
-    # torch call a hook registered with kwargs without them. So the hooks take any arguments
-    # and act only in the thread that registered them (where they are always called whole).
-    def take_inputs(layer, mod, args, *rest):
-        if threading.get_ident() == owner:
-            kwargs = rest[0]
-            inputs[layer] = (args[0] if args else kwargs["hidden_states"], dict(kwargs))
+    take_inputs = _input_recorder(owner, inputs)
 
     def split(layer, mod, args, *rest):
         if threading.get_ident() != owner:
@@ -633,6 +626,22 @@ def score_decompositions(model, tokenizer, text, layers=None, max_tokens: int | 
         for handle in handles:
             handle.remove()
     return [results[layer] for layer in layers]
+
+
+def _input_recorder(owner: int, inputs: dict):
+    """A forward pre-hook (register with_kwargs=True, `partial(hook, layer)`) that keeps each
+    layer's input hidden states and keyword arguments in `inputs[layer]`.
+
+    The model is shared by every session, and torch reads its hook tables without a lock:
+    while a pass runs, another thread registering or removing its own hooks can make torch
+    call a hook registered with kwargs without them. So the hooks take any arguments and act
+    only in the thread `owner` that registered them (where they are always called whole)."""
+    def take_inputs(layer, mod, args, *rest):
+        if threading.get_ident() == owner:
+            kwargs = rest[0]
+            inputs[layer] = (args[0] if args else kwargs["hidden_states"], dict(kwargs))
+
+    return take_inputs
 
 
 def _decompose(model, module, recompute, hidden, kwargs, probs, tokenized, layer,
@@ -992,14 +1001,10 @@ def analyze_heads(model, tokenizer, text, max_tokens: int | None = None, slopes=
         if progress is not None:
             progress(len(views), facts.layers)
 
-    # As in score_decompositions: the hooks act only in the thread that registered them.
-    def take_inputs(layer, mod, args, *rest):
-        if threading.get_ident() == owner:
-            kwargs = rest[0]
-            inputs[layer] = (args[0] if args else kwargs["hidden_states"], dict(kwargs))
+    take_inputs = _input_recorder(owner, inputs)
 
     def read(layer, mod, args, *rest):
-        if threading.get_ident() != owner:
+        if threading.get_ident() != owner:  # as in _input_recorder
             return
         probs = rest[-1][1] if isinstance(rest[-1], tuple) and len(rest[-1]) > 1 else None
         if probs is None:
