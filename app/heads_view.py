@@ -327,10 +327,10 @@ def analysis_key(loaded: Loaded, text: str, max_tokens: int) -> tuple:
 # of its own for a layer or form it lacks.
 @st.cache_resource(max_entries=8, show_spinner=False)
 def cached_analysis(_loaded: Loaded, _text: str, key: tuple, lang: str, _split_layers=(),
-                    _bias_shown: str = "textbook"):
+                    _bias_shown: str = "textbook", _progress=None):
     return analyze_heads(_loaded.model, _loaded.tokenizer, _text, max_tokens=key[2],
                          slopes=_loaded.info.applied_slopes, info=_loaded.info,
-                         split_layers=_split_layers, bias_shown=_bias_shown)
+                         split_layers=_split_layers, bias_shown=_bias_shown, progress=_progress)
 
 
 def split_layers(loaded: Loaded, layer: int, max_tokens: int) -> tuple[int, ...]:
@@ -457,10 +457,12 @@ def _show(prefix: str, loaded: Loaded, text: str, choice: Choice) -> None:
     key = analysis_key(loaded, text, choice.max_tokens)
     lang = i18n.get_language()
     try:
-        with st.spinner(_("Running the model on the text...")):
+        with ui.StepProgress(lambda done, total: _(
+                "Running the model on the text: layer {done} of {total}...").format(
+                    done=done, total=total)) as progress:
             analysis = cached_analysis(loaded, text, key, lang,
                                        split_layers(loaded, choice.layer, choice.max_tokens),
-                                       choice.bias_shown)
+                                       choice.bias_shown, progress)
     except (AlibiVizError, RuntimeError, MemoryError) as exc:
         st.warning(ui.failure_message(exc), icon="✍️")
         return

@@ -10,11 +10,13 @@ import functools
 import inspect
 import json
 import os
+import threading
 import time
 
 import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
+from streamlit.runtime.scriptrunner import add_script_run_ctx, get_script_run_ctx
 
 from alibi_viz import i18n
 from alibi_viz.errors import AlibiVizError
@@ -271,6 +273,47 @@ def table(rows: list[dict], **kwargs) -> None:
 
     frame = pd.DataFrame([{_(key): cell(value) for key, value in row.items()} for row in rows])
     st.table(frame, border="horizontal", hide_index=True, **kwargs)
+
+
+class StepProgress:
+    """A progress bar moved by a long computation's own steps (a model run's layers), also
+    from inside a cached function: `with StepProgress(label) as progress:` then pass
+    `progress` as the computation's progress(done, total) callback; label(done, total) is the
+    bar's text. The bar appears once the first step is done and is gone after the block.
+
+    An element called inside a cached function is recorded to be replayed on cache hits, and
+    one on a placeholder made outside the function cannot be (CacheReplayClosureError). So the
+    callback only notes the step, and a thread of this session (add_script_run_ctx, as
+    Streamlit's multithreading guide describes) draws it every 0.1 s."""
+
+    def __init__(self, label):
+        self.label = label
+        self.step = None  # (done, total, text), written by the callback
+        self.slot = st.empty()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._draw, daemon=True)
+        add_script_run_ctx(self._thread, get_script_run_ctx())
+
+    def __call__(self, done: int, total: int) -> None:
+        # the text is made here, in the script's thread, which knows the page's language
+        self.step = (done, total, self.label(done, total))
+
+    def _draw(self) -> None:
+        shown = None
+        while not self._stop.wait(0.1):
+            step = self.step
+            if step is not None and step != shown and step[1]:
+                shown = step
+                self.slot.progress(min(1.0, step[0] / step[1]), text=step[2])
+
+    def __enter__(self) -> StepProgress:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.slot.empty()
 
 
 def failure_message(exc: Exception) -> str:

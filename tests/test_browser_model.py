@@ -2,11 +2,14 @@
 its decomposition."""
 
 import contextlib
+import re
 from urllib.parse import quote
 
 import pytest
 from conftest import screenshot, wait_for_app
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+from alibi_viz.params import MAX_PARAM_CHARS
 
 pytestmark = pytest.mark.browser
 
@@ -189,3 +192,33 @@ def test_plotly_toolbar_speaks_the_page_language(page, server_url):
         "el => [...el.querySelectorAll('.modebar-btn')].map(b => b.getAttribute('data-title'))")
     assert "Restablecer los ejes" in titles or "Escala automática" in titles, titles
     assert "Reset axes" not in titles and "Autoscale" not in titles
+
+
+# Records every text a progress bar shows, from the page's first moment (an init script).
+PROGRESS_JS = """(() => {
+  window.__progressTexts = [];
+  new MutationObserver(() => {
+    for (const bar of document.querySelectorAll('[data-testid="stProgress"]')) {
+      const text = bar.innerText.trim();
+      if (text && !window.__progressTexts.includes(text)) window.__progressTexts.push(text);
+    }
+  }).observe(document, {subtree: true, childList: true, characterData: true});
+})();"""
+
+
+def test_a_new_text_shows_its_layers_in_a_progress_bar(fresh_page, server_url):
+    """A new 2,048-token text on Model heads, in Spanish: while the model runs, a progress bar
+    names the layer it has reached, in the page's language, and it is gone once the maps are
+    drawn. (The text is this test's own, so no other test has it in the cache; a page of its
+    own, since the recording script stays on a page.)"""
+    page = fresh_page
+    page.add_init_script(PROGRESS_JS)
+    own = "progreso de las capas: " + " ".join(str(k * 7919 % 1000) for k in range(480))
+    assert len(own) < MAX_PARAM_CHARS  # a longer URL value is refused
+    open_page(page, f"{server_url}/model?lang=es&tokens=2048&text={quote(own)}", charts=3)
+    assert page.get_by_text("Parámetro de URL ignorado").count() == 0  # the text was taken
+    assert page.locator("textarea").first.input_value() == own
+    texts = page.evaluate("() => window.__progressTexts")
+    assert any(re.fullmatch(r"Ejecutando el modelo sobre el texto: capa [1-4] de 4\.\.\.", t)
+               for t in texts), texts
+    assert page.locator("[data-testid='stProgress']").count() == 0
