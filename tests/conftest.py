@@ -337,7 +337,7 @@ def stop_class_stack(stack: ClassStack) -> None:
 # Streamlit server and one chromium per worker (the session fixtures above) and are dealt out
 # one by one. Groups start longest first, so no long group is left for the end.
 # Seconds each group took on an idle 2-core machine (`--durations`), to order them.
-LONG_GROUPS = {"test_storm": 95, "test_deploy": 60, "test_fuzz_pages": 60, "test_i18n": 45,
+LONG_GROUPS = {"test_storm": 55, "test_deploy": 60, "test_fuzz_pages": 60, "test_i18n": 45,
                "test_train": 30, "test_app_extrapolation": 30, "test_app_lesson": 30}
 # Modules whose tests are independent page loads, or long checks of models each builds
 # itself (a module fixture there is cheap): dealt out one by one.
