@@ -157,7 +157,10 @@ def tokens(value: float, shown: str | None = None) -> str:
     """"N tokens" in the current language, N being `value` as the page writes it (`shown`,
     default number(value)), the noun in the form the language's grammar wants: Russian declines
     it one way after a fraction ("1,4 токена") and three ways after a whole number ("1 токен",
-    "2 токена", "5 токенов"). The one writer of a token count."""
+    "2 токена", "5 токенов"). The writer of a token count that stands alone (a caption, a
+    list, a hover); a sentence that counts tokens inside it writes the noun itself, so that
+    its translator can word the count with the rest of the sentence (Russian: "при {n}
+    токенах", "токенов: {n}")."""
     shown = number(value) if shown is None else shown
     if plotly_separators()[0] in shown or "e" in shown:
         # TRANSLATORS: {fraction} is a number with decimals, e.g. 1.39.
