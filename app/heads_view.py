@@ -352,13 +352,13 @@ def cached_decompositions(_loaded: Loaded, _text: str, key: tuple, layers: tuple
 
 
 def decomposition(loaded: Loaded, text: str, key: tuple, layer: int, bias_shown: str,
-                  seq_len: int, analysis=None):
+                  analysis):
     """The view of one layer's split: from the analysis' own pass when it split that layer in
     that form, else cached as `heads.decomposition_layers` groups it."""
-    done = getattr(analysis, "splits", {}).get(layer, {})
+    done = analysis.splits.get(layer, {})
     if bias_shown in done:
         return done[bias_shown]
-    layers = decomposition_layers(loaded.info.num_layers, layer, seq_len)
+    layers = decomposition_layers(loaded.info.num_layers, layer, analysis.seq_len)
     return cached_decompositions(loaded, text, key, layers, bias_shown,
                                  i18n.get_language())[layer][bias_shown]
 
@@ -525,8 +525,7 @@ def _head_view(prefix: str, loaded: Loaded, text: str, choice: Choice, key: tupl
         head=choice.head + 1))
     try:
         with st.spinner(_("Splitting the scores into content and bias...")):
-            view = decomposition(loaded, text, key, choice.layer, choice.bias_shown, T,
-                                 analysis)
+            view = decomposition(loaded, text, key, choice.layer, choice.bias_shown, analysis)
     except (AlibiVizError, RuntimeError, MemoryError) as exc:
         st.info(ui.failure_message(exc), icon="ℹ️")
     else:

@@ -168,8 +168,9 @@ def page(screen):
 @pytest.fixture
 def fresh_page(browser):
     """A page in a context of its own with an empty cache, for a test that must see every
-    request a first visit makes. (A test that listens to a shared page's events takes its
-    listener off at the end: test_browser_model.runs_finished.)"""
+    request a first visit makes, or that adds an init script (which would stay on a shared
+    page). (A test that listens to a shared page's events takes its listener off at the end:
+    test_browser_model.runs_finished.)"""
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     page = context.new_page()
     page.set_default_timeout(60_000)

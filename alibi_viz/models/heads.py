@@ -268,9 +268,8 @@ def memory_budget() -> int:
         try:
             megabytes = float(fixed)
         except ValueError:
-            raise AlibiVizError(_("{name} must be a number of MiB, got {value}.").format(
-                name=MEMORY_BUDGET_ENV, value=repr(fixed))) from None
-        if not megabytes > 0:
+            megabytes = math.nan
+        if not megabytes > 0:  # not a number, nan, zero or negative
             raise AlibiVizError(_("{name} must be a number of MiB, got {value}.").format(
                 name=MEMORY_BUDGET_ENV, value=repr(fixed)))
         return int(megabytes * 2**20)
@@ -803,8 +802,9 @@ def _kl_from_bias(p: torch.Tensor, slopes, distance_rows: torch.Tensor,
     log_z = torch.logcumsumexp(-m * torch.arange(T, dtype=torch.float64), dim=1)  # (H, T)
     mass = p.sum(2).double()
     kl = (-entropy_rows + m * distance_rows + log_z * mass).mean(1)
-    after = torch.triu(p, diagonal=1, out=buffer)  # (a max and a min: count_nonzero is slower)
-    after = (after.amax(dim=(1, 2)) != 0) | (after.amin(dim=(1, 2)) != 0)
+    upper = torch.triu(p, diagonal=1, out=buffer)  # keys after their query
+    # a max and a min per head (count_nonzero over the layer is slower)
+    after = (upper.amax(dim=(1, 2)) != 0) | (upper.amin(dim=(1, 2)) != 0)
     return torch.where(after, math.inf, kl)
 
 
@@ -826,6 +826,18 @@ def _as_maps(maps) -> list[np.ndarray]:
     return maps
 
 
+def _applied_slopes(slopes, layers: int, heads: int) -> np.ndarray | None:
+    """`slopes` ((heads,) or (layers, heads)) as a float64 (layers, heads) array; None for
+    None; AlibiVizError for another shape."""
+    if slopes is None:
+        return None
+    try:
+        return np.broadcast_to(np.asarray(slopes, dtype=np.float64), (layers, heads)).copy()
+    except ValueError:
+        raise AlibiVizError(f"slopes must have shape ({heads},) or ({layers}, {heads}), "
+                            f"got {np.shape(slopes)}.") from None
+
+
 def head_statistics(maps, slopes=None, k: int = 8, max_distance: int | None = None) -> HeadStatistics:
     """Statistics of every head from its attention maps (see HeadStatistics).
 
@@ -839,13 +851,7 @@ def head_statistics(maps, slopes=None, k: int = 8, max_distance: int | None = No
     heads, T, _keys = maps[0].shape
     k = check_int(k, "k", 0, 1 << 24)
     max_distance = max(1, T // 2) if max_distance is None else check_int(max_distance, "max_distance", 1, 1 << 24)
-    applied = None
-    if slopes is not None:
-        try:
-            applied = np.broadcast_to(np.asarray(slopes, dtype=np.float64), (layers, heads)).copy()
-        except ValueError:
-            raise AlibiVizError(f"slopes must have shape ({heads},) or ({layers}, {heads}), "
-                                f"got {np.shape(slopes)}.") from None
+    applied = _applied_slopes(slopes, layers, heads)
 
     distance = _distance(T)                                       # (T, T)
     buffer = torch.empty(heads, T, T)                             # one layer's, reused
@@ -965,9 +971,9 @@ def analyze_heads(model, tokenizer, text, max_tokens: int | None = None, slopes=
     are split in the pass when DECOMPOSITION_ARRAYS more fit too, and when the split
     reproduces the model's attention; `splits` lacks the others (decomposition_views then
     cuts the text to its own cap, or says why it cannot split). progress(layers done,
-    layers) after each layer. A model whose attention
-    modules return no probabilities (not eager) is run once with output_attentions, holding
-    every layer's maps, and split by `score_decompositions`.
+    layers) after each layer. A model whose attention modules return no probabilities (not
+    eager) is run once with output_attentions, holding every layer's maps, and split by
+    `score_decompositions`.
     """
     facts = _facts(model, info)
     split_layers = tuple(check_int(layer, "layer", 0, facts.layers - 1) for layer in split_layers)
@@ -982,14 +988,7 @@ def analyze_heads(model, tokenizer, text, max_tokens: int | None = None, slopes=
     if (LAYER_ARRAYS + DECOMPOSITION_ARRAYS) * facts.heads * 4 * T**2 > budget:
         split_layers = ()  # the split does not fit beside the maps: decomposition_views cuts it
     hover_side = max(2, int(math.sqrt(hover_cells / facts.heads)))
-    applied = None
-    if slopes is not None:
-        try:
-            applied = np.broadcast_to(np.asarray(slopes, dtype=np.float64),
-                                      (facts.layers, facts.heads))
-        except ValueError:
-            raise AlibiVizError(f"slopes must have shape ({facts.heads},) or ({facts.layers}, "
-                                f"{facts.heads}), got {np.shape(slopes)}.") from None
+    applied = _applied_slopes(slopes, facts.layers, facts.heads)
     modules = attention_modules(model, facts.layers)
     owner, inputs = threading.get_ident(), {}
     stats, views, splits = {}, {}, {}
@@ -1041,9 +1040,9 @@ def analyze_heads(model, tokenizer, text, max_tokens: int | None = None, slopes=
             reduce(layer, maps)
         if split_layers:
             splits = decomposition_views(model, tokenizer, text, split_layers,
-                                         max_tokens=len(tokenized.ids), info=info,
+                                         max_tokens=T, info=info,
                                          bias_shown=forms)
-    return HeadsAnalysis(tokens=tokenized.tokens, seq_len=len(tokenized.ids),
+    return HeadsAnalysis(tokens=tokenized.tokens, seq_len=T,
                          layers=[views[layer] for layer in range(facts.layers)],
                          stats=stack_statistics([stats[layer] for layer in range(facts.layers)]),
                          truncated=tokenized.truncated, splits=splits)
@@ -1070,7 +1069,6 @@ class DecompositionView:
     ranges: dict
     truncated: str | None = None
     bias_shown: str = "textbook"
-
 
 
 def decomposition_view(dec: Decomposition, side: int = DECOMP_PANEL_PIXELS,
