@@ -166,3 +166,15 @@ def test_sessions_reading_texts_at_once_get_their_own_results():
         np.testing.assert_array_equal(analysis.splits[1]["textbook"].parts["total"].images,
                                       want.splits[1]["textbook"].parts["total"].images)
     assert not any(m._forward_hooks or m._forward_pre_hooks for m in model.modules())
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("kind", ["bloom", "mpt", "falcon"])
+def test_one_pass_in_16_bit_gives_what_every_map_at_once_gave(kind, dtype):
+    """The same equality for ALiBi models in bfloat16 and float16 (the maps are read as
+    float32 from the model's 16-bit probabilities, and the split reproduces them)."""
+    torch.set_num_threads(1)
+    model, tokenizer = tiny_model(kind).to(dtype), byte_tokenizer()
+    analysis = analyze_heads(model, tokenizer, TEXT, split_layers=(1,), bias_shown=heads.BIAS_SHOWN)
+    assert sorted(analysis.splits) == [1]
+    assert_same(analysis, reference(model, tokenizer, TEXT, None, (1,)))
