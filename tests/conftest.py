@@ -334,9 +334,16 @@ def stop_class_stack(stack: ClassStack) -> None:
 
 # `make test` runs the suite on every core with pytest-xdist (`-n`, `--dist loadgroup`). The
 # tests of a module that builds a module-scoped fixture (a trained toy model, a loaded model,
-# the class stack) run in one group, so the fixture is built once; browser tests share one
-# Streamlit server and one chromium per worker (the session fixtures above) and are dealt out
-# one by one. Groups start longest first, so no long group is left for the end.
+# the class stack) run on one worker, one after another, so the fixture is built once;
+# browser tests share one Streamlit server and one chromium per worker (the session fixtures
+# above) and are dealt out one by one. Groups start longest first, so no long group is left
+# for the end.
+#
+# The groups are made by the scheduler below, not by `xdist_group` marks: xdist 3.8 marks a
+# test's group by appending "@group" to `item._nodeid`, which pytest 9 no longer reads (a
+# node's id is `item._id`), so with pytest 9 every mark was silently ignored and each
+# module's tests were spread over both workers (the class stack of test_deploy started twice,
+# 25 s each).
 # Seconds each group took on an idle 2-core machine (`--durations`), to order them.
 LONG_GROUPS = {"test_storm": 55, "test_deploy": 60, "test_fuzz_pages": 60, "test_i18n": 45,
                "test_train": 30, "test_app_extrapolation": 30, "test_app_lesson": 30}
@@ -346,13 +353,28 @@ UNGROUPED = {"test_browser_presentation", "test_browser_model", "test_browser_bi
              "test_browser_compare", "test_browser_lesson", "test_conformance"}
 
 
+def group_of(nodeid: str) -> str:
+    """The unit a worker takes whole: the test's module, or the test itself in UNGROUPED."""
+    module = nodeid.split("::", 1)[0]
+    return nodeid if Path(module).stem in UNGROUPED else module
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """Under `--dist loadgroup`, xdist's scope scheduler with `group_of` as the scope."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ModuleGroups(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return group_of(nodeid)
+
+    return ModuleGroups(config, log)
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    """Give each test its xdist group (its module's, unless UNGROUPED) and order the
-    collection so that LONG_GROUPS come first, the longest first."""
-    for item in items:
-        module = item.path.stem
-        if module not in UNGROUPED:
-            item.add_marker(pytest.mark.xdist_group(module))
+    """Order the collection so that LONG_GROUPS come first, the longest first (the scheduler
+    hands the groups out in this order: `--no-loadscope-reorder`)."""
     rank = {name: -seconds for name, seconds in LONG_GROUPS.items()}
     items.sort(key=lambda item: rank.get(item.path.stem, 0))  # stable: order kept within
