@@ -20,6 +20,16 @@ def test_page_loads_without_exception():
     assert len(panel_titles(at)) == 8
 
 
+def test_landing_page_says_where_to_start():
+    """Above the first chart a newcomer reads what ALiBi is and what the page draws, and finds
+    the Lesson, and a teacher the Lesson in presentation mode (?present=1)."""
+    at = run_app()
+    text = " ".join(m.value for m in at.markdown)
+    assert "Attention with Linear Biases" in text and "sidebar" in text
+    links = [(link.proto.page, link.proto.query_string) for link in at.get("page_link")]
+    assert links == [("lesson", ""), ("lesson", "present=1")]
+
+
 def test_head_count_changes_the_grid():
     """Setting 12 heads draws 12 panels and puts heads=12 in the URL."""
     at = run_app()

@@ -142,8 +142,19 @@ ui.write_url({"heads": num_heads, "len": seq_len, "mode": mode, "schedule": sche
               "scale": scale, "decode": 1 if decode else None})
 
 st.title(_("ALiBi bias explorer"))
-st.caption(_("Attention with Linear Biases (Press, Smith & Lewis, 2021): no position embeddings; "
-             "each head subtracts a penalty proportional to the query-key distance."))
+# Where to start: a newcomer lands here, so the page says what ALiBi is and what it draws, and
+# points to the Lesson (and a teacher to its presentation mode) before the first chart.
+st.markdown(_("**ALiBi** (Attention with Linear Biases, Press, Smith & Lewis, 2021) gives a "
+              "transformer no position embeddings: each attention head subtracts a penalty "
+              "proportional to the query-key distance, its slope m times the distance."))
+st.markdown(_("This page draws that penalty for any number of heads and any length: the slope "
+              "of every head (1), each head's bias matrix (2) and how fast attention decays "
+              "with distance (3). Change the heads and the length in the sidebar."))
+# One link a line: side by side in two columns, their labels were cut at 1024 px in Spanish.
+st.page_link("app_pages/lesson.py", label=_("New to ALiBi? Start with the Lesson"),
+             icon=":material/school:")
+st.page_link("app_pages/lesson.py", label=_("Teaching? The Lesson for a projector"),
+             icon=":material/co_present:", query_params={"present": "1"})
 ui.show_url_warnings(PREFIX)
 if heads_warning:
     st.warning(heads_warning, icon="⚠️")
