@@ -49,6 +49,7 @@ PAGES = [
 st.html("<style>[data-testid='stSidebarNavLink'] span { white-space: normal !important; "
         "overflow: visible !important; text-overflow: clip !important; } "
         "[data-testid='InputInstructions'] { display: none !important; }" + ui.WIDE_CSS
+        + ui.READABLE_CSS
         + "</style>")
 page = st.navigation(PAGES)
 with ui.timed_run(page.url_path):

@@ -178,6 +178,28 @@ def fresh_page(browser):
     context.close()
 
 
+# axe-core, the accessibility engine Lighthouse runs, as the axe-playwright-python package
+# ships it (from the npm registry; nothing vendored here): WCAG 2.1 A and AA rules.
+AXE_RUN_JS = """async () => {
+  const result = await axe.run(document, {
+    runOnly: {type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa']},
+    resultTypes: ['violations']});
+  return result.violations.filter(v => v.impact === 'serious' || v.impact === 'critical')
+    .map(v => `${v.id} (${v.impact}): ` + v.nodes.slice(0, 3).map(
+      n => n.target.join(' ') + ': ' + ((n.any[0] || n.all[0] || {}).message || '')).join(' | '));
+}"""
+
+
+def serious_accessibility_violations(page) -> list[str]:
+    """axe-core's serious and critical WCAG 2.1 A/AA violations on the page as it is now
+    (colour contrast among them), one line each: [] on an accessible page."""
+    import axe_playwright_python
+
+    if not page.evaluate("() => typeof axe !== 'undefined'"):
+        page.evaluate((Path(axe_playwright_python.__file__).parent / "axe.min.js").read_text())
+    return page.evaluate(AXE_RUN_JS)
+
+
 def screenshot(page, name: str) -> None:
     """Save a full-page screenshot to test-artifacts/ (and $ALIBI_VIZ_SCREENSHOTS if set)."""
     ARTIFACTS.mkdir(exist_ok=True)

@@ -117,6 +117,22 @@ def test_controls_survive_a_visit_to_another_page():
     assert len(panel_titles(at)) == 12
 
 
+@pytest.mark.parametrize("heads", [8, 64])
+def test_the_head_table_shows_every_head(heads):
+    """The slope table holds one row per head; beyond TABLE_ROWS_SHOWN heads it is folded in
+    an expander whose title gives the count. (That no row hides in a box of fixed height, as
+    heads 7-8 of 8 did, is checked in the browser: axe-core's scrollable-region rule in
+    test_browser_presentation.test_bare_app_fits_1024_wide.)"""
+    from app.app_pages.bias_explorer import TABLE_ROWS_SHOWN
+
+    at = run_app(params={"heads": str(heads)})
+    table = at.table[0]
+    assert [row["head"] for row in table.value.to_dict("records")] == [
+        str(h) for h in range(1, heads + 1)]
+    folded = [e.label for e in at.expander if str(heads) in e.label and "head" in e.label]
+    assert bool(folded) == (heads > TABLE_ROWS_SHOWN)
+
+
 def span_of_gentlest(at) -> int:
     rows = at.table[0].value.to_dict("records")
     return int(rows[-1]["90% span (tokens)"])

@@ -6,7 +6,13 @@ import contextlib
 import re
 
 import pytest
-from conftest import ARTIFACTS, draw_every_figure, screenshot, wait_for_app
+from conftest import (
+    ARTIFACTS,
+    draw_every_figure,
+    screenshot,
+    serious_accessibility_violations,
+    wait_for_app,
+)
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from alibi_viz import i18n
@@ -166,6 +172,7 @@ def test_every_step_fits_the_projector(projector, server_url, step):
     open_step(page, server_url, step)
     assert_fits(page)
     if width == 1024:
+        assert serious_accessibility_violations(page) == []  # axe-core, WCAG 2.1 AA
         ARTIFACTS.mkdir(exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / f"lesson_present_step{step}.png"))
         if step == 4:
@@ -181,11 +188,13 @@ def test_every_step_fits_the_projector(projector, server_url, step):
 @pytest.mark.parametrize("lang", ["es", "ru"])
 @pytest.mark.parametrize("step", range(1, STEPS + 1))
 def test_every_step_fits_1024x768_in_spanish_and_russian(screen, server_url, step, lang):
-    """The same checks in Spanish and Russian, whose words run longer (?lang= in the URL)."""
+    """The same checks in Spanish and Russian, whose words run longer (?lang= in the URL), and
+    axe-core's WCAG 2.1 A/AA rules (colour contrast among them): no serious violation."""
     page = screen(1024, 768)
     open_step(page, server_url, step, lang)
     assert page.evaluate("() => document.body.innerText").count("Reveal the answer") == 0
     assert_fits(page)
+    assert serious_accessibility_violations(page) == []
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / f"lesson_present_{lang}_step{step}.png"))
 
@@ -279,12 +288,30 @@ def test_no_page_is_wider_than_a_phone(screen, server_url, path):
 
 @pytest.mark.parametrize("path", ["", "compare", "model", "inspect", "extrapolation", "lesson"])
 def test_bare_app_fits_1024_wide(screen, server_url, path):
-    """Outside presentation mode every page at 1024x768 has no cut button or navigation label."""
+    """Outside presentation mode every page at 1024x768 has no cut button or navigation label,
+    and no serious violation of axe-core's WCAG 2.1 A/AA rules (in English; Spanish and Russian
+    in the tests below)."""
     page = screen(1024, 768)
     page.goto(f"{server_url}/{path}")
     page.wait_for_selector("[data-testid='stSidebarNavLink']", timeout=FIRST_LOAD_MS)
     wait_for_app(page)
     assert page.evaluate(CUT_LABELS_JS) == []
+    assert serious_accessibility_violations(page) == []
+
+
+@pytest.mark.parametrize("lang", ["es", "ru"])
+@pytest.mark.parametrize("path", ["inspect", "lesson"])
+def test_pages_without_figures_on_load_pass_axe_in_spanish_and_russian(screen, server_url, path,
+                                                                       lang):
+    """Inspect a model and the Lesson's first step, in Spanish and Russian: no serious violation
+    of axe-core's WCAG 2.1 A/AA rules (the other pages are checked in both languages on the
+    loads of test_no_figure_text_lies_on_another_outside_the_lesson, the lesson's steps on a
+    projector above)."""
+    page = screen(1366, 768)
+    page.goto(f"{server_url}/{path}?lang={lang}")
+    page.wait_for_selector("[data-testid='stMain'] h1", timeout=FIRST_LOAD_MS)
+    wait_for_app(page)
+    assert serious_accessibility_violations(page) == []
 
 
 @pytest.mark.parametrize("path", ["/", "/compare", "/model", "/extrapolation"])
@@ -321,13 +348,17 @@ def test_no_figure_text_lies_on_another_outside_the_lesson(screen, server_url, p
     on a title, or tick labels on each other. The bias explorer also with 12, 32 and 64 heads
     (grids of several rows, 12 or 32 decay curves), Model heads on a short text (maps drawn
     as labelled heatmaps), and the lesson's steps as its handout shows them all at once. On
-    the same load: no figure text drawn outside its figure or over its legend, no exception."""
+    the same load: no figure text drawn outside its figure or over its legend, no exception, and
+    (but for the bias explorer's other head counts, the same page) no serious violation of
+    axe-core's WCAG 2.1 A/AA rules, colour contrast among them."""
     width, height = size
     page = screen(width, height)
     page.goto(f"{server_url}{path}{'&' if '?' in path else '?'}lang={lang}")
     assert overlaps_everywhere(page) == []
     assert page.locator("[data-testid='stException']").count() == 0
     assert page.evaluate(FIGURE_TEXT_JS) == []
+    if "heads=" not in path:
+        assert serious_accessibility_violations(page) == []
 
 
 SVG_WIDTHS_JS = """() => [...document.querySelectorAll('.js-plotly-plot .main-svg')]

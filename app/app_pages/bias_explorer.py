@@ -26,7 +26,7 @@ from alibi_viz.figures.bias import (
     decay_figure,
     slope_schedule_figure,
 )
-from alibi_viz.i18n import N_, _, number, percent, significant
+from alibi_viz.i18n import N_, _, ngettext, number, percent, significant
 from alibi_viz.params import UrlParam, format_head_selection, parse_head_selection
 from alibi_viz.precision import content_rounding, row_constant_error_table, spacing
 from app import ui
@@ -43,6 +43,7 @@ PARAMS = [
     UrlParam("decode", "choice", "0", choices=("0", "1")),
 ]
 DECODE_QUERIES = 16  # a decoding view draws this many newest queries against every cached key
+TABLE_ROWS_SHOWN = 16  # the head table is shown open up to this many heads, else in an expander
 SCALE_TITLES = {"clipped": N_("one for all, clipped"), "per_head": N_("each head its own"),
                 "shared": N_("one for all heads")}
 
@@ -182,9 +183,17 @@ with right:
     else:
         st.warning(note, icon="↕️")
 # The table under both, at the page's width (in the right column its six columns were cut at
-# 1366 px). A plain table that scrolls: st.dataframe's grid would add 0.2 MB of JavaScript to
-# a first visit (bench/README.md, first visit through nginx).
-ui.table(head_summary(slopes, seq_len, mode), height=260)
+# 1366 px). A plain table (st.dataframe's grid would add 0.2 MB of JavaScript to a first visit,
+# bench/README.md), whole: in a box of fixed height it hid heads 7-8 of 8 and a phone showed
+# no scrollbar, and a box that scrolls needs the keyboard's focus (axe-core's WCAG rule). Many
+# heads fold into an expander that says how many rows it holds.
+if num_heads <= TABLE_ROWS_SHOWN:
+    ui.table(head_summary(slopes, seq_len, mode))
+else:
+    with st.expander(ngettext("Every head's slope, half-life and span: the table of {n} head",
+                              "Every head's slope, half-life and span: the table of {n} heads",
+                              num_heads).format(n=number(num_heads))):
+        ui.table(head_summary(slopes, seq_len, mode))
 if mode == "causal":
     st.caption(_("Span and mean distance of the bias-only attention of query i = {query}: "
                  "the last one, with every key behind it.").format(query=number(query)))
@@ -268,8 +277,10 @@ st.subheader(_("4. The formulas"))
 st.latex(r"\mathrm{softmax}\Big(\tfrac{q_i K^\top}{\sqrt{d}} + B_i\Big),\qquad "
          r"B_{ij} = -m_h\,(i-j)\ \ (j \le i)")
 st.latex(r"n = 2^k:\quad m_h = 2^{-8h/n},\ h = 1..n")
-st.latex(r"\text{" + _("otherwise (official rule)") + r", } c = 2^{\lfloor \log_2 n \rfloor}:"
-         r"\quad m_1..m_c = 2^{-8h/c},\quad m_{c+1}..m_n = 2^{-8(2k-1)/(2c)},\ k = 1..n-c")
+# Two lines: on one, the rule was wider than the page at 1024 px (a formula that scrolls
+# sideways, out of the keyboard's reach).
+st.latex(r"\text{" + _("otherwise (official rule)") + r", } c = 2^{\lfloor \log_2 n \rfloor}:")
+st.latex(r"m_1..m_c = 2^{-8h/c},\quad m_{c+1}..m_n = 2^{-8(2k-1)/(2c)},\ k = 1..n-c")
 st.latex(r"\text{" + _("symmetric:") + r" } B_{ij} = -m_h\,|i-j|")
 bf16 = row_constant_error_table((8, 112), 2048, "bfloat16")
 CONTENT_KEYS, CONTENT_SCORE = range(2040, 2048), 3.0  # head 1 (m = 1/2) at the end of 2,048 keys
