@@ -369,7 +369,7 @@ def test_max_tokens_cuts_and_says_so(models, tokenizer):
     """max_tokens keeps the first tokens and names the limit."""
     result = attention_maps(models["bloom"], tokenizer, TEXT, max_tokens=10)
     assert result.tokens == list("ALiBi␣adds")
-    assert result.truncated == "Kept the first 10 of 69 tokens: max_tokens is 10."
+    assert result.truncated == "Kept the first 10 of 69 tokens: the token limit is 10."
 
 
 def test_learned_positions_cap_the_length(models, tokenizer):

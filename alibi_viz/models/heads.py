@@ -245,7 +245,7 @@ def _token_cap(model, facts: _Facts, max_tokens, budget_bytes, bytes_per_token_s
                                                      n=number(budget_cap), what=what))]
     if max_tokens is not None:
         max_tokens = check_int(max_tokens, "max_tokens", 1, 1 << 24)
-        caps.append((max_tokens, _("max_tokens is {n}").format(n=number(max_tokens))))
+        caps.append((max_tokens, _("the token limit is {n}").format(n=number(max_tokens))))
     positions = facts.max_positions
     if positions is not None:
         caps.append((positions, ngettext("the model has only {n} learned position",
