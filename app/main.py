@@ -50,7 +50,7 @@ st.html("<style>[data-testid='stSidebarNavLink'] span { white-space: normal !imp
         "overflow: visible !important; text-overflow: clip !important; } "
         "[data-testid='InputInstructions'] { display: none !important; }" + ui.WIDE_CSS
         + ui.READABLE_CSS
-        + "</style>")
+        + "</style>" + ui.TOUCH_JS, unsafe_allow_javascript=True)
 page = st.navigation(PAGES)
 with ui.timed_run(page.url_path):
     page.run()

@@ -256,6 +256,35 @@ CAPTION_COLOR = "#5f5e5c"
 READABLE_CSS = f"[data-testid='stCaptionContainer'] {{ color: {CAPTION_COLOR}; opacity: 1; }}"
 
 
+# On a touch screen a swipe that starts on a chart scrolls the page: each chart is drawn with
+# no drag mode (plotly's dragmode false), so plotly leaves the finger to the browser; a tap
+# still shows a value, and the chart's toolbar (zoom or pan) turns exploring on for that chart
+# until the page draws it anew. With a drag mode, a vertical swipe zoomed the chart ("double
+# click to reset") and the page did not move (measured at 390x844 with touch emulation).
+# A mouse keeps drag-to-zoom. Run once per browser tab (st.html with its script).
+TOUCH_JS = """<script>
+(() => {
+  if (window.__alibiVizTouch || !window.matchMedia('(pointer: coarse)').matches) return;
+  window.__alibiVizTouch = true;
+  // A figure as the page sent it has no drag mode of its own (plot.layout.dragmode undefined):
+  // set none. One the toolbar set ('zoom', 'pan') or this script set (false) is left alone.
+  const calm = (plot) => {
+    if (plot.layout && plot.layout.dragmode === undefined && window.Plotly)
+      window.Plotly.relayout(plot, {dragmode: false});
+  };
+  const watch = (plot) => {
+    if (plot.__alibiVizWatched || !plot.on) return;
+    plot.__alibiVizWatched = true;
+    plot.on('plotly_afterplot', () => calm(plot));  // drawn anew by a rerun (Plotly.react)
+    calm(plot);
+  };
+  const scan = () => document.querySelectorAll('.js-plotly-plot').forEach(watch);
+  new MutationObserver(scan).observe(document.body, {childList: true, subtree: true});
+  scan();
+})();
+</script>"""
+
+
 def fitted_width(spec: dict) -> int:
     """The width a figure dict's texts were fitted to (`render.figure_spec` records it)."""
     return int(spec.get("layout", {}).get("meta", {}).get("fitted_width", PAGE_WIDTH_PX))

@@ -1,7 +1,9 @@
 """The bias explorer in a real browser: renders, re-renders on input, restores a shared URL."""
 
+import time
+
 import pytest
-from conftest import screenshot, wait_for_app
+from conftest import draw_every_figure, screenshot, wait_for_app
 
 pytestmark = pytest.mark.browser
 
@@ -18,6 +20,9 @@ def test_page_renders_charts(page, server_url):
     wait_for_app(page)
     assert page.locator(".js-plotly-plot").count() >= 3
     assert len(grid_titles(page)) == 8
+    # with a mouse, a drag still zooms (only a touch screen draws charts without a drag mode)
+    assert page.evaluate("() => [...document.querySelectorAll('.js-plotly-plot')]"
+                         ".every(p => p._fullLayout.dragmode !== false)")
     screenshot(page, "bias_explorer")
 
 
@@ -66,3 +71,56 @@ def test_no_request_leaves_the_machine(fresh_page, server_url):
     page.wait_for_selector(".js-plotly-plot >> nth=2")
     wait_for_app(page)
     assert outside == []
+
+
+MAIN_SCROLL_JS = "() => document.querySelector('[data-testid=stMain]').scrollTop"
+RANGES_JS = """(plot) => JSON.stringify(['xaxis', 'yaxis'].map(
+    a => plot._fullLayout[a] ? plot._fullLayout[a].range : null))"""
+
+
+def swipe(cdp, x: float, y: float, dy: float, steps: int = 10) -> None:
+    """A finger on (x, y) moved dy px vertically and lifted, as touch events."""
+    cdp.send("Input.dispatchTouchEvent", {"type": "touchStart", "touchPoints": [{"x": x, "y": y}]})
+    for k in range(1, steps + 1):
+        cdp.send("Input.dispatchTouchEvent",
+                 {"type": "touchMove", "touchPoints": [{"x": x, "y": y + dy * k / steps}]})
+        time.sleep(0.016)  # a finger's pace: one move a frame
+    cdp.send("Input.dispatchTouchEvent", {"type": "touchEnd", "touchPoints": []})
+
+
+def test_a_swipe_on_a_chart_scrolls_a_phone(browser, server_url):
+    """On a 390x844 touch screen in Russian, a swipe up that starts on a chart scrolls the page
+    and leaves the chart's axes alone (it used to zoom the chart and not move the page); after
+    the chart's toolbar button for zooming is tapped, the same swipe explores the chart."""
+    context = browser.new_context(viewport={"width": 390, "height": 844}, has_touch=True,
+                                  is_mobile=True)
+    try:
+        page = context.new_page()
+        page.set_default_timeout(60_000)
+        page.goto(server_url + "/?lang=ru")
+        page.wait_for_selector(".js-plotly-plot >> nth=2", timeout=180_000)
+        draw_every_figure(page)
+        cdp = context.new_cdp_session(page)
+        plots = page.locator(".js-plotly-plot")
+        for index in range(3):
+            plot = plots.nth(index)
+            plot.scroll_into_view_if_needed()
+            wait_for_app(page)
+            box = plot.bounding_box()
+            before, ranges = page.evaluate(MAIN_SCROLL_JS), plot.evaluate(RANGES_JS)
+            swipe(cdp, box["x"] + box["width"] / 2, box["y"] + min(box["height"] / 2, 300), -150)
+            page.wait_for_function(f"() => ({MAIN_SCROLL_JS})() > {before} + 50", timeout=5_000)
+            assert plot.evaluate(RANGES_JS) == ranges, f"chart {index + 1} was zoomed"
+        # exploring, asked for: the toolbar's zoom button, then the same swipe zooms
+        plot = plots.first
+        plot.scroll_into_view_if_needed()
+        wait_for_app(page)
+        plot.evaluate("(p) => p._fullLayout._modeBar.buttonElements"
+                      ".find(b => b.getAttribute('data-val') === 'zoom').click()")
+        assert plot.evaluate("(p) => p._fullLayout.dragmode") == "zoom"
+        box, ranges = plot.bounding_box(), plot.evaluate(RANGES_JS)
+        swipe(cdp, box["x"] + box["width"] / 2, box["y"] + box["height"] / 2 - 60, 120)
+        page.wait_for_function(f"(r) => ({RANGES_JS})(document.querySelector('.js-plotly-plot'))"
+                               " !== r", arg=ranges, timeout=5_000)
+    finally:
+        context.close()
