@@ -38,7 +38,12 @@ import numpy as np
 import psutil
 import torch
 
-from alibi_viz.alibi import DEFAULT_BUDGET_BYTES, bias_only_mean_distance, check_int
+from alibi_viz.alibi import (
+    DEFAULT_BUDGET_BYTES,
+    bias_only_mean_distance,
+    check_int,
+    implied_attention_map,
+)
 from alibi_viz.display import IMAGE_PIXEL_BUDGET, StackView, stack_view
 from alibi_viz.errors import AlibiVizError, BudgetError
 from alibi_viz.i18n import _, ngettext, number
@@ -923,6 +928,16 @@ def mean_mass_beyond(attention, distance: int) -> float:
         return math.nan
     far = np.tril(attention, k=-(distance + 1))  # keeps j <= i - distance - 1
     return float(far[distance + 1:].sum(axis=1).mean())
+
+
+def beyond_training(attention, train_seq_len: int, slope=None) -> tuple[float, float | None, int]:
+    """(share of one head's (T, T) attention beyond the training length, the same for its bias
+    alone or None without a slope, T): `mean_mass_beyond` of the map and of the bias' map."""
+    attention = check_attention(attention)
+    T = attention.shape[0]
+    bias = (mean_mass_beyond(implied_attention_map([slope], T)[0], train_seq_len)
+            if slope else None)
+    return mean_mass_beyond(attention, train_seq_len), bias, T
 
 
 # ----------------------------------------------------------------------------- for the pages

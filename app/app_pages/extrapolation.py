@@ -6,7 +6,6 @@ from pathlib import Path
 import streamlit as st
 
 from alibi_viz import assets, data, i18n, paper
-from alibi_viz.alibi import implied_attention_map
 from alibi_viz.assets import model_label, train_hint
 from alibi_viz.errors import AlibiVizError
 from alibi_viz.evaluate import (
@@ -38,7 +37,7 @@ from alibi_viz.figures.extrapolation import (
     win_half_figure,
 )
 from alibi_viz.i18n import N_, _, number, significant, small_percent
-from alibi_viz.models.heads import attention_maps, mean_mass_beyond
+from alibi_viz.models.heads import attention_maps, beyond_training
 from alibi_viz.models.rescale import (
     interpolation_note,
     interpolation_scale,
@@ -108,12 +107,9 @@ def attention_fig(path: str, stamp: tuple, train_seq_len: int, layer: int, head:
 def attention_beyond(path: str, stamp: tuple, train_seq_len: int, layer: int, head: int, slope,
                      kind: str):
     """(share of the long map's attention beyond the training length, the same for the bias
-    alone or None without a slope, T): see `heads.mean_mass_beyond`."""
+    alone or None without a slope, T): see `heads.beyond_training`."""
     long = alibi_attention(path, stamp, LONG_FACTOR * train_seq_len, kind).maps[layer][head]  # (T, T)
-    T = long.shape[0]
-    beyond_bias = (mean_mass_beyond(implied_attention_map([slope], T)[0], train_seq_len)
-                   if slope else None)
-    return mean_mass_beyond(long, train_seq_len), beyond_bias, T
+    return beyond_training(long, train_seq_len, slope)
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
