@@ -334,6 +334,53 @@ def copy_heads(path: str, stamp: tuple, distance: int, kind: str):
     return values, (first_loss, repeat_loss, control_loss)
 
 
+def intro_section(train_seq_len: int):
+    """The page title, what the five models are, and what else differs between them."""
+    st.title(_("Extrapolation lab: train short, test long"))
+    st.caption(_("Five small models trained alike on {train_seq_len}-token windows of Python code "
+                 "and English, Spanish and Russian prose (same backbone, data, copy curriculum, "
+                 "steps and schedule), differing in how they know where a token is: {positions}. "
+                 "Then each reads held-out text in windows of up to {longest} tokens.").format(
+        train_seq_len=number(train_seq_len), longest=number(max(LENGTHS)),
+        positions="; ".join(f"**{model_label(name)}**: {_(spec.position)}"
+                            for name, spec in assets.SHIPPED.items())))
+    with st.expander(_("What else differs between the five (measured, see the model cards)")):
+        st.markdown("\n".join(f"- {_(d)}" for d in assets.REMAINING_DIFFERENCES))
+
+
+def shipped_results_section(results: dict, train_seq_len: int, alibi_path, kind: str):
+    """Section 1's text (the chart is drawn at the end, once a live run may have added its
+    star). Returns (the chart's slot, the results, {} if they could not be read)."""
+    st.subheader(_("1. Perplexity vs evaluation length (shipped results)"))
+    chart_slot = st.container()  # filled at the end, once a live run may have added its star
+    summary_slot = st.container()
+    if not results:
+        chart_slot.info(_("No shipped results for this text yet: assets/results/extrapolation-{kind}.json "
+                          "is written by `python -m alibi_viz.evaluate`. The live evaluation below "
+                          "works without it.").format(kind=kind))
+    else:
+        with summary_slot:
+            try:
+                for protocol in PROTOCOLS:
+                    sentences = extrapolation_summary(results, protocol)
+                    if sentences:
+                        st.markdown(f"**{protocol_name(protocol)}.** " + " ".join(sentences))
+                for sentence in in_distribution_ranking(results):
+                    st.markdown(sentence)
+                reading_notes(results, train_seq_len, assets.load_rescale_results(),
+                              assets.training_info(alibi_path).get("parameters")
+                              if alibi_path else None)
+                beside_the_paper()
+                paper_table(results, train_seq_len)
+                with st.expander(_("Table and evaluation details")):
+                    st.dataframe(results_table(results), hide_index=True, key="xl_table")
+                    st.caption(results_details(results))
+            except AlibiVizError as exc:
+                st.error(_("The shipped results could not be read: {error}").format(error=exc))
+                results = {}
+    return chart_slot, results
+
+
 # ----------------------------------------------------------------------------- page
 
 shipped = assets.shipped_models()
@@ -348,47 +395,12 @@ ui.write_url({"model": model, "length": length, "layer": layer, "head": head, "k
 results = assets.load_extrapolation_results(kind)
 train_seq_len = assets.shipped_train_seq_len(alibi_path, results)
 
-st.title(_("Extrapolation lab: train short, test long"))
-st.caption(_("Five small models trained alike on {train_seq_len}-token windows of Python code "
-             "and English, Spanish and Russian prose (same backbone, data, copy curriculum, "
-             "steps and schedule), differing in how they know where a token is: {positions}. "
-             "Then each reads held-out text in windows of up to {longest} tokens.").format(
-    train_seq_len=number(train_seq_len), longest=number(max(LENGTHS)),
-    positions="; ".join(f"**{model_label(name)}**: {_(spec.position)}"
-                        for name, spec in assets.SHIPPED.items())))
-with st.expander(_("What else differs between the five (measured, see the model cards)")):
-    st.markdown("\n".join(f"- {_(d)}" for d in assets.REMAINING_DIFFERENCES))
+intro_section(train_seq_len)
 ui.show_url_warnings(PREFIX)
 
 
 # 1. shipped results -------------------------------------------------------------------------
-st.subheader(_("1. Perplexity vs evaluation length (shipped results)"))
-chart_slot = st.container()  # filled at the end, once a live run may have added its star
-summary_slot = st.container()
-if not results:
-    chart_slot.info(_("No shipped results for this text yet: assets/results/extrapolation-{kind}.json "
-                      "is written by `python -m alibi_viz.evaluate`. The live evaluation below "
-                      "works without it.").format(kind=kind))
-else:
-    with summary_slot:
-        try:
-            for protocol in PROTOCOLS:
-                sentences = extrapolation_summary(results, protocol)
-                if sentences:
-                    st.markdown(f"**{protocol_name(protocol)}.** " + " ".join(sentences))
-            for sentence in in_distribution_ranking(results):
-                st.markdown(sentence)
-            reading_notes(results, train_seq_len, assets.load_rescale_results(),
-                          assets.training_info(alibi_path).get("parameters")
-                          if alibi_path else None)
-            beside_the_paper()
-            paper_table(results, train_seq_len)
-            with st.expander(_("Table and evaluation details")):
-                st.dataframe(results_table(results), hide_index=True, key="xl_table")
-                st.caption(results_details(results))
-        except AlibiVizError as exc:
-            st.error(_("The shipped results could not be read: {error}").format(error=exc))
-            results = {}
+chart_slot, results = shipped_results_section(results, train_seq_len, alibi_path, kind)
 
 # 2. live run ---------------------------------------------------------------------------------
 st.subheader(_("2. Re-run it live"))
