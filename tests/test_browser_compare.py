@@ -48,3 +48,25 @@ def test_changing_length_rerenders(page, server_url):
         "() => document.querySelectorAll('.js-plotly-plot')[1]"
         "?.querySelector('.gtitle')?.textContent.includes('65,536x65,536')")
     assert "len=65536" in page.url
+
+
+HIDDEN_METHODS_JS = """() => {
+  const box = document.querySelector('.st-key-cmp_methods');
+  const tags = box.querySelector('[data-testid=stMultiSelectTagsContainer]');
+  const hidden = [];
+  if (tags.scrollHeight > tags.clientHeight + 1) hidden.push('the chips scroll');
+  for (const span of tags.querySelectorAll('span'))
+    if (span.children.length === 0 && span.scrollWidth > span.clientWidth + 1)
+      hidden.push('cut: ' + span.textContent);
+  return hidden;
+}"""
+
+
+def test_every_chosen_method_is_in_sight_at_1024_in_spanish(screen, server_url):
+    """The methods box in the sidebar at 1024x768 in Spanish shows every chosen method whole:
+    no chip scrolled out of its box (Sandwich, the sixth, was) and no name cut short."""
+    page = screen(1024, 768)
+    open_compare(page, server_url + "/compare?lang=es")
+    chips = page.locator(".st-key-cmp_methods [data-testid='stMultiSelectTagsContainer'] [role='group'] > *")
+    assert chips.count() == 6
+    assert page.evaluate(HIDDEN_METHODS_JS) == []

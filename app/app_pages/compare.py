@@ -108,11 +108,23 @@ def method_params_ui(name: str) -> dict:
     return values
 
 
+# The chosen methods, every one in sight: Streamlit's multiselect keeps its chips in a box of
+# about five lines that scrolls (at 1024 px in Spanish it hid "Sandwich", the sixth) and cuts a
+# long name with an ellipsis ("Cota de decaimient..."). Here the box grows and names wrap.
+METHODS_CSS = """<style>
+.st-key-cmp_methods div:has(> [data-testid='stMultiSelectTagsContainer']) { max-height: none !important; }
+.st-key-cmp_methods [data-testid='stMultiSelectTagsContainer'] span {
+  max-width: none !important; white-space: normal !important; overflow: visible !important; }
+.st-key-cmp_methods [data-testid='stMultiSelectTagsContainer'] span:has(> span) { height: auto !important; }
+</style>"""
+
+
 def controls_ui():
     """The controls, seeded from the URL on the first run. Returns their values."""
     ui.seed_from_url(PREFIX, PARAMS)
     finish_seeding()
     with st.sidebar:
+        st.html(METHODS_CSS)
         st.header(_("Compare methods"))
         methods = st.multiselect(
             _("Methods"), list(METHODS), key="cmp_methods",
