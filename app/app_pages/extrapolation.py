@@ -381,6 +381,51 @@ def shipped_results_section(results: dict, train_seq_len: int, alibi_path, kind:
     return chart_slot, results
 
 
+def attention_section(info, alibi_error, alibi_path, train_seq_len: int, layer: int, head: int,
+                      kind: str):
+    """Section 3: one ALiBi head (1-based `layer`, `head`) at the training length and at
+    LONG_FACTOR times it, with its share of attention beyond the training length."""
+    st.subheader(_("3. One ALiBi head at {short} and at {long} tokens").format(
+        short=number(train_seq_len), long=number(LONG_FACTOR * train_seq_len)))
+    if info is None:
+        st.info(alibi_error)
+    else:
+        slope = info.slopes[head - 1] if info.slopes else None
+        try:
+            stamp = ui.model_stamp(str(alibi_path))
+            fig = attention_fig(str(alibi_path), stamp, train_seq_len, layer - 1, head - 1, slope,
+                                kind)
+            beyond, beyond_bias, T = attention_beyond(str(alibi_path), stamp, train_seq_len, layer - 1,
+                                                      head - 1, slope, kind)
+        except AlibiVizError as exc:
+            st.error(str(exc))
+        else:
+            ui.show_figure(fig, f"extrapolation_attention_L{layer}_H{head}", key="xl_fig_attention")
+            text = _("The same held-out text ({text}), read by the ALiBi model at {train_seq_len} "
+                     "tokens (left, the training length) and at {T} tokens (right, {factor}x). Below the "
+                     "dashed red line every query sees more tokens than any training window held; "
+                     "left of the dotted line keys are more than {train_seq_len} tokens back, farther "
+                     "than any distance seen in training. For ALiBi those distances are new too, but "
+                     "they only carry a larger penalty on the same straight line: the steep heads "
+                     "keep their attention on distances seen in training, and the gentle ones put "
+                     "part of theirs beyond. A causal model cannot look ahead, so the left map is the "
+                     "top-left corner of the right one.").format(
+                train_seq_len=number(train_seq_len), T=number(T), factor=T // train_seq_len,
+                text=_(data.TEXT_KINDS[kind]).lower())
+            if beyond == beyond and beyond_bias is not None:  # not NaN
+                text += " " + _("Queries past position {train_seq_len} give **{share}** of their "
+                                "attention to keys more than {train_seq_len} tokens back; the bias alone "
+                                "(m={m}, all content scores equal) would give {bias}.").format(
+                    train_seq_len=number(train_seq_len), share=small_percent(beyond), m=significant(slope),
+                    bias=small_percent(beyond_bias))
+            elif beyond == beyond:
+                text += " " + _("Queries past position {train_seq_len} give **{share}** of their "
+                                "attention to keys more than {train_seq_len} tokens back.").format(
+                    train_seq_len=number(train_seq_len), share=small_percent(beyond))
+            shares = every_head_beyond(str(alibi_path), stamp, train_seq_len, kind)
+            st.markdown(text + " " + beyond_summary(shares, train_seq_len, T))
+
+
 # ----------------------------------------------------------------------------- page
 
 shipped = assets.shipped_models()
@@ -479,46 +524,7 @@ if results:
         chart_slot.error(_("The shipped results could not be drawn: {error}").format(error=exc))
 
 # 3. attention maps ------------------------------------------------------------------------------
-st.subheader(_("3. One ALiBi head at {short} and at {long} tokens").format(
-    short=number(train_seq_len), long=number(LONG_FACTOR * train_seq_len)))
-if info is None:
-    st.info(alibi_error)
-else:
-    slope = info.slopes[head - 1] if info.slopes else None
-    try:
-        stamp = ui.model_stamp(str(alibi_path))
-        fig = attention_fig(str(alibi_path), stamp, train_seq_len, layer - 1, head - 1, slope,
-                            kind)
-        beyond, beyond_bias, T = attention_beyond(str(alibi_path), stamp, train_seq_len, layer - 1,
-                                                  head - 1, slope, kind)
-    except AlibiVizError as exc:
-        st.error(str(exc))
-    else:
-        ui.show_figure(fig, f"extrapolation_attention_L{layer}_H{head}", key="xl_fig_attention")
-        text = _("The same held-out text ({text}), read by the ALiBi model at {train_seq_len} "
-                 "tokens (left, the training length) and at {T} tokens (right, {factor}x). Below the "
-                 "dashed red line every query sees more tokens than any training window held; "
-                 "left of the dotted line keys are more than {train_seq_len} tokens back, farther "
-                 "than any distance seen in training. For ALiBi those distances are new too, but "
-                 "they only carry a larger penalty on the same straight line: the steep heads "
-                 "keep their attention on distances seen in training, and the gentle ones put "
-                 "part of theirs beyond. A causal model cannot look ahead, so the left map is the "
-                 "top-left corner of the right one.").format(
-            train_seq_len=number(train_seq_len), T=number(T), factor=T // train_seq_len,
-            text=_(data.TEXT_KINDS[kind]).lower())
-        if beyond == beyond and beyond_bias is not None:  # not NaN
-            text += " " + _("Queries past position {train_seq_len} give **{share}** of their "
-                            "attention to keys more than {train_seq_len} tokens back; the bias alone "
-                            "(m={m}, all content scores equal) would give {bias}.").format(
-                train_seq_len=number(train_seq_len), share=small_percent(beyond), m=significant(slope),
-                bias=small_percent(beyond_bias))
-        elif beyond == beyond:
-            text += " " + _("Queries past position {train_seq_len} give **{share}** of their "
-                            "attention to keys more than {train_seq_len} tokens back.").format(
-                train_seq_len=number(train_seq_len), share=small_percent(beyond))
-        shares = every_head_beyond(str(alibi_path), stamp, train_seq_len, kind)
-        st.markdown(text + " " + beyond_summary(shares, train_seq_len, T))
-
+attention_section(info, alibi_error, alibi_path, train_seq_len, layer, head, kind)
 
 # 4. context reach -------------------------------------------------------------------------------
 st.subheader(_("4. How far back do the models really look?"))
