@@ -426,6 +426,78 @@ def attention_section(info, alibi_error, alibi_path, train_seq_len: int, layer: 
             st.markdown(text + " " + beyond_summary(shares, train_seq_len, T))
 
 
+@ui.cached_figure(max_entries=2)
+def learned_slopes_fig():
+    return learned_slopes_figure(assets.load_learnable_slopes_results())
+
+
+@ui.cached_figure(max_entries=8)
+def learnable_fig(kind: str):
+    return learnable_perplexity_figure(assets.load_learnable_slopes_results(), kind)
+
+
+VERDICTS = {  # what the paired interval of learnable / fixed says (learnable_slopes.verdict)
+    "worse": N_("worse than with fixed slopes (the interval lies above 1)"),
+    "better": N_("better than with fixed slopes (the interval lies below 1)"),
+    "same": N_("no measurable difference (the interval includes 1)"),
+}
+
+
+def learnable_slopes_section(kind: str):
+    """Section 6: the variant that trains its slopes against the fixed-slope model."""
+    st.subheader(_("6. Learnable slopes: does training m_h help?"))
+    st.markdown(_(
+        "The paper fixes the slopes. It also tried training them, and found that trainable slopes "
+        "did not yield strong extrapolation (section 3, on its {parameters}M-parameter "
+        "WikiText-103 model). Here a variant of the shipped ALiBi model trains them: "
+        "every layer's slopes are parameters, starting from the official schedule, trained with the "
+        "rest of the model on the same data, batches and steps.").format(
+        parameters=paper.TABLE_MODEL_PARAMETERS_M))
+    variant = assets.load_learnable_slopes_results()
+    if variant:
+        st.markdown(learnable_slopes.run_summary(variant))
+    if not variant:
+        st.info(_("No shipped results yet: assets/results/learnable-slopes.json is written by "
+                  "`python -m alibi_viz.models.layer_slopes`."))
+    else:
+        found = learnable_slopes.summary(variant, kind)
+        longest = max(variant["factors"])
+        with ui.question(_("The slopes were trained on {train}-token windows only. At {factor}x "
+                           "that length ({length} tokens), will the learnable-slope model be better "
+                           "or worse than the fixed-slope one?").format(
+                train=number(variant["train_seq_len"]), factor=longest,
+                length=number(longest * variant["train_seq_len"]))):
+            lines = []
+            for factor in (1, LONG_FACTOR, longest):
+                ratio, low, high = found["ratios"][factor]
+                lines.append("- " + _("{factor}x ({length} tokens): learnable / fixed perplexity "
+                                      "{ratio} (95% interval {low} to {high}): {verdict}.").format(
+                    factor=factor, length=number(factor * variant["train_seq_len"]),
+                    ratio=number(ratio, 3), low=number(low, 3), high=number(high, 3),
+                    verdict=_(VERDICTS[found["verdicts"][factor]])))
+            st.markdown("\n".join(lines))
+            first, last = found["ratios"][1][0], found["ratios"][longest][0]
+            if found["narrows"]:
+                st.markdown(_("The gap to the fixed slopes narrows with length: {first} at the "
+                              "training length, {last} at {factor}x.").format(
+                    first=relative_change(first), last=relative_change(last), factor=longest))
+            largest = found["largest"]
+            start = variant["slopes"][0][largest["layer"]][largest["head"]]
+            st.markdown(_("{steeper} of the {n} slopes ended steeper than they started. The largest "
+                          "move: layer {layer}, head {head}, from {start} to {end} ({factor} times "
+                          "its start).").format(
+                steeper=found["steeper"], n=found["slopes"], layer=largest["layer"] + 1,
+                head=largest["head"] + 1, start=significant(start, 3),
+                end=significant(start * (1 + largest["relative"]), 3),
+                factor=number(1 + largest["relative"], 1)))
+        ui.show_figure(learned_slopes_fig(), "learned_slopes", key="xl_fig_learned_slopes")
+        ui.show_figure(learnable_fig(kind), "learnable_slopes", key="xl_fig_learnable")
+        st.caption(_("Held-out text: {text}; the same targets for both models, intervals from 16 "
+                     "disjoint chunks. The model: assets/variants/learnable-slopes (its model card "
+                     "says how it was trained). Command: `{command}`.").format(
+            text=_(data.TEXT_KINDS[kind]).lower(), command=variant["command"]))
+
+
 # ----------------------------------------------------------------------------- page
 
 shipped = assets.shipped_models()
@@ -728,74 +800,7 @@ else:
 
 
 # 6. learnable slopes ------------------------------------------------------------------------
-@ui.cached_figure(max_entries=2)
-def learned_slopes_fig():
-    return learned_slopes_figure(assets.load_learnable_slopes_results())
-
-
-@ui.cached_figure(max_entries=8)
-def learnable_fig(kind: str):
-    return learnable_perplexity_figure(assets.load_learnable_slopes_results(), kind)
-
-
-VERDICTS = {  # what the paired interval of learnable / fixed says (learnable_slopes.verdict)
-    "worse": N_("worse than with fixed slopes (the interval lies above 1)"),
-    "better": N_("better than with fixed slopes (the interval lies below 1)"),
-    "same": N_("no measurable difference (the interval includes 1)"),
-}
-
-st.subheader(_("6. Learnable slopes: does training m_h help?"))
-st.markdown(_(
-    "The paper fixes the slopes. It also tried training them, and found that trainable slopes "
-    "did not yield strong extrapolation (section 3, on its {parameters}M-parameter "
-    "WikiText-103 model). Here a variant of the shipped ALiBi model trains them: "
-    "every layer's slopes are parameters, starting from the official schedule, trained with the "
-    "rest of the model on the same data, batches and steps.").format(
-    parameters=paper.TABLE_MODEL_PARAMETERS_M))
-variant = assets.load_learnable_slopes_results()
-if variant:
-    st.markdown(learnable_slopes.run_summary(variant))
-if not variant:
-    st.info(_("No shipped results yet: assets/results/learnable-slopes.json is written by "
-              "`python -m alibi_viz.models.layer_slopes`."))
-else:
-    found = learnable_slopes.summary(variant, kind)
-    longest = max(variant["factors"])
-    with ui.question(_("The slopes were trained on {train}-token windows only. At {factor}x "
-                       "that length ({length} tokens), will the learnable-slope model be better "
-                       "or worse than the fixed-slope one?").format(
-            train=number(variant["train_seq_len"]), factor=longest,
-            length=number(longest * variant["train_seq_len"]))):
-        lines = []
-        for factor in (1, LONG_FACTOR, longest):
-            ratio, low, high = found["ratios"][factor]
-            lines.append("- " + _("{factor}x ({length} tokens): learnable / fixed perplexity "
-                                  "{ratio} (95% interval {low} to {high}): {verdict}.").format(
-                factor=factor, length=number(factor * variant["train_seq_len"]),
-                ratio=number(ratio, 3), low=number(low, 3), high=number(high, 3),
-                verdict=_(VERDICTS[found["verdicts"][factor]])))
-        st.markdown("\n".join(lines))
-        first, last = found["ratios"][1][0], found["ratios"][longest][0]
-        if found["narrows"]:
-            st.markdown(_("The gap to the fixed slopes narrows with length: {first} at the "
-                          "training length, {last} at {factor}x.").format(
-                first=relative_change(first), last=relative_change(last), factor=longest))
-        largest = found["largest"]
-        start = variant["slopes"][0][largest["layer"]][largest["head"]]
-        st.markdown(_("{steeper} of the {n} slopes ended steeper than they started. The largest "
-                      "move: layer {layer}, head {head}, from {start} to {end} ({factor} times "
-                      "its start).").format(
-            steeper=found["steeper"], n=found["slopes"], layer=largest["layer"] + 1,
-            head=largest["head"] + 1, start=significant(start, 3),
-            end=significant(start * (1 + largest["relative"]), 3),
-            factor=number(1 + largest["relative"], 1)))
-    ui.show_figure(learned_slopes_fig(), "learned_slopes", key="xl_fig_learned_slopes")
-    ui.show_figure(learnable_fig(kind), "learnable_slopes", key="xl_fig_learnable")
-    st.caption(_("Held-out text: {text}; the same targets for both models, intervals from 16 "
-                 "disjoint chunks. The model: assets/variants/learnable-slopes (its model card "
-                 "says how it was trained). Command: `{command}`.").format(
-        text=_(data.TEXT_KINDS[kind]).lower(), command=variant["command"]))
-
+learnable_slopes_section(kind)
 
 # 7. which heads matter ------------------------------------------------------------------------
 heads_view.ablation_ui(assets.DEFAULT_MODEL, PREFIX, _("7. Which heads matter? Steep heads and "
