@@ -277,3 +277,19 @@ def test_lab_asks_which_heads_matter_in_russian():
     assert not at.exception
     assert any(m.value.startswith("**Вопрос.** Один источник") for m in at.markdown)
     assert "xl_fig_ablation" in figure_keys(at)
+
+
+def test_rescaled_run_uses_the_live_runs_protocol():
+    """The rescaled-slopes button runs at the live run's length and protocol, as its help
+    says, whatever protocol the table of shipped cells above it lists last (a loop over those
+    cells once left its own protocol in the page's variable, so a run asked in non-overlapping
+    windows ran sliding ones)."""
+    from alibi_viz.evaluate import PROTOCOLS, protocol_name
+
+    at = run_app("extrapolation", {"length": "128"})
+    for protocol in PROTOCOLS:
+        at.radio(key="xl_protocol").set_value(protocol).run()
+        at.button(key="xl_scale_run").click().run()
+        assert not at.exception and not at.error
+        label = next(m.label for m in at.metric if m.label.startswith("ALiBi, s = "))
+        assert label.endswith(f"128 tokens ({protocol_name(protocol)})"), label

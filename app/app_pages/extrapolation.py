@@ -757,10 +757,13 @@ else:
                 loss_best=number(summary["reach"][reach_best]["longest_loss"], 3),
                 reach_best=scale_label(reach_best)))
     ui.show_figure(rescale_fig(), "rescale", key="xl_fig_rescale")
-    for (protocol, n), c in sorted(summary["cells"].items(), key=lambda kv: (kv[0][1], kv[0][0])):
+    # (the cells' own names: `protocol` is the live run's, which the button below reuses)
+    for (cell_protocol, cell_length), c in sorted(summary["cells"].items(),
+                                                  key=lambda kv: (kv[0][1], kv[0][0])):
         st.markdown("- " + _("{protocol}, {length} tokens: best s = {best} ({best_change} against "
                              "s = 1); s = L_train / L = {interp}: {interp_change}.").format(
-            protocol=protocol_name(protocol), length=number(n), best=scale_label(c["best"]),
+            protocol=protocol_name(cell_protocol), length=number(cell_length),
+            best=scale_label(c["best"]),
             best_change=relative_change(c["best_ratio"]), interp=scale_label(c["interpolation"]),
             interp_change=relative_change(c["interpolation_ratio"])
             if c["interpolation_ratio"] is not None else _("n/a")))
