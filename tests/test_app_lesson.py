@@ -1,6 +1,9 @@
 """The Lesson page under Streamlit's AppTest: nine steps, navigation, presentation mode with
 predict-then-reveal, misconceptions, URL."""
 
+import ast
+from pathlib import Path
+
 import pytest
 from apptest_utils import figure_keys, figure_titles, figures, run_app, warnings
 
@@ -198,6 +201,20 @@ def test_handout_shows_every_step_with_its_answer():
     assert not keys & {"ls_next", "ls_prev", "ls_key_next"}
 
 
+LESSON_PAGE = Path(__file__).resolve().parents[1] / "app" / "app_pages" / "lesson.py"
+
+
+def lesson_defines() -> tuple[int, int]:
+    """(questions, myths) as the lesson page's code defines them: its calls of `ask` (one
+    predict-then-reveal question each) and its MYTHS constant."""
+    tree = ast.parse(LESSON_PAGE.read_text())
+    questions = sum(isinstance(node, ast.Call) and getattr(node.func, "id", None) == "ask"
+                    for node in ast.walk(tree))
+    myths = next(node.value.value for node in tree.body if isinstance(node, ast.Assign)
+                 and getattr(node.targets[0], "id", None) == "MYTHS")
+    return questions, myths
+
+
 def test_handout_states_the_answers_and_the_myths_facts():
     """On paper nothing waits behind a click: each question's answer follows it (no closed
     Answer box, no Reveal button) and every myth is printed with its fact and its
@@ -205,19 +222,20 @@ def test_handout_states_the_answers_and_the_myths_facts():
     at = run_app("lesson", {"print": "1"})
     texts = [m.value for m in at.markdown]
     answers = [t for t in texts if "**Answer:**" in t]
-    assert len(answers) == 8
+    questions, myths = lesson_defines()
+    assert len(answers) == questions
     assert answers[1].endswith("**Answer:** 0 on the diagonal and −5 ten tokens back (hover over "
                                "the first panel).")
     assert all(e.label != "Answer" for e in at.expander)
     assert not [b for b in at.button if b.label in ("Reveal the answer", "Show me")]
-    assert sum("**Fact:**" in t for t in texts) == 6
+    assert sum("**Fact:**" in t for t in texts) == myths
     assert any("position parameters" in t.value.columns for t in at.table)
 
 
 def test_handout_is_in_the_page_language():
     at = run_app("lesson", {"print": "1", "lang": "ru"})
     assert not at.exception
-    assert sum("**Ответ:**" in m.value for m in at.markdown) == 8
+    assert sum("**Ответ:**" in m.value for m in at.markdown) == lesson_defines()[0]
 
 
 def test_where_no_longer_context_helps_the_lesson_does_not_count_from_l_to_l():
