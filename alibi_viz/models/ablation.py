@@ -17,6 +17,8 @@ h x head_dim .. (h + 1) x head_dim.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import numpy as np
 import torch
 
@@ -79,17 +81,26 @@ def head_ablation(model, ids, num_heads: int) -> tuple[float, np.ndarray]:
     increase = np.zeros((len(projections), num_heads))
     for layer, module in enumerate(projections):
         for head in range(num_heads):
-            def zero(_module, args, head=head):
-                x = args[0].clone()
-                x[..., head * head_dim:(head + 1) * head_dim] = 0
-                return (x, *args[1:])
-
-            handle = module.register_forward_pre_hook(zero)
-            try:
+            with zeroed_head(module, head, head_dim):
                 increase[layer, head] = _loss(model, ids) - base
-            finally:
-                handle.remove()
     return base, increase
+
+
+@contextmanager
+def zeroed_head(projection: torch.nn.Module, head: int, head_dim: int):
+    """While inside, `head`'s slice of the input of `projection` (an `output_projections`
+    entry), columns head x head_dim .. (head + 1) x head_dim, is zero: what a head mask of 0
+    does. The forward pre-hook is removed on leaving."""
+    def zero(_module, args):
+        x = args[0].clone()  # (batch, tokens, heads x head_dim)
+        x[..., head * head_dim:(head + 1) * head_dim] = 0
+        return (x, *args[1:])
+
+    handle = projection.register_forward_pre_hook(zero)
+    try:
+        yield
+    finally:
+        handle.remove()
 
 
 # ----------------------------------------------------------------------------- shipped results
