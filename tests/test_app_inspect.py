@@ -16,6 +16,7 @@ from apptest_utils import (
 from model_factory import save_tiny_model
 
 from alibi_viz import assets
+from alibi_viz.models.zoo import broken_model
 
 SHIPPED = assets.MODELS_DIR / "alibi"
 SHORT = "def add(a, b):\n    return a + b\n"
@@ -42,8 +43,8 @@ def test_shipped_model_facts_slopes_and_heads():
     at = run_app("inspect_model", {"text": SHORT})
     assert not at.exception and not at.error
     assert "BloomForCausalLM" in info_table(at) and "128 tokens" in info_table(at)
-    titles = figure_titles(at)
-    assert titles[0].startswith("Slopes of BloomForCausalLM") and len(titles) == 6
+    assert figure_titles(at)[0].startswith("Slopes of BloomForCausalLM")
+    assert figure_keys(at) == ["im_fig_slopes", *INSPECT_HEADS_FIGURES]  # each figure, by key
     assert at.query_params["source"] == "shipped" and at.query_params["model"] == "alibi"
 
 
@@ -301,7 +302,11 @@ def test_verdicts_are_in_the_page_as_text():
     table = at.table[0].value
     assert list(table.columns) == ["layer", "head", "verdict", "expected m", "applied m",
                                    "ratio", "offset (logits)", "clip at", "detail"]
-    assert len(table) == 2 * 4 and set(table["verdict"]) == {"scaled"}
+    config = broken_model("twice").config  # the model the page checks
+    rows = [(int(layer), int(head)) for layer, head in table[["layer", "head"]].values]
+    assert rows == [(layer, head) for layer in range(1, config.n_layer + 1)
+                    for head in range(1, config.n_head + 1)]  # one row per layer and head
+    assert set(table["verdict"]) == {"scaled"}
     assert all(r.startswith("2") for r in table["ratio"])
 
 
