@@ -38,7 +38,7 @@ from alibi_viz.evaluate import (
     protocols_in,
     result_curve,
 )
-from alibi_viz.figures.render import ATTENTION_COLORSCALE, causal_map_panel
+from alibi_viz.figures.render import ATTENTION_COLORSCALE, causal_map_panel, explicit_colorscale
 from alibi_viz.i18n import N_, _, ngettext, number, significant
 from alibi_viz.models.heads import check_attention
 from alibi_viz.results.learnable_slopes import cell
@@ -206,7 +206,7 @@ def attention_pair_figure(left, right, left_title: str, right_title: str, *, tit
               if side < T]
     fig.update_layout(
         title=dict(text=title + (f"<br><sup>{'; '.join(pooled)}</sup>" if pooled else "")),
-        coloraxis=dict(colorscale=ATTENTION_COLORSCALE, cmin=0.0, cmax=cmax,
+        coloraxis=dict(colorscale=explicit_colorscale(ATTENTION_COLORSCALE), cmin=0.0, cmax=cmax,
                        colorbar=dict(title=dict(text=_("attention<br>(colour capped<br>at "
                                                        "{cap})").format(cap=significant(cmax))),
                                      thickness=14)),
@@ -355,7 +355,8 @@ def copy_heads_figure(values, distance: int, height: int = 300) -> go.Figure:
     layers, heads = values.shape
     fig = go.Figure(go.Heatmap(
         z=values, x=list(range(1, heads + 1)), y=list(range(1, layers + 1)),
-        colorscale=ATTENTION_COLORSCALE, zmin=0.0, zmax=max(1e-6, float(values.max())),
+        colorscale=explicit_colorscale(ATTENTION_COLORSCALE), zmin=0.0,
+        zmax=max(1e-6, float(values.max())),
         colorbar=dict(title=dict(text=_("attention")), thickness=12),
         hovertemplate=_("layer %{y}, head %{x}<br>attention to the copy: %{z:.3f}")
                       + "<extra></extra>"))

@@ -33,6 +33,7 @@ from alibi_viz.figures.render import (
     CHAR_EM,
     MASK_COLOR,
     PAGE_WIDTH_PX,
+    explicit_colorscale,
     figure,
     matrix_grid_figure,
     panel_traces,
@@ -224,7 +225,8 @@ def attention_grid_figure(view: StackView, tokens: list[str], layer: int, *, slo
                         vertical_spacing=gap_px / (height - 120) if rows > 1 else 0.06)
     fig.update_annotations(font_size=GRID_TITLE_PX)
     values, cmin, cmax, bar = attention_colors(_with_mask(view.images, T), T, scale)
-    fig.update_layout(coloraxis=dict(colorscale=ATTENTION_COLORSCALE, cmin=cmin, cmax=cmax,
+    fig.update_layout(coloraxis=dict(colorscale=explicit_colorscale(ATTENTION_COLORSCALE),
+                                     cmin=cmin, cmax=cmax,
                                      colorbar=dict(title=dict(text=bar), thickness=14)))
     lines = _marker_lines(T, train_seq_len)
     for h in range(heads):
@@ -308,7 +310,8 @@ def decomposition_figure(view: DecompositionView, head: int, *, slope: float | N
             low, high = low - 1.0, high + 1.0
         suffix = "" if k == 1 else str(k)
         axis = f"coloraxis{suffix}"
-        layout[axis] = {"colorscale": colorscale, "cmin": float(low), "cmax": float(high),
+        layout[axis] = {"colorscale": explicit_colorscale(colorscale),
+                        "cmin": float(low), "cmax": float(high),
                         "colorbar": {"title": {"text": bar, "side": "top"}, "orientation": "h",
                                      "thickness": 10, "x": (x0 + x1) / 2, "xanchor": "center",
                                      "len": x1 - x0, "y": -0.08, "yanchor": "top"}}
@@ -720,7 +723,8 @@ def single_map_figure(attention, title: str, height: int = 380) -> go.Figure:
     fig = make_subplots(rows=1, cols=1)
     causal_map_panel(fig, 1, 1, check_attention(attention), max_px=256, hover_cells=64,
                      cmax=1.0)
-    fig.update_layout(coloraxis=dict(colorscale=ATTENTION_COLORSCALE, cmin=0.0, cmax=1.0,
+    fig.update_layout(coloraxis=dict(colorscale=explicit_colorscale(ATTENTION_COLORSCALE),
+                                     cmin=0.0, cmax=1.0,
                                      colorbar=dict(title=dict(text=_("attention")),
                                                    thickness=12)),
                       title=title, height=height, margin=dict(l=50, r=10, t=60, b=40),

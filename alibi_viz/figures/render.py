@@ -8,6 +8,7 @@ is evaluated or pooled to display resolution first, so the payload is bounded wh
 sequence length.
 
 In the order a figure uses it (the reductions to pixels come from `alibi_viz.display`):
+  explicit_colorscale                                  a named scale as images and bars use it
   colorize, png_data_uri                               values -> RGB -> a PNG data URI
   image_panel, causal_map_panel                        one image + hover panel in a subplot
   matrix_grid_figure                                   a mosaic of panels as ONE image
@@ -46,9 +47,26 @@ ATTENTION_COLORSCALE = "Blues"
 # ----------------------------------------------------------------------------- colour
 
 @functools.lru_cache(maxsize=16)
+def _stops(name: str) -> tuple[tuple[float, str], ...]:
+    return tuple((float(position), color if color.startswith("rgb")
+                  else "rgb({},{},{})".format(*pc.hex_to_rgb(color)))
+                 for position, color in pc.get_colorscale(name))
+
+
+def explicit_colorscale(name: str) -> list[list]:
+    """plotly.py's colour scale `name` written out, [[position, "rgb(r,g,b)"], ...]: the one
+    definition both the images (`colorize`) and the colour bars use. A figure spec carries this
+    list, never the bare name: plotly.js has scales of its own under some of the same names
+    that differ (its "Blues" runs dark to light, plotly.py's light to dark) and does not know
+    others ("RdYlBu", "RdBu_r"), so a bar drawn from a name contradicted the image beside it."""
+    return [[position, color] for position, color in _stops(name)]
+
+
+@functools.lru_cache(maxsize=16)
 def color_table(colorscale: str) -> np.ndarray:
-    """256 RGB colours sampled evenly from a named plotly colour scale, uint8 (256, 3)."""
-    colors = pc.sample_colorscale(colorscale, np.linspace(0, 1, 256), colortype="rgb")
+    """256 RGB colours sampled evenly from `explicit_colorscale(colorscale)`, uint8 (256, 3)."""
+    colors = pc.sample_colorscale(explicit_colorscale(colorscale), np.linspace(0, 1, 256),
+                                  colortype="rgb")
     return np.array([pc.unlabel_rgb(c) for c in colors]).round().astype(np.uint8)
 
 
@@ -425,7 +443,7 @@ def panel_traces(image: np.ndarray, seq_len: int, *, hover: np.ndarray, hover_ro
          **on},
         {"type": "heatmap", "z": np.where(np.isfinite(hover), hover, np.nan),
          "x": np.asarray(hover_cols), "y": np.asarray(hover_rows), "opacity": 0,
-         "showscale": False, "hoverongaps": False, "colorscale": "Greys",
+         "showscale": False, "hoverongaps": False, "colorscale": explicit_colorscale("Greys"),
          "customdata": customdata, "hovertemplate": hovertemplate, **on},
         {"type": "scatter", "x": [None], "y": [None], "mode": "markers", "showlegend": False,
          "hoverinfo": "skip", "marker": {"coloraxis": coloraxis, "color": [cmin]}, **on},
@@ -615,7 +633,7 @@ def matrix_grid_figure(
         "xaxis": {"visible": False, "range": [-0.5, columns * cell_w - 0.5]},
         "yaxis": {"visible": False, "range": [grid_rows * cell_h - 0.5, -0.5],
                   "scaleanchor": "x"},
-        "coloraxis": {"colorscale": colorscale, "cmin": cmin, "cmax": cmax,
+        "coloraxis": {"colorscale": explicit_colorscale(colorscale), "cmin": cmin, "cmax": cmax,
                       "colorbar": {"title": {"text": colorbar_title}, "thickness": 14}},
         "title": {"text": title}, "height": height,
         "margin": {"l": 10, "r": 10, "t": 60, "b": 10}, "plot_bgcolor": "white",
