@@ -49,8 +49,13 @@ PAGES = [
 st.html("<style>[data-testid='stSidebarNavLink'] span { white-space: normal !important; "
         "overflow: visible !important; text-overflow: clip !important; } "
         "[data-testid='InputInstructions'] { display: none !important; }" + ui.WIDE_CSS
-        + ui.READABLE_CSS
-        + "</style>" + ui.TOUCH_JS, unsafe_allow_javascript=True)
+        + ui.READABLE_CSS + " [data-testid='stLayoutWrapper']:has(> .st-key-alibi_touch) { display: none; }"
+        + "</style>")
+# The touch script in a hidden container: an element with a script is laid out, and at the top
+# of every page its empty box pushed the content 16 px down (a lesson step's figure past the
+# bottom of a 1024x768 projector).
+with st.container(key="alibi_touch"):
+    st.html(ui.TOUCH_JS, unsafe_allow_javascript=True)
 page = st.navigation(PAGES)
 with ui.timed_run(page.url_path):
     page.run()
