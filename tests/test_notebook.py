@@ -29,12 +29,13 @@ def test_show_heads_every_layer_under_a_slider(bloom):
     """layer=None: one figure, one slider step per layer, each step showing that layer's traces
     only and its title."""
     model, tokenizer = bloom
+    layers = model.config.n_layer
     fig = alibi_viz.show_heads(model, tokenizer, SHORT * 4)
     [slider] = fig.layout.sliders
-    assert [s.label for s in slider.steps] == ["1", "2", "3"]
+    assert [s.label for s in slider.steps] == [str(layer) for layer in range(1, layers + 1)]
     shown = [t.visible for t in fig.data]
-    assert shown == list(slider.steps[0].args[0]["visible"]) and sum(shown) == len(shown) // 3
-    assert slider.steps[2].args[1]["title.text"].startswith("Layer 3:")
+    assert shown == list(slider.steps[0].args[0]["visible"]) and sum(shown) == len(shown) // layers
+    assert slider.steps[-1].args[1]["title.text"].startswith(f"Layer {layers}:")
     assert fig.layout.title.text.startswith("Layer 1:")
 
 
@@ -42,10 +43,11 @@ def test_show_heads_one_layer_is_that_layers_grid(bloom):
     """layer=k (0-based): the plain grid of layer k+1, no slider; a layer the model lacks is a
     typed error that names the range."""
     model, tokenizer = bloom
-    fig = alibi_viz.show_heads(model, tokenizer, SHORT, layer=2)
-    assert fig.layout.title.text.startswith("Layer 3:") and not fig.layout.sliders
-    with pytest.raises(AlibiVizError, match="from 0 to 2"):
-        alibi_viz.show_heads(model, tokenizer, SHORT, layer=3)
+    last = model.config.n_layer - 1
+    fig = alibi_viz.show_heads(model, tokenizer, SHORT, layer=last)
+    assert fig.layout.title.text.startswith(f"Layer {last + 1}:") and not fig.layout.sliders
+    with pytest.raises(AlibiVizError, match=f"from 0 to {last}"):
+        alibi_viz.show_heads(model, tokenizer, SHORT, layer=last + 1)
     with pytest.raises(AlibiVizError, match="tokenizer"):
         alibi_viz.show_heads(model, None, SHORT)
 
@@ -65,8 +67,9 @@ def test_show_bias_check_and_gallery_return_figures(bloom):
     """show_bias draws one panel per head; show_check states the verdict in the subtitle and
     refuses what is not an AlibiCheck; show_gallery colours every head."""
     model, tokenizer = bloom
-    bias = alibi_viz.show_bias(8, 64)
-    assert "ALiBi bias" in bias.layout.title.text and len(bias.data[1].text) == 8
+    heads = 8
+    bias = alibi_viz.show_bias(heads, 64)
+    assert "ALiBi bias" in bias.layout.title.text and len(bias.data[1].text) == heads
     check = alibi_viz.check_alibi(model, tokenizer, decode=False)
     fig = alibi_viz.show_check(check)
     assert fig.layout.title.subtitle.text.startswith("Conforms")
@@ -74,7 +77,7 @@ def test_show_bias_check_and_gallery_return_figures(bloom):
         alibi_viz.show_check(check.to_dict())
     gallery = alibi_viz.show_gallery(model, tokenizer)
     cells = sum(len(t.x) for t in gallery.data if t.name)
-    assert cells == 3 * 4
+    assert cells == model.config.n_layer * model.config.n_head
 
 
 def kernel_manager(folder: Path):
@@ -95,21 +98,29 @@ def kernel_manager(folder: Path):
 
 def test_example_notebook_runs_with_plotly_figures(tmp_path):
     """examples/inspect_a_model.ipynb executed by nbclient in a kernel of this interpreter,
-    from a scratch folder: no cell errors, every show_* cell's output is a plotly figure
-    (application/vnd.plotly.v1+json), one per call."""
+    from a scratch folder: no cell errors, every show_* cell's output is one plotly figure
+    (application/vnd.plotly.v1+json), its last expression's; a show_* call that is not a
+    cell's last expression shows nothing, since alibi_viz.notebook displays nothing itself."""
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
     pytest.importorskip("ipykernel")
     notebook = nbformat.read(NOTEBOOK, as_version=4)
+    calls = [c for c in notebook.cells if c.cell_type == "code" and "show_" in c.source]
+    silent = nbformat.v4.new_code_cell("fig = alibi_viz.show_bias(num_heads=4, seq_len=16)")
+    notebook.cells.append(silent)
     notebook.cells.append(nbformat.v4.new_code_cell("import sys; print(sys.executable)"))
     client = nbclient.NotebookClient(notebook, km=kernel_manager(tmp_path), timeout=180,
                                      resources={"metadata": {"path": str(tmp_path)}})
     client.execute()  # raises CellExecutionError on the first cell that fails
-    calls = [c for c in notebook.cells if c.cell_type == "code" and "show_" in c.source]
+
+    def figures(cell) -> list[dict]:
+        return [o for o in cell.outputs if PLOTLY_MIME in o.get("data", {})]
+
+    assert not figures(silent)  # assigned, not the cell's value: nothing shown
     for cell in calls:
-        figures = [o for o in cell.outputs if PLOTLY_MIME in o.get("data", {})]
-        assert len(figures) == 1, cell.source
-        assert figures[0]["data"][PLOTLY_MIME]["data"], cell.source
+        # Jupyter displays a cell's last expression and show_* nothing by itself: one figure
+        assert len(figures(cell)) == 1, cell.source
+        assert figures(cell)[0]["data"][PLOTLY_MIME]["data"], cell.source
     # every show_* function of alibi_viz.notebook is shown at least once
     assert {name for cell in calls for name in re.findall(r"\bshow_\w+", cell.source)} == {
         name for name in vars(alibi_viz.notebook) if name.startswith("show_")}
