@@ -172,8 +172,12 @@ def test_expected_probe_length_summary_and_markdown(tmp_path, cli):
     assert done.returncode == 1, done.stderr
     data = json.loads(report.read_text())
     assert data["probe_length"] == 96 and data["verdict"] == "schedule", data["diagnosis"]
+    config = json.loads((folder / "config.json").read_text())
+    checked = config["n_layer"] * config["n_head"]
     failing = sum(h["verdict"] != "conforms" for h in data["heads"])
-    assert f"heads: 24 checked, {24 - failing} conform; the {failing} that do not:" in done.stdout
+    assert len(data["heads"]) == checked
+    assert f"heads: {checked} checked, {checked - failing} conform; the {failing} that do not:" \
+        in done.stdout
     rows = [line for line in done.stdout.splitlines() if line.strip()[:1].isdigit()]
     assert len(rows) == failing > 0
     text = md.read_text()
@@ -187,10 +191,12 @@ def test_conforming_model_with_summary_lists_no_heads(tmp_path, cli):
     from alibi_viz.alibi import alibi_slopes
 
     folder = save(tmp_path / "bloom", "bloom")
-    slopes = ",".join(f"{m:.10g}" for m in alibi_slopes(8))
+    config = json.loads((folder / "config.json").read_text())
+    slopes = ",".join(f"{m:.10g}" for m in alibi_slopes(config["n_head"]))
     done = cli("check", folder, "--no-decode", "--summary", "--expected", slopes)
     assert done.returncode == 0, done.stderr
-    assert "heads: 16 checked, 16 conform (--all-heads lists them)" in done.stdout
+    checked = config["n_layer"] * config["n_head"]
+    assert f"heads: {checked} checked, {checked} conform (--all-heads lists them)" in done.stdout
     assert not [line for line in done.stdout.splitlines() if line.strip()[:1].isdigit()]
 
 
