@@ -4,6 +4,7 @@ import json
 
 import numpy as np
 import pytest
+from figure_colours import assert_pixel_reads_like_the_bar, colour_scales, mosaic_panels
 
 from alibi_viz import AlibiVizError, alibi_bias, alibi_slopes
 from alibi_viz.alibi import head_summary
@@ -134,32 +135,6 @@ def test_display_size_is_the_size_of_the_display_values(heads, rows, keys):
     assert bias_display_size(rows, heads, keys) == values.size
 
 
-def panel_pixels(fig, n: int) -> list[np.ndarray]:
-    """The mosaic image of a bias grid decoded back to pixels, cut into its n panels (equal
-    cells of the grid_columns(n) x rows layout, each panel the cell's box of pixels that are
-    not the white of the gaps and title band), each (h, w, 3) uint8."""
-    import base64
-    import io
-    import math
-
-    from PIL import Image
-
-    from alibi_viz.figures.render import grid_columns
-
-    source = next(t.source for t in fig.data if t.type == "image")
-    png = base64.b64decode(source.split(",", 1)[1])
-    mosaic = np.asarray(Image.open(io.BytesIO(png)).convert("RGB"))
-    columns = grid_columns(n)
-    rows = math.ceil(n / columns)
-    h, w = mosaic.shape[0] // rows, mosaic.shape[1] // columns
-    panels = []
-    for p in range(n):
-        cell = mosaic[(p // columns) * h:(p // columns + 1) * h, (p % columns) * w:(p % columns + 1) * w]
-        rows_in, cols_in = np.nonzero(np.any(cell != 255, axis=-1))
-        panels.append(cell[rows_in.min():rows_in.max() + 1, cols_in.min():cols_in.max() + 1])
-    return panels
-
-
 @pytest.mark.parametrize("heads,length", [(8, 16), (8, 512), (12, 512), (32, 2048), (64, 4096)])
 def test_by_default_a_steep_and_a_gentle_head_look_different(heads, length):
     """Drawn by default, the steepest and the gentlest head's panels differ clearly in the
@@ -169,7 +144,7 @@ def test_by_default_a_steep_and_a_gentle_head_look_different(heads, length):
     steep, gentle = int(np.argmax(slopes)), int(np.argmin(slopes))
 
     def difference(scale):
-        panels = panel_pixels(bias_grid_figure(slopes, length, scale=scale), heads)
+        panels = mosaic_panels(bias_grid_figure(slopes, length, scale=scale), heads)
         return np.abs(panels[steep].astype(int) - panels[gentle].astype(int)).mean()
 
     assert difference("clipped") > 20
@@ -182,7 +157,7 @@ def test_clipped_scale_stops_at_the_clip_and_keeps_the_mask():
 
     fig = bias_grid_figure(alibi_slopes(8), 100)
     assert (fig.layout.coloraxis.cmin, fig.layout.coloraxis.cmax) == (-CLIP_LOGITS, 0)
-    panel = panel_pixels(fig, 8)[0]
+    panel = mosaic_panels(fig, 8)[0]
     grey = np.all(panel == (215, 215, 215), axis=-1)  # MASK_RGB
     assert grey.any()
 
@@ -203,3 +178,25 @@ def test_a_schedule_that_coincides_with_another_says_so():
     assert not np.array_equal(alibi_slopes(12, "geometric"), alibi_slopes(12, "official"))
     traces = {t.name: t for t in slope_schedule_figure(12).data}
     assert traces["geometric"].line.dash is None
+
+
+@pytest.mark.parametrize("scale", ["clipped", "per_head", "shared"])
+def test_bias_panels_have_the_colours_their_bar_shows(scale):
+    """The bar's colour scale is the one the panels are coloured from, written out, and a
+    panel's pixel at (i, j) has the bar's colour at the bias -m (i - j) (clipped at
+    -CLIP_LOGITS, or divided by m (L - 1), as the scale says), for the steepest and the
+    gentlest head."""
+    from alibi_viz.figures.bias import CLIP_LOGITS
+    from alibi_viz.figures.render import BIAS_COLORSCALE, explicit_colorscale
+
+    slopes, T = alibi_slopes(8), 100
+    fig = bias_grid_figure(slopes, T, scale=scale)
+    assert colour_scales(fig.to_dict()) == [explicit_colorscale(BIAS_COLORSCALE)]
+    panels = mosaic_panels(fig, 8)
+    for head in (0, 7):
+        assert panels[head].shape[:2] == (T, T)  # one pixel a position
+        for i, j in [(0, 0), (50, 45), (99, 90), (99, 0)]:
+            bias = -slopes[head] * (i - j)
+            value = {"clipped": max(bias, -CLIP_LOGITS), "per_head": bias / (slopes[head] * 99),
+                     "shared": bias}[scale]
+            assert_pixel_reads_like_the_bar(panels[head][i, j], fig.layout.coloraxis, value)

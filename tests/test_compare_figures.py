@@ -2,6 +2,12 @@
 
 import numpy as np
 import pytest
+from figure_colours import (
+    assert_pixel_reads_like_the_bar,
+    bar_color,
+    colour_scales,
+    mosaic_panels,
+)
 
 from alibi_viz import AlibiVizError
 from alibi_viz.figures.compare import (
@@ -194,3 +200,24 @@ def test_symmetric_title_says_even_in_d_only_of_these_curves():
     fig = score_vs_distance_figure(selection, 3000, "symmetric", log_distance=True)
     assert "real T5 learns separate buckets for each side" in fig.layout.title.text.replace(
         "<br>", " ")
+
+
+def test_matrix_panels_have_the_colours_their_bar_shows():
+    """The bar's colour scale is the one the panels are coloured from, written out and centred
+    on 0; ALiBi's panel at (i, j) has the bar's colour at -|i - j| / 99 (its far keys the red
+    end, the bar's -1), and sinusoidal's diagonal, at +1, the blue end."""
+    from alibi_viz.figures.compare import MATRIX_COLORSCALE
+    from alibi_viz.figures.render import explicit_colorscale
+
+    fig = score_matrices_figure({"alibi": {"slope": 0.5}, "sinusoidal": {}}, 100, "symmetric")
+    assert colour_scales(fig.to_dict()) == [explicit_colorscale(MATRIX_COLORSCALE)]
+    axis = fig.layout.coloraxis
+    assert axis.cmin == -axis.cmax
+    red, blue = bar_color(axis, -1.0), bar_color(axis, 1.0)
+    assert red[0] > red[2] and blue[2] > blue[0]
+    alibi, sinusoidal = mosaic_panels(fig, 2)
+    assert alibi.shape[:2] == (100, 100)  # one pixel a position
+    for i, j in [(0, 0), (99, 0), (0, 99), (60, 40), (30, 80)]:
+        assert_pixel_reads_like_the_bar(alibi[i, j], axis, -abs(i - j) / 99)
+    for i in (0, 50, 99):
+        assert_pixel_reads_like_the_bar(sinusoidal[i, i], axis, 1.0)

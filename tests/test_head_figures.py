@@ -7,7 +7,15 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 import torch
+from figure_colours import (
+    assert_pixel_reads_like_the_bar,
+    bar_color,
+    colour_scales,
+    image_pixels,
+    mosaic_panels,
+)
 from model_factory import byte_tokenizer, tiny_model
+from plotly.colors import unlabel_rgb
 
 from alibi_viz.alibi import alibi_slopes, bias_only_mean_distance
 from alibi_viz.display import masked_pixels, stack_view
@@ -371,3 +379,108 @@ def test_every_verdict_of_the_check_has_a_colour_in_the_grid():
 
     assert set(VERDICT_COLORS) == set(VERDICT_TITLES)
     assert len(set(VERDICT_COLORS.values())) == len(VERDICT_COLORS)
+
+
+# ----------------------------------------------------------------------------- colours vs bars
+
+def darkest_of(axis) -> np.ndarray:
+    """The darkest colour of a colour axis's scale (least r + g + b of its stops)."""
+    return min((np.array(unlabel_rgb(c), dtype=float) for _p, c in axis.colorscale), key=sum)
+
+
+@pytest.mark.parametrize("scale", ["log", "linear"])
+def test_long_grid_draws_most_attention_in_its_bars_darkest_blue(scale):
+    """Each query attending only to itself: the diagonal (attention 1, the top of the bar, on
+    either scale) has the bar's colour there, which is its darkest blue, and a key given
+    nothing has the bar's colour at its bottom; the bar's scale is the panels' one, written
+    out."""
+    from alibi_viz.figures.render import ATTENTION_COLORSCALE, explicit_colorscale
+
+    T = LABEL_MAX_TOKENS + 12
+    view = stack_view(np.repeat(np.eye(T, dtype=np.float32)[None], 2, axis=0))
+    fig = attention_grid_figure(view, ["a"] * T, 0, scale=scale)
+    assert colour_scales(fig.to_dict()) == [explicit_colorscale(ATTENTION_COLORSCALE)]
+    axis = fig.layout.coloraxis
+    assert np.array_equal(bar_color(axis, axis.cmax), darkest_of(axis))
+    for panel in mosaic_panels(fig, 2):
+        assert panel.shape[:2] == (T, T)  # one pixel a position
+        for i in (0, 30, T - 1):
+            assert_pixel_reads_like_the_bar(panel[i, i], axis, axis.cmax)
+        assert_pixel_reads_like_the_bar(panel[T - 1, 0], axis, axis.cmin)
+
+
+def test_short_grid_names_its_scale_written_out():
+    """The labelled grid's heatmaps, coloured by plotly.js from the bar's own scale, carry
+    the attention scale written out, as the image grids do."""
+    from alibi_viz.figures.render import ATTENTION_COLORSCALE, explicit_colorscale
+
+    view = stack_view(random_attention(2, 12))
+    fig = attention_grid_figure(view, ["a"] * 12, 0)
+    assert not any(isinstance(t, go.Image) for t in fig.data)
+    assert colour_scales(fig.to_dict()) == [explicit_colorscale(ATTENTION_COLORSCALE)]
+
+
+def test_long_decomposition_panels_have_the_colours_their_bars_show():
+    """Each of the four image panels has, at (i, j), its own bar's colour at the value it
+    draws there: the content score, the textbook bias -m (i - j), their sum, and log10 of
+    the attention (floored two decades below uniform); every bar's scale is written out."""
+    from alibi_viz.figures.heads import log_floor
+
+    T, head = LABEL_MAX_TOKENS + 12, 1
+    dec = fake_decomposition(2, T)
+    view = decomposition_view(dec)
+    assert view.bias_shown == "textbook"
+    fig = decomposition_figure(view, head)
+    spec = fig.to_dict()
+    assert all(isinstance(s, list) for s in colour_scales(spec))
+    m = alibi_slopes(2)[head]
+    i, j = np.arange(T)[:, None], np.arange(T)[None, :]
+    bias = -m * (i - j)
+    probs = np.log10(np.maximum(dec.probs[head], 10.0 ** log_floor(T)))
+    values = {"": dec.content[head], "2": bias, "3": dec.content[head] + bias, "4": probs}
+    images = [t for t in fig.data if isinstance(t, go.Image)]
+    assert len(images) == 4
+    for image in images:
+        suffix = image.xaxis[1:]
+        pixels = image_pixels(image.source)
+        assert pixels.shape[:2] == (T, T)  # one pixel a position
+        axis = fig.layout[f"coloraxis{suffix}"]
+        for r, c in [(0, 0), (T - 1, 0), (T - 1, T - 1), (40, 17)]:
+            assert_pixel_reads_like_the_bar(pixels[r, c], axis, float(values[suffix][r, c]))
+
+
+def test_single_map_draws_most_attention_in_its_bars_darkest_blue():
+    """One causal map of each query attending only to itself: its diagonal has the bar's top
+    colour, the darkest blue, and a key given nothing the bar's bottom colour."""
+    from alibi_viz.figures.heads import single_map_figure
+
+    fig = single_map_figure(np.eye(10), "map")
+    axis = fig.layout.coloraxis
+    assert all(isinstance(s, list) for s in colour_scales(fig.to_dict()))
+    pixels = image_pixels(next(t.source for t in fig.data if isinstance(t, go.Image)))
+    assert pixels.shape[:2] == (10, 10)
+    assert np.array_equal(bar_color(axis, axis.cmax), darkest_of(axis))
+    assert_pixel_reads_like_the_bar(pixels[4, 4], axis, 1.0)
+    assert_pixel_reads_like_the_bar(pixels[9, 0], axis, 0.0)
+
+
+def test_verdict_grid_has_a_legend_naming_each_colours_verdict():
+    """Every verdict drawn is named in a legend that is shown, in its grid colour, even when
+    every head has the same verdict (plotly.js hides the legend of a single trace)."""
+    from alibi_viz.figures.heads import VERDICT_COLORS, verdict_grid_figure
+    from alibi_viz.i18n import _
+    from alibi_viz.models.conformance import VERDICT_TITLES, AlibiCheck, HeadCheck
+
+    def check(verdicts):
+        heads = [[HeadCheck(layer=layer, head=h, ok=v == "conforms", verdict=v, expected_slope=0.5,
+                            applied_slope=0.5, ratio=1.0, offset=0.0)
+                  for h, v in enumerate(row)] for layer, row in enumerate(verdicts)]
+        return AlibiCheck(heads=heads, decode=None, expected_form="+m*j", schedule=None,
+                          probe_length=64)
+
+    for verdicts in ([["conforms"] * 4] * 2, [["conforms", "scaled"], ["sign_flipped"] * 2]):
+        fig = verdict_grid_figure(check(verdicts))
+        assert fig.layout.showlegend is True
+        drawn = {v for row in verdicts for v in row}
+        assert {t.name: t.marker.color for t in fig.data} == {
+            _(VERDICT_TITLES[v]): VERDICT_COLORS[v] for v in drawn}

@@ -3,14 +3,26 @@
 import math
 
 import numpy as np
+import plotly.colors as pc
 import plotly.graph_objects as go
 import pytest
 import torch
+from figure_colours import assert_pixel_reads_like_the_bar, colour_scales
 from plotly.subplots import make_subplots
 
 from alibi_viz.display import display_positions, pool_max, stack_view
 from alibi_viz.errors import AlibiVizError
-from alibi_viz.figures.render import MASK_COLOR, MASK_RGB, colorize, image_panel
+from alibi_viz.figures.compare import MATRIX_COLORSCALE
+from alibi_viz.figures.heads import CONTENT_COLORSCALE, SCORE_COLORSCALE
+from alibi_viz.figures.render import (
+    ATTENTION_COLORSCALE,
+    BIAS_COLORSCALE,
+    MASK_COLOR,
+    MASK_RGB,
+    colorize,
+    explicit_colorscale,
+    image_panel,
+)
 
 
 def random_attention(T: int, seed: int = 0) -> np.ndarray:
@@ -31,6 +43,22 @@ def test_colorize_greys_out_masked_cells():
     """-inf (masked) cells get the mask colour, finite cells a colour from the scale."""
     rgb = colorize(np.array([[0.0, -np.inf]]), -1.0, 0.0, "Viridis")
     assert tuple(rgb[0, 1]) == (215, 215, 215) and tuple(rgb[0, 0]) != (215, 215, 215)
+
+
+@pytest.mark.parametrize("name", [BIAS_COLORSCALE, ATTENTION_COLORSCALE, MATRIX_COLORSCALE,
+                                  CONTENT_COLORSCALE, SCORE_COLORSCALE])  # every image's scale
+def test_colorize_colours_a_value_as_the_written_out_scale_gives_it(name):
+    """A figure's colour scale written out has plotly.py's own stops, and colorize colours
+    every value (each 1/50 of the range) as those stops interpolated at it, as a bar does."""
+    scale = explicit_colorscale(name)
+    reference = pc.get_colorscale(name)
+    assert [p for p, _c in scale] == [p for p, _c in reference]
+    assert [pc.unlabel_rgb(c) for _p, c in scale] == [
+        pc.unlabel_rgb(pc.convert_colors_to_same_type(c, "rgb")[0][0]) for _p, c in reference]
+    values = np.linspace(-3.0, 5.0, 51)
+    for value, pixel in zip(values, colorize(values, -3.0, 5.0, name), strict=True):
+        assert_pixel_reads_like_the_bar(pixel, {"colorscale": scale, "cmin": -3.0, "cmax": 5.0},
+                                        value)
 
 
 def test_pool_max_matches_a_loop_over_adaptive_blocks():
@@ -107,6 +135,13 @@ def test_figures_built_without_validation_pass_full_validation():
         spec = fig.to_dict()
         checked = go.Figure(spec)  # raises ValueError on anything plotly.js would not read
         assert len(checked.data) == len(spec["data"])
+
+
+def test_figures_write_their_colour_scales_out():
+    """Every colour scale in a kit figure is a written-out list, never a name that plotly.js
+    reads its own way (its "Blues" runs the other way; it has no "RdYlBu")."""
+    for fig in kit_figures():
+        assert all(isinstance(scale, list) for scale in colour_scales(fig.to_dict()))
 
 
 def test_figures_survive_a_cache_copy():

@@ -796,8 +796,10 @@ def verdict_grid_figure(check, height: int | None = None) -> go.Figure:
                      range=[0.4, heads + 0.6])
     fig.update_yaxes(title=_("layer"), tickvals=list(range(1, layers + 1)),
                      range=[layers + 0.6, 0.4])
+    # The legend names each colour's verdict; shown even for one verdict (plotly.js hides a
+    # legend of a single trace, so a model whose heads all conform had no key to its colour).
     fig.update_layout(height=height or max(240, 34 * layers + 150), plot_bgcolor="white",
-                      margin=dict(l=60, r=20, t=50, b=40),
+                      margin=dict(l=60, r=20, t=50, b=40), showlegend=True,
                       title=_("Applied bias per head (probe: one token x {n})").format(
                           n=check.probe_length),
                       legend=dict(orientation="h", y=-0.2, yanchor="top", x=0.5,
