@@ -222,3 +222,25 @@ def test_fitting_a_fitted_figure_again_changes_nothing():
     fit_texts(again, 620)
     assert again.layout.title.text == spec["layout"]["title"]["text"]
     assert again.layout.margin.t == spec["layout"]["margin"]["t"]
+
+
+def test_attention_pair_panels_have_the_colours_their_bar_shows():
+    """The two causal maps of an attention pair (the lab's and the lesson's), each query
+    attending to itself alone: the diagonal (attention 1, above the colour cap) has the bar's
+    top colour, a key given nothing its bottom colour, on the attention scale written out."""
+    from figure_colours import bar_color, image_pixels
+
+    from alibi_viz.figures.extrapolation import attention_pair_figure
+
+    fig = attention_pair_figure(np.eye(12), np.eye(30), "short", "long", cmax=0.5)
+    spec = fig.to_dict()
+    assert all(isinstance(scale, list) for scale in colour_scales(spec))
+    assert spec["layout"]["coloraxis"]["colorscale"] == explicit_colorscale(ATTENTION_COLORSCALE)
+    axis = fig.layout.coloraxis
+    images = [image_pixels(t.source) for t in fig.data if isinstance(t, go.Image)]
+    assert [pixels.shape[0] for pixels in images] == [12, 30]  # one pixel a position
+    for pixels in images:
+        assert_pixel_reads_like_the_bar(pixels[5, 5], axis, 1.0)
+        assert_pixel_reads_like_the_bar(pixels[-1, 0], axis, 0.0)
+    shades = [bar_color(axis, value) for value in np.linspace(0.0, 0.5, 11)]
+    assert min(shades, key=sum) is shades[-1]  # most attention: the darkest blue
