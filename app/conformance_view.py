@@ -115,10 +115,15 @@ def show(prefix: str, model, tokenizer, info, model_key: tuple,
         labels = {("decode", None): _("prefill vs cached decode: logits"),
                   ("padding", None): _("left padding: logits")}
         layer_labels = {"decode": prefill_layer, "padding": padding_layer}
+        # a deeper layer has no tolerance: its row is shown, not judged (said in words, where
+        # the table showed "None" in both columns)
+        not_judged = _("shown, not judged")
         rows = [{check_col: labels.get((check, layer)) or layer_labels[check].format(
                      layer=layer + 1),
-                 diff_col: value, tol_col: tolerance,  # tolerance None: shown, not judged
-                 pass_col: None if tolerance is None else bool(value <= tolerance)}
+                 diff_col: value,
+                 tol_col: not_judged if tolerance is None else formatted(tolerance, ".3g"),
+                 pass_col: not_judged if tolerance is None else
+                 (_("yes") if value <= tolerance else _("no"))}
                 for check, layer, value, tolerance in d.rows()]
         st.dataframe(rows, hide_index=True, key=f"{prefix}_decode_table")
         st.caption(_("The first layer sees the same inputs on both paths, so its attention must "

@@ -364,7 +364,8 @@ def test_app_banner_reads_as_the_diagnosis(bug, banner):
     assert not at.exception
     assert at.error[0].value.startswith(banner) and ": ;" not in at.error[0].value
     table = at.dataframe[0].value
-    assert list(table["pass"].isna()) == [False, False, True, False, False, True]
+    assert list(table["pass"] == "shown, not judged") == [False, False, True, False, False, True]
+    assert "None" not in table.astype(str).to_numpy().ravel().tolist()
 
 
 def test_decode_rows_judge_the_logits_and_the_first_layer_only():
