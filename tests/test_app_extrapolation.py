@@ -293,3 +293,22 @@ def test_rescaled_run_uses_the_live_runs_protocol():
         assert not at.exception and not at.error
         label = next(m.label for m in at.metric if m.label.startswith("ALiBi, s = "))
         assert label.endswith(f"128 tokens ({protocol_name(protocol)})"), label
+
+
+def test_rescaled_section_names_the_text_its_sweep_read():
+    """Section 5's shipped sweep read English prose whatever the page shows: in Russian (Russian
+    prose chosen) a caption says so, in the page's language and case ("английская проза", not
+    capitalised mid-sentence); in English, where the chosen text is the sweep's, it is not said,
+    and the caption writes "English prose" with its capital."""
+    sweep = assets.load_rescale_results()["kind"]
+    assert sweep == "en"
+    at = run_app("extrapolation", {"lang": "ru"})
+    captions = [c.value for c in at.caption]
+    note = [c for c in captions if c.startswith("Этот прогон сделан только на одном тексте")]
+    assert note == ["Этот прогон сделан только на одном тексте (английская проза), а не на "
+                    "выбранном выше (русская проза); живой прогон ниже читает выбранный текст."]
+    at = run_app("extrapolation", {"kind": "en"})
+    captions = [c.value for c in at.caption]
+    assert not [c for c in captions if c.startswith("This sweep was run on")]
+    assert any(c.startswith("The shipped ALiBi model on the held-out text: English prose;")
+               for c in captions)

@@ -360,3 +360,59 @@ def test_negative_numbers_are_written_with_the_minus_sign(code):
     finally:
         i18n.set_language("en")
     assert all(text.startswith("\u2212") and "-" not in text for text in written), written
+
+
+# Placeholders whose value is a translated word in the nominative (a schedule's, a mode's, a
+# text's, a verdict's name): in Russian they cannot follow a preposition that governs another case
+# ("совпадает с официальная"), so such a sentence is rephrased or translated whole per value.
+NOMINATIVE_FIELDS = ("other", "name", "mode", "schedule", "text", "sweep", "chosen", "verdict",
+                     "positional", "position", "reduction", "method", "label")
+CASE_PREPOSITIONS = ("с", "со", "для", "на", "в", "во", "о", "об", "по", "от", "до", "из", "у",
+                     "к", "без", "при", "между", "против", "вместо", "после")
+PREPOSITION = r"\b(?:" + "|".join(CASE_PREPOSITIONS) + r")\s+"
+RU_NOMINATIVE_ADJECTIVE = re.compile(PREPOSITION + r"\w+(?:ая|ый|ий|ой)\b", re.IGNORECASE)
+
+
+def test_russian_puts_no_nominative_field_after_a_preposition():
+    """No Russian entry substitutes a nominative name right after a preposition that governs
+    another case: "с {other}" read "совпадает с официальная"."""
+    wrong = [(mid, m.string) for mid, m in catalog("ru").items() if isinstance(m.string, str)
+             for field in NOMINATIVE_FIELDS
+             if re.search(PREPOSITION + r"\{" + field + r"\}", m.string)]
+    assert not wrong, wrong
+
+
+def test_russian_schedule_labels_agree_for_every_pair_of_schedules():
+    """The slope chart's "{name} (same as {other})" rendered in Russian for every head count from
+    1 to 64 (every pair of schedules that coincide): each coinciding label is said, and none puts a
+    nominative adjective after a preposition ("с официальная")."""
+    from alibi_viz.figures.bias import slope_schedule_figure
+
+    i18n.set_language("ru")
+    try:
+        names = {trace.name for n in range(1, 65) for trace in slope_schedule_figure(n).data}
+    finally:
+        i18n.set_language("en")
+    same = {name for name in names if "(" in name}
+    assert {"геометрическая (то же, что официальная)"} <= same, sorted(same)
+    assert not [name for name in names if RU_NOMINATIVE_ADJECTIVE.search(name)], sorted(names)
+
+
+@pytest.mark.parametrize("code", LANGS)
+def test_model_slopes_legend_names_each_schedule_whole(code):
+    """The model-slopes chart's schedule lines are named by whole translated phrases whose
+    adjective agrees with its noun ("официальная схема", "esquema geométrico"), never by the
+    code names official/geometric/mpt (in the legend or the hover)."""
+    from alibi_viz.figures.heads import model_slopes_figure
+
+    i18n.set_language(code)
+    try:
+        fig = model_slopes_figure([0.5, 0.25, 0.125, 0.0625])
+    finally:
+        i18n.set_language("en")
+    lines = [t for t in fig.data if t.mode == "lines"]
+    shown = " ".join(t.name + t.hovertemplate for t in lines)
+    assert len(lines) == 3 and not re.search(r"\b(official|geometric|mpt)\b", shown), shown
+    expected = {"ru": {"официальная схема", "геометрическая схема", "схема MPT"},
+                "es": {"esquema oficial", "esquema geométrico", "esquema de MPT"}}[code]
+    assert {t.name for t in lines} == expected

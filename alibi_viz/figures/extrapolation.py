@@ -30,7 +30,7 @@ from plotly.subplots import make_subplots
 
 from alibi_viz.alibi import check_int, content_to_win_half
 from alibi_viz.assets import MODEL_ORDER, model_label, results_train_seq_len
-from alibi_viz.data import TEXT_KINDS
+from alibi_viz.data import text_kind_in_sentence
 from alibi_viz.errors import AlibiVizError
 from alibi_viz.evaluate import (
     check_results,
@@ -502,4 +502,4 @@ def learnable_perplexity_figure(results: dict, kind: str, height: int = 400) -> 
                          title=_("evaluation length (tokens)"), row=1, col=col)
     fig.update_yaxes(title=_("perplexity"), row=1, col=1)
     return _one_line_per_model_layout(fig, height, _("Learnable against fixed slopes: {text}")
-                                      .format(text=_(TEXT_KINDS[kind]).lower()))
+                                      .format(text=text_kind_in_sentence(kind)))

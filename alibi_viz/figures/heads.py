@@ -56,6 +56,10 @@ SCORE_COLORSCALE = "Viridis"
 COLOR_SCALES = ("log", "linear")  # how attention probabilities are coloured
 # How display.stack_view reduced a long map (StackView.reduced), as the titles say it.
 REDUCTIONS = {"block max": N_("block max"), "sampled": N_("sampled")}
+# Each standard schedule's legend entry, whole (not "{name} schedule"): the adjective agrees with
+# the noun in Spanish and Russian, and the code name (alibi.SCHEDULES) is never shown.
+SCHEDULE_LEGENDS = {"official": N_("official schedule"), "geometric": N_("geometric schedule"),
+                    "mpt": N_("MPT schedule")}
 
 
 # ----------------------------------------------------------------------------- colours
@@ -536,9 +540,9 @@ def model_slopes_figure(slopes, effective=None, schedules=SCHEDULES, max_bias: f
     for schedule in schedules:
         fig.add_trace(go.Scatter(
             x=heads, y=alibi_slopes(n_heads, schedule, max_bias), mode="lines",
-            name=_("{schedule} schedule").format(schedule=schedule),
-            line=dict(width=1.2, dash="dot"),
-            hovertemplate=_("head %{x}") + "<br>m=%{y:.5g}<extra>" + schedule + "</extra>"))
+            name=_(SCHEDULE_LEGENDS[schedule]), line=dict(width=1.2, dash="dot"),
+            hovertemplate=_("head %{x}") + "<br>m=%{y:.5g}<extra>" + html.escape(
+                _(SCHEDULE_LEGENDS[schedule])) + "</extra>"))
     shades = _layer_colors(len(rows)) if slopes.ndim == 2 else ["black"]
     for layer, (row, color) in enumerate(zip(rows, shades, strict=True)):
         fig.add_trace(go.Scatter(

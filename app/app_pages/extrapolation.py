@@ -411,7 +411,7 @@ def attention_section(info, alibi_error, alibi_path, train_seq_len: int, layer: 
                      "part of theirs beyond. A causal model cannot look ahead, so the left map is the "
                      "top-left corner of the right one.").format(
                 train_seq_len=number(train_seq_len), T=number(T), factor=T // train_seq_len,
-                text=_(data.TEXT_KINDS[kind]).lower())
+                text=data.text_kind_in_sentence(kind))
             if beyond == beyond and beyond_bias is not None:  # not NaN
                 text += " " + _("Queries past position {train_seq_len} give **{share}** of their "
                                 "attention to keys more than {train_seq_len} tokens back; the bias alone "
@@ -495,7 +495,7 @@ def learnable_slopes_section(kind: str):
         st.caption(_("Held-out text: {text}; the same targets for both models, intervals from 16 "
                      "disjoint chunks. The model: assets/variants/learnable-slopes (its model card "
                      "says how it was trained). Command: `{command}`.").format(
-            text=_(data.TEXT_KINDS[kind]).lower(), command=variant["command"]))
+            text=data.text_kind_in_sentence(kind), command=variant["command"]))
 
 
 # ----------------------------------------------------------------------------- page
@@ -770,7 +770,12 @@ else:
     st.caption(_("The shipped ALiBi model on the held-out text: {text}; perplexity on the "
                  "evaluation's targets (the table's, so s = 1 is the shipped row), reach on the "
                  "held-out text of the four kinds. Command: `{command}`.").format(
-        text=_(data.TEXT_KINDS[rescale["kind"]]).lower(), command=rescale["command"]))
+        text=data.text_kind_in_sentence(rescale["kind"]), command=rescale["command"]))
+    if rescale["kind"] != kind:  # the sweep was run on one text: say so where another is chosen
+        st.caption(_("This sweep was run on {sweep} only, not on the text chosen above ({chosen}); "
+                     "the live run below reads the chosen text.").format(
+            sweep=data.text_kind_in_sentence(rescale["kind"]),
+            chosen=data.text_kind_in_sentence(kind)))
 
     alibi_folder = shipped.get(assets.DEFAULT_MODEL)
     if alibi_folder is not None:

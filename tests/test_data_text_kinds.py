@@ -1,0 +1,33 @@
+"""How a kind of held-out text is named inside a sentence, in each language."""
+
+import pytest
+
+from alibi_viz import data, i18n
+
+
+@pytest.mark.parametrize(("code", "expected"), [
+    ("en", {"python": "Python code", "en": "English prose", "ru": "Russian prose"}),
+    ("es", {"python": "código Python", "en": "prosa en inglés", "ru": "prosa en ruso"}),
+    ("ru", {"python": "код на Python", "en": "английская проза", "ru": "русская проза"}),
+])
+def test_text_kind_in_sentence_keeps_english_capitals_only(code, expected):
+    """English keeps the capital of a language's name ("English prose", never "english prose");
+    Spanish and Russian write the common noun in lower case inside a sentence."""
+    i18n.set_language(code)
+    try:
+        named = {kind: data.text_kind_in_sentence(kind) for kind in expected}
+    finally:
+        i18n.set_language("en")
+    assert named == expected
+
+
+def test_learnable_figure_title_writes_english_with_a_capital():
+    """The learnable-slopes chart's title names the text as a sentence would: "English prose"."""
+    from alibi_viz import assets
+    from alibi_viz.figures.extrapolation import learnable_perplexity_figure
+
+    results = assets.load_learnable_slopes_results()
+    if not results:
+        pytest.skip("no shipped learnable-slopes results")
+    fig = learnable_perplexity_figure(results, "en")
+    assert "English prose" in fig.layout.title.text and "english" not in fig.layout.title.text
