@@ -279,3 +279,57 @@ def test_bias_step_says_the_gentle_head_reaches_the_clip_far_beyond_the_drawn_le
     text = " ".join(c.value for c in at.caption)
     assert "does not reach it until 2,560 tokens back, far beyond the 16 drawn" in text
     assert "only 2,560" not in text
+
+
+def answers(at) -> list[str]:
+    return [m.value for m in at.markdown if "**Answer:**" in m.value]
+
+
+@pytest.mark.parametrize("key", ["ls_next", "ls_key_next"])
+def test_on_a_projector_next_reveals_the_answer_then_moves_on(key):
+    """Presentation mode, step 3: Next (the button, or the hidden one the clicker's keys press)
+    first shows the answer and the figure on the same step, and only the press after it goes
+    to step 4, whose question is asked afresh."""
+    at = run_app("lesson", {"step": "3", "present": "1"})
+    assert not answers(at) and not figures(at)
+    at.button(key=key).click().run()
+    assert step_header(at) == "3. Slopes"
+    assert figure_keys(at) == ["ls_fig_slopes"] and "Yes" in answers(at)[0]
+    at.button(key=key).click().run()
+    assert step_header(at) == "4. Decay and half-life"
+    assert not answers(at) and not figures(at)
+    assert not at.exception
+
+
+@pytest.mark.parametrize(("step", "change"), [
+    (3, lambda at: at.number_input(key="ls_s3_heads").set_value(12)),
+    (1, lambda at: at.select_slider(key="ls_s1_slope").set_value(0.5)),
+    pytest.param(5, lambda at: at.selectbox(key="ls_layer").set_value(2), marks=needs_model),
+    pytest.param(5, lambda at: at.selectbox(key="ls_head").set_value(1), marks=needs_model),
+])
+def test_a_changed_question_hides_its_answer_until_revealed_again(step, change):
+    """On a projector, after a reveal, a control that changes the question (head count, slope,
+    layer, head) asks the new question with no answer and no figure: the answer appears only
+    after its own reveal, and then it answers the new question."""
+    at = run_app("lesson", {"step": str(step), "present": "1"})
+    at.button(key=f"ls_reveal_button_{step}").click().run()
+    (before,) = answers(at)
+    change(at).run()
+    assert not answers(at) and not figures(at)
+    predict = [m.value for m in at.markdown if m.value.startswith("**Predict:**")]
+    assert len(predict) == 1 and predict[0] not in before
+    at.button(key=f"ls_reveal_button_{step}").click().run()
+    (after,) = answers(at)
+    assert after != before and figures(at)
+    if step == 3:
+        assert "head 9" in after  # 12 heads: head 9 is steeper than head 8
+
+
+def test_an_unchanged_question_keeps_its_answer_when_only_the_figure_changes():
+    """Step 2's question (head 1's bias on the diagonal and ten tokens back) does not depend on
+    the drawn length: after a reveal, another length redraws the figure and keeps the answer."""
+    at = run_app("lesson", {"step": "2", "present": "1"})
+    at.button(key="ls_reveal_button_2").click().run()
+    (before,) = answers(at)
+    at.slider(key="ls_s2_len").set_value(32).run()
+    assert answers(at) == [before] and figures(at)

@@ -204,16 +204,63 @@ def heading(page) -> str:
 
 
 def test_clicker_keys_move_the_lesson(screen, server_url):
-    """PageDown, →, Space go forward; PageUp, ← go back; End and Home jump; the URL's step
-    and the heading follow."""
+    """PageDown, →, Space go forward (on a step whose question waits, first to its answer and
+    figure); PageUp, ← go back; End and Home jump; the URL's step and the heading follow."""
     page = screen(1024, 768)
     open_step(page, server_url, 2)
-    expected = [("PageDown", 3), ("ArrowRight", 4), ("Space", 5), ("PageUp", 4),
-                ("ArrowLeft", 3), ("End", STEPS), ("Home", 1)]
-    for key, step in expected:
+    # (key, the step after it, whether it revealed that step's figure)
+    expected = [("PageDown", 3, False), ("ArrowRight", 3, True), ("ArrowRight", 4, False),
+                ("Space", 4, True), ("Space", 5, False), ("PageUp", 4, False),
+                ("ArrowLeft", 3, False), ("End", STEPS, False), ("Home", 1, False)]
+    for key, step, revealed in expected:
         page.evaluate("() => document.activeElement && document.activeElement.blur()")
         page.keyboard.press(key)
         wait_for_step(page, step)
+        if revealed:
+            page.locator(".js-plotly-plot").first.wait_for(state="visible", timeout=FIRST_LOAD_MS)
+
+
+# Each myth's fact is in bold "Fact:" (its translation) on the last step.
+FACT_JS = """(word) => [...document.querySelectorAll('[data-testid="stMain"] strong')]
+  .filter(b => b.offsetParent && b.textContent.trim() === word).length"""
+
+
+def test_a_clicker_alone_reveals_every_step_and_myth(screen, server_url):
+    """From step 1 in presentation mode at 1024x768, pressing only the clicker's next keys
+    (PageDown, →, Space in turn, nothing clicked): every step first asks its question with no
+    figure, the next press reveals its answer and draws its figure (on screen) on the same
+    step, the press after it moves on; on step 9 each myth's fact appears, then the next
+    myth, until the sixth fact."""
+    page = screen(1024, 768)
+    page.goto(f"{server_url}/lesson?step=1&present=1")
+    wait_for_step(page, 1)
+    keys = iter(["PageDown", "ArrowRight", "Space"] * 2 * STEPS)
+    figure = page.locator(".js-plotly-plot")
+    answer = page.get_by_text("Answer:")
+    for step in range(1, STEPS):
+        assert figure.count() == 0 and answer.count() == 0, step
+        page.keyboard.press(next(keys))
+        figure.first.wait_for(state="visible", timeout=FIRST_LOAD_MS)
+        wait_for_app(page)
+        assert re.search(rf"step={step}(&|$)", page.url), (step, page.url)
+        assert answer.first.is_visible(), step
+        box = page.evaluate(FIGURE_BOX_JS)
+        assert 0 <= box["top"] and box["bottom"] <= box["height"] + 1, (step, box)
+        page.keyboard.press(next(keys))
+        wait_for_step(page, step + 1)
+    facts = []
+    for myth in range(1, 7):
+        assert page.get_by_text(f"Myth {myth} of 6:").is_visible()
+        facts.append(page.evaluate(FACT_JS, "Fact:"))
+        page.keyboard.press(next(keys))
+        page.wait_for_function(f"() => ({FACT_JS})('Fact:') === 1", timeout=30_000)
+        wait_for_app(page)
+        if myth < 6:
+            page.keyboard.press(next(keys))
+            page.get_by_text(f"Myth {myth + 1} of 6:").wait_for(timeout=30_000)
+            wait_for_app(page)
+    assert facts == [0] * 6  # each myth came without its fact
+    assert re.search(rf"step={STEPS}(&|$)", page.url)
 
 
 def wait_for_step(page, step: int) -> None:
@@ -240,7 +287,9 @@ TOUCHES = {1: ["slider"], 2: ["slider"], 3: ["number"], 4: ["slider"], 5: ["sele
 def test_the_clicker_works_after_a_control_was_touched(screen, server_url, step):
     """On every step with controls on a projector, after a teacher drags a slider, picks from
     a dropdown or types a number, PageDown still moves to the next step (in a number box only
-    PageDown does: its arrows move the caret)."""
+    PageDown does: its arrows move the caret). A control that changed the step's question
+    (slope, head count, layer, head) asks it afresh: PageDown then reveals its answer first,
+    on the same step, and the press after it moves on."""
     page = screen(1024, 768)
     main = page.locator("[data-testid='stMain']")
     for index, kind in enumerate(TOUCHES[step]):
@@ -259,6 +308,12 @@ def test_the_clicker_works_after_a_control_was_touched(screen, server_url, step)
             wait_for_app(page)
             assert re.search(rf"step={step}(&|$)", page.url)
         wait_for_app(page)
+        reveal = page.get_by_role("button", name="Reveal the answer")
+        if reveal.count():  # a new question: the first press answers it
+            page.keyboard.press("PageDown")
+            reveal.wait_for(state="detached", timeout=30_000)
+            wait_for_step(page, step)
+            assert page.locator(".js-plotly-plot").first.is_visible()
         page.keyboard.press("PageDown")
         wait_for_step(page, step + 1)
 

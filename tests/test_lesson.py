@@ -58,3 +58,43 @@ def test_go_to_clamps_and_starts_the_myths_again():
     assert (cursor.step, cursor.myth, cursor.myth_shown) == (STEPS, 0, False)
     cursor.go_to(-1)
     assert cursor.step == 1
+
+
+def test_on_a_projector_next_reveals_a_steps_answer_before_moving_on():
+    """Presentation mode: on a step whose question waits, next reveals the answer (no
+    arrival, still the same step), and the press after it goes to the next step; off the
+    projector, where the figure is already drawn, next goes straight on."""
+    cursor = LessonCursor(STEPS, MYTHS, step=3, question_open=True)
+    assert not cursor.at_the_end(True)
+    assert cursor.forward(True) is False
+    assert (cursor.step, cursor.question_open) == (3, False)
+    assert cursor.forward(True) is True and cursor.step == 4
+    cursor = LessonCursor(STEPS, MYTHS, step=3, question_open=True)
+    assert cursor.forward(False) is True and cursor.step == 4
+
+
+def test_a_clicker_alone_reveals_every_question_then_every_myth():
+    """Pressing only next from step 1 on a projector, with the page saying each of steps 1-8
+    asks a question when it arrives: each step is revealed before it is left, then the myths
+    come as before; 8 reveals, 8 arrivals, 11 myth presses."""
+    cursor, moves = LessonCursor(STEPS, MYTHS), []
+    cursor.question_open = True
+    while not cursor.at_the_end(True):
+        before = (cursor.step, cursor.question_open)
+        arrived = cursor.forward(True)
+        moves.append("arrive" if arrived else "reveal" if before[1] else "myth")
+        if arrived and cursor.step < STEPS:
+            assert not cursor.question_open  # go_to leaves it to the page
+            cursor.question_open = True      # the page draws the new step's question
+        assert len(moves) <= 2 * STEPS + 2 * MYTHS
+    assert moves[:2 * (STEPS - 1)] == ["reveal", "arrive"] * (STEPS - 1)
+    assert moves[2 * (STEPS - 1):] == ["myth"] * (2 * MYTHS - 1)
+
+
+def test_the_last_step_is_not_the_end_while_its_question_waits():
+    """A lesson whose last step asked a question: next is not disabled until it is revealed."""
+    cursor = LessonCursor(STEPS, MYTHS, step=STEPS, myth=MYTHS - 1, myth_shown=True,
+                          question_open=True)
+    assert not cursor.at_the_end(True)
+    cursor.forward(True)
+    assert cursor.at_the_end(True)

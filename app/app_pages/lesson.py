@@ -4,7 +4,8 @@ Presentation mode (URL present=1) is built for a 1024x768 projector: the sidebar
 collapsed, each step shows a short text and one figure sized to fit the screen, and the step
 poses its question first and reveals the answer (computed from the step's own figure) on a
 click. A presenter's clicker moves the lesson (PageDown/PageUp, the arrow keys, Space, Home,
-End: `CLICKER_JS`), whatever control has the focus, except while typing in a text box.
+End: `CLICKER_JS`), whatever control has the focus, except while typing in a text box; its next
+key reveals a step's answer first, then moves on, so a clicker alone shows every figure.
 
 The handout (URL print=1) is every step on one page, each question with its answer and every
 myth with its fact and demonstration, for the browser's Print (paper, or a PDF file): the
@@ -217,40 +218,69 @@ def head_distances(path: str, stamp: tuple, n_tokens: int, layer: int, head: int
 MYTHS = 6  # the last step's myths, shown one at a time on a projector
 
 
-def cursor(step: int) -> LessonCursor:
-    """The lesson's cursor at `step`, its myth as this session left it."""
+# A step's question in presentation mode: "ls_asked_<step>" holds the question the step last
+# asked, "ls_revealed_<step>" the question whose answer was revealed. An answer is shown only
+# for the question it answers: a question changed by a control (another slope, head count,
+# layer or head) is asked afresh.
+ASKED, REVEALED = "ls_asked_", "ls_revealed_"
+
+
+def question_open(step: int) -> bool:
+    """Whether step `step` asked a question whose answer is not shown yet."""
+    asked = st.session_state.get(f"{ASKED}{step}")
+    return asked is not None and st.session_state.get(f"{REVEALED}{step}") != asked
+
+
+def reveal(step: int) -> None:
+    """Show the answer to the question step `step` asked."""
+    st.session_state[f"{REVEALED}{step}"] = st.session_state.get(f"{ASKED}{step}")
+
+
+def cursor(step: int, present: bool) -> LessonCursor:
+    """The lesson's cursor at `step`, its myth and its question as this session left them."""
     return LessonCursor(len(STEPS), MYTHS, step, st.session_state.get("ls_myth", 0),
-                        bool(st.session_state.get("ls_myth_shown")))
+                        bool(st.session_state.get("ls_myth_shown")),
+                        question_open=present and question_open(step))
 
 
 def keep(moved: LessonCursor, arrived: bool) -> None:
-    """Store the cursor for the next run; on arriving at a step every question is asked
-    afresh."""
+    """Store the cursor for the next run: on arriving at a step every question is asked
+    afresh; a question the cursor closed without moving is revealed."""
     st.session_state["ls_step"] = moved.step
     st.session_state["ls_myth"], st.session_state["ls_myth_shown"] = moved.myth, moved.myth_shown
     if arrived:
-        for key in [k for k in st.session_state if str(k).startswith("ls_revealed_")]:
+        for key in [k for k in st.session_state if str(k).startswith((ASKED, REVEALED))]:
             del st.session_state[key]
+    elif not moved.question_open and question_open(moved.step):
+        reveal(moved.step)
+
+
+def current_step(step: int) -> int:
+    """The step on screen when a button's callback runs: the session's, not the one the button
+    was drawn with (a second clicker press can come before the first one's page is drawn)."""
+    return int(st.session_state.get("ls_step", step))
 
 
 def go_to(step: int) -> None:
-    moved = cursor(step)
+    moved = cursor(step, False)
     moved.go_to(step)
     keep(moved, arrived=True)
 
 
 def forward(step: int, present: bool) -> None:
-    moved = cursor(step)
+    """Next (the button, PageDown, → or Space): on a projector a step's waiting question is
+    revealed first, then the press after it moves on (`LessonCursor.forward`)."""
+    moved = cursor(current_step(step), present)
     keep(moved, arrived=moved.forward(present))
 
 
 def backward(step: int, present: bool) -> None:
-    moved = cursor(step)
+    moved = cursor(current_step(step), present)
     keep(moved, arrived=moved.backward(present))
 
 
 def at_the_end(step: int, present: bool) -> bool:
-    return cursor(step).at_the_end(present)
+    return cursor(step, present).at_the_end(present)
 
 
 def controls_ui():
@@ -267,7 +297,8 @@ def controls_ui():
         present = st.toggle(_("Presentation mode"), key="ls_present",
                             help=_("For a projector: short text, one figure sized to the screen, "
                                    "the question first and the answer on a click. A clicker "
-                                   "(PageDown/PageUp) or the arrow keys move between steps "
+                                   "(PageDown/PageUp) or the arrow keys move through the "
+                                   "lesson: next shows a step's answer, then the next step "
                                    "(URL: present=1)."))
         handout = st.toggle(_("Handout"), key="ls_print",
                             help=_("Every step on one page, each question with its answer, for "
@@ -300,7 +331,8 @@ def navigation_ui(step: int, present: bool) -> None:
                     text=_("Step {step} of {total}").format(step=step, total=len(STEPS)))
     nxt.button(_("Next →"), key="ls_next", on_click=forward, args=(step, present),
                disabled=at_the_end(step, present), type="primary",
-               help=_("Next step (PageDown, →, Space)"), width="stretch")
+               help=_("The answer, then the next step (PageDown, →, Space)") if present
+               else _("Next step (PageDown, →, Space)"), width="stretch")
     last.button("", icon=":material/last_page:", key="ls_last", on_click=go_to,
                 args=(len(STEPS),), disabled=step == len(STEPS), help=_("Last step (End)"),
                 width="stretch")
@@ -317,7 +349,8 @@ def navigation_ui(step: int, present: bool) -> None:
                   | {key: "ls_key_back" for key in PREV_KEYS}
                   | {"Home": "ls_key_home", "End": "ls_key_end"})
     # On a projector the keys stand in a corner, in plain sight but taking no room.
-    keys_text = _("Keys: PageDown, → or Space next; PageUp or ← back; Home, End.")
+    keys_text = _("Keys: PageDown, → or Space: the answer, then next; PageUp or ← back; "
+                  "Home, End.")
     keys_help = f'<div class="ls-keys-help">{html.escape(keys_text)}</div>' if present else ""
     st.html("<style>.st-key-ls_keys { display: none; } .ls-keys-help { position: fixed; "
             "right: 64px; top: 14px; font-size: 14px; color: #6b6b6b; z-index: 1000000; } "
@@ -352,8 +385,9 @@ def ask(step: int, question: str, answer: str, present: bool) -> bool:
     answer waits in a closed "Answer" box, so a student following on a laptop predicts first.
     In the handout the answer follows the question. The answer is computed by the step from
     the same numbers its figure draws."""
-    key = f"ls_revealed_{step}"
-    if in_handout() or (present and st.session_state.get(key)):  # on paper, or revealed
+    if present and not in_handout():  # what the clicker's next reveals (`question_open`)
+        st.session_state[f"{ASKED}{step}"] = question
+    if in_handout() or (present and not question_open(step)):  # on paper, or revealed
         first, rest = (answer, "") if in_handout() else split_answer(answer)
         st.markdown(_("**Predict:** {question}  \n**Answer:** {answer}").format(
             question=question, answer=first))
@@ -367,7 +401,7 @@ def ask(step: int, question: str, answer: str, present: bool) -> bool:
         return True
     st.markdown(_("**Predict:** {question}").format(question=question))
     st.button(_("Reveal the answer"), key=f"ls_reveal_button_{step}", type="primary",
-              on_click=lambda: st.session_state.__setitem__(key, True))
+              on_click=reveal, args=(step,))
     return False
 
 
