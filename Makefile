@@ -1,6 +1,6 @@
 # alibi-viz: two commands do everything on a fresh machine.
 #   make run   create .venv, install, start the app on http://localhost:8501
-#   make test  install (with dev tools, chromium and nginx), lint, run the whole test suite
+#   make test  install (with dev tools, chromium, nginx and redis-server), lint, run the whole test suite
 #   make test-quick  all but the browser and deployment tests (the cold-server storm is one): a development loop
 #   make serve-class / make stop-class   the app for a class: replicas behind nginx (deploy/)
 PYTHON ?= python3
@@ -15,7 +15,7 @@ TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ "$$n" -gt 4 ] && n=
 PYTEST := $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder \
 	--durations=25
 
-.PHONY: run test test-quick install install-dev chromium nginx lint bench clean corpus models serve-class stop-class messages
+.PHONY: run test test-quick install install-dev chromium nginx redis lint bench clean corpus models serve-class stop-class messages
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -52,6 +52,15 @@ nginx:
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx >/dev/null; \
 	else echo "nginx missing and not root: the deployment tests will be skipped (apt-get install nginx)"; fi
 
+# Debian's redis-server: the class store's Redis tests start one of their own (tests/test_class_store.py);
+# they are skipped without it.
+redis:
+	@if [ -x /usr/bin/redis-server ]; then :; \
+	elif [ "$$(id -u)" = 0 ]; then \
+		echo "installing Debian's redis-server for the class store's Redis tests"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; \
+	else echo "redis-server missing and not root: the Redis tests will be skipped (apt-get install redis-server)"; fi
+
 run: install
 	$(BIN)/python -m app.serve --server.address localhost --server.port $(PORT) \
 		--browser.gatherUsageStats false
@@ -63,7 +72,7 @@ lint: install-dev
 
 # --durations=25: the slowest tests, printed on every run. tests/conftest.py groups the tests
 # for the workers (a module's expensive fixture built once) and starts the longest first.
-test: install-dev chromium nginx lint
+test: install-dev chromium nginx redis lint
 	$(PYTEST)
 
 test-quick: install-dev lint
