@@ -62,6 +62,7 @@ import ast
 import hashlib
 import json
 import os
+import re
 import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -71,7 +72,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from alibi_viz.assets import ASSETS_DIR
+from alibi_viz.assets import ASSETS_DIR, SHIPPED_TRAIN_SEQ_LEN
 from alibi_viz.errors import AlibiVizError
 from alibi_viz.i18n import N_, _, get_language
 
@@ -413,6 +414,48 @@ def prose_example(lang: str) -> str:
     if lang not in PROSE_LANGS:
         raise AlibiVizError(f"lang must be one of {', '.join(PROSE_LANGS)}, got {lang!r}.")
     return prose_examples()[lang]
+
+
+def sentences(text: str) -> list[str]:
+    """`text` cut after each ".", "!" or "?" that a space or the end follows; pieces keep their
+    punctuation and lose the space after it."""
+    return [piece for piece in re.split(r"(?<=[.!?])\s+", text.strip()) if piece]
+
+
+SENTENCE_EXAMPLE_MIN_CHARS = 50  # a sentence example's least length, in characters
+
+
+@cache
+def sentence_examples(max_bytes: int = SHIPPED_TRAIN_SEQ_LEN) -> dict[str, str]:
+    """One sentence in every prose language, lang -> text: the first sentence of the shipped
+    held-out pages (in order) that is at most `max_bytes` UTF-8 bytes and at least
+    SENTENCE_EXAMPLE_MIN_CHARS characters in all three languages, ends with a full stop, and sits
+    at the same place (paragraph, sentence) of the three versions of a page, so that the three
+    are translations of one another. The shipped models read one token a byte, so at the default
+    (their training length) the model reads it whole and within the training length, in every
+    language: a Russian letter is two bytes, so a paragraph short in English is long in Russian."""
+    pages = zip(*(heldout_documents(lang) for lang in PROSE_LANGS), strict=True)
+    for docs in pages:
+        paras = [paragraphs(d.text) for d in docs]
+        if len({d.name for d in docs}) != 1 or len({len(p) for p in paras}) != 1:
+            continue
+        for texts in zip(*paras, strict=True):
+            split = [sentences(t) for t in texts]
+            if len({len(parts) for parts in split}) != 1:
+                continue
+            for found in zip(*split, strict=True):
+                if all(len(t.encode("utf-8")) <= max_bytes and len(t) >= SENTENCE_EXAMPLE_MIN_CHARS
+                       and t.endswith(".") for t in found):
+                    return dict(zip(PROSE_LANGS, found, strict=True))
+    raise AlibiVizError(f"No held-out sentence fits in {max_bytes} bytes in every language.")
+
+
+def sentence_example(lang: str, max_bytes: int = SHIPPED_TRAIN_SEQ_LEN) -> str:
+    """A short held-out sentence in `lang` ("en", "es" or "ru"), at most `max_bytes` bytes;
+    the same sentence in each language (`sentence_examples`)."""
+    if lang not in PROSE_LANGS:
+        raise AlibiVizError(f"lang must be one of {', '.join(PROSE_LANGS)}, got {lang!r}.")
+    return sentence_examples(max_bytes)[lang]
 
 
 @cache

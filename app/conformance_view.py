@@ -9,7 +9,12 @@ import streamlit as st
 
 from alibi_viz import i18n
 from alibi_viz.errors import AlibiVizError
-from alibi_viz.figures.heads import content_error_figure, precision_figure, verdict_grid_figure
+from alibi_viz.figures.heads import (
+    FORM_TITLES,
+    content_error_figure,
+    precision_figure,
+    verdict_grid_figure,
+)
 from alibi_viz.i18n import N_, _, formatted
 from alibi_viz.models.conformance import VERDICT_TITLES, check_alibi
 from alibi_viz.precision import DTYPES, FORMS, content_summary, default_lens, precision_lens
@@ -136,16 +141,17 @@ def show(prefix: str, model, tokenizer, info, model_key: tuple,
     dtype = left.selectbox("dtype", list(DTYPES), index=list(DTYPES).index(default_dtype),
                            key=f"{prefix}_lens_dtype")
     form = mid.selectbox(_("form"), FORMS, index=FORMS.index(default_form),
-                         key=f"{prefix}_lens_form",
-                         help=_("row_constant: BLOOM's m·j cast to the dtype; textbook: −m(i−j) "
-                                "cast; falcon: Falcon's bfloat16 builder scaled by 1/√d."))
+                         key=f"{prefix}_lens_form", format_func=lambda f: _(FORM_TITLES[f]),
+                         help=_("Which bias is rounded: BLOOM's m·j (softmax ignores the m·i it "
+                                "differs by from −m(i−j)), the textbook −m(i−j), or Falcon's "
+                                "builder, computed in bfloat16 and scaled by 1/√d."))
     length = right.select_slider(_("tokens"), [256, 512, 1024, 2048, 4096], value=2048,
                                  key=f"{prefix}_lens_len")
     content = last.number_input(_("content score (logits)"), min_value=-20.0, max_value=20.0,
                                 value=3.0, step=0.5, key=f"{prefix}_lens_content",
                                 help=_("A key's content score q·k/√d: what the softmax sees of "
                                        "it after the dtype's rounding is drawn below, for the "
-                                       "row_constant and textbook forms."))
+                                       "forms m·j and −m(i−j)."))
     try:
         lens = cached_lens(info.num_heads, int(length), dtype, form, info.head_dim,
                            float(content))  # precision_lens leaves it out for Falcon's form

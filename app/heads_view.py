@@ -67,7 +67,8 @@ URL_TEXT_CHARS = 500       # texts up to this long go into the shareable URL
 MAX_TOKENS = 2048          # the most tokens a page runs the model on
 DEFAULT_MAX_TOKENS = 512
 MAX_INDEX = 1024           # layer and head numbers the URL may name (checked against the model)
-EXAMPLE_SLUGS = ("prose", "code", "long", "module")  # URL names of data.example_texts(lang)
+# URL names of the examples: a sentence (data.sentence_example), then data.example_texts(lang)
+EXAMPLE_SLUGS = ("sentence", "prose", "code", "long", "module")
 CUSTOM = "custom"
 # Option texts (translated where shown: `_(TABLE[key])`).
 COLOR_SCALE_TITLES = {"log": N_("log"), "linear": N_("linear")}
@@ -79,7 +80,7 @@ VIEW_PARAMS = [
     UrlParam("color", "choice", "log", choices=COLOR_SCALES),
     UrlParam("bias", "choice", "textbook", choices=BIAS_SHOWN),
     UrlParam("tokens", "int", DEFAULT_MAX_TOKENS, 8, MAX_TOKENS),
-    UrlParam("example", "choice", "prose", choices=(*EXAMPLE_SLUGS, CUSTOM)),
+    UrlParam("example", "choice", "sentence", choices=(*EXAMPLE_SLUGS, CUSTOM)),
     UrlParam("text", "text", ""),
 ]
 
@@ -111,10 +112,14 @@ class Loaded:
 
 @st.cache_data(show_spinner=False)
 def _examples(lang: str) -> dict[str, tuple[str, str]]:
+    # The default is a sentence the shipped models read whole and within their training
+    # length in every language (a Russian letter is two bytes): the page opens with no note.
     try:
-        found = data.example_texts(data.page_kind(lang))
+        found = {N_("Sentence (short)"): data.sentence_example(data.page_kind(lang)),
+                 **data.example_texts(data.page_kind(lang))}
     except AlibiVizError:  # the shipped held-out text is unreadable: the two short examples
-        found = {N_("Prose (short)"): data.PROSE_EXAMPLE, N_("Code (short)"): data.CODE_EXAMPLE}
+        found = {N_("Sentence (short)"): data.PROSE_EXAMPLE.split(". ")[0] + ".",
+                 N_("Prose (short)"): data.PROSE_EXAMPLE, N_("Code (short)"): data.CODE_EXAMPLE}
     return {slug: (title, text) for slug, (title, text) in zip(EXAMPLE_SLUGS, found.items(),
                                                                  strict=False)}
 
@@ -215,8 +220,9 @@ def text_ui(prefix: str) -> str:
     left, right = st.columns([1, 3])
     left.selectbox(_("Example"), list(titles), key=_key(prefix, "example"),
                    format_func=titles.__getitem__, on_change=_pick_example, args=(prefix,),
-                   help=_("Ready texts, all held out from training: prose in the page's "
-                          "language, code, a long manual page and a long Python module."))
+                   help=_("Ready texts, all held out from training: a sentence and a paragraph in "
+                          "the page's language, code, a long manual page and a long Python "
+                          "module."))
     text = right.text_area(
         _("Text"), key=_key(prefix, "text"), height=110, on_change=_edited_text, args=(prefix,),
         help=_("Type or paste any text (up to {n} characters are kept).").format(

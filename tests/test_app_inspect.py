@@ -348,3 +348,38 @@ def test_cached_repo_messages_name_the_model_not_a_folder(hub_cache, tmp_path):
         load_model("org/pickled")
     assert str(refused.value).startswith("This model (org/pickled) has only pickle weights")
     assert "huggingface-cli download org/pickled" in str(refused.value)
+
+
+CODE_NAMES = ("row_constant", "sign_flip", "sqrt_d", "off_by_one", "row_shift", "shift_all",
+              "max_tokens")
+
+
+@pytest.mark.parametrize("lang", ["en", "ru"])
+def test_lens_and_zoo_show_no_code_names(lang):
+    """The precision lens's form dropdown offers translated labels ("m·j, as BLOOM adds it"),
+    its error panel's title names the form the same way, and the zoo's bug list shows each bug
+    described, never a code name such as row_constant or sign_flip."""
+    from alibi_viz import i18n
+    from alibi_viz.figures.heads import FORM_TITLES
+    from alibi_viz.models.zoo import BUGS, HARMLESS
+
+    i18n.set_language(lang)  # AppTest formats a widget's value with its format_func here too
+    try:
+        at = run_app("inspect_model", {"lang": lang})
+        at.button(key="im_zoo_check_run").click().run()
+        assert not at.exception
+        form = at.selectbox(key="im_zoo_lens_form")
+        bugs = at.selectbox(key="im_zoo_bug")
+        assert form.options == [i18n._(FORM_TITLES[f]) for f in ("row_constant", "textbook",
+                                                                 "falcon")]
+        assert bugs.options == [i18n._(BUGS[b]) for b in BUGS]
+        harmless = [i18n._(BUGS[b]) for b in HARMLESS]
+    finally:
+        i18n.set_language("en")
+    keys = figure_keys(at)
+    fig = figures(at)[keys.index("im_zoo_fig_precision")]
+    titles = [a["text"] for a in fig["layout"]["annotations"]]
+    shown = " ".join([*form.options, *bugs.options, form.help or "", *titles])
+    assert not [name for name in CODE_NAMES if name in shown], shown
+    assert "m·j" in titles[0] and not set(form.options) & {"textbook", "falcon"}
+    assert all(("harmless" if lang == "en" else "безвредн") in text for text in harmless)

@@ -454,3 +454,35 @@ def test_the_keys_hint_shows_on_a_projector_not_on_a_phone(screen, server_url, w
     hint = page.wait_for_selector(".ls-keys-help", state="attached", timeout=FIRST_LOAD_MS)
     visible = hint.evaluate("(el) => getComputedStyle(el).display !== 'none'")
     assert visible is shown
+
+
+# The focused slider's value (Streamlit's sliders are <input type="range">, role slider), or null.
+SLIDER_JS = """() => { const e = document.activeElement;
+  if (!e || !(e.type === 'range' || e.getAttribute('role') === 'slider')) return null;
+  return Number(e.type === 'range' ? e.value : e.getAttribute('aria-valuenow')); }"""
+
+
+@pytest.mark.parametrize("focus", ["drag", "keyboard"])
+def test_a_focused_slider_keeps_its_arrow_keys_and_pagedown_still_pages(screen, server_url, focus):
+    """Step 2 on a projector, its answer revealed: with the length slider focused (dragged with
+    the mouse, or reached with Tab), → and ← move the slider, not the lesson, and the answer
+    stays; PageDown then goes to step 3."""
+    page = screen(1024, 768)
+    open_step(page, server_url, 2)
+    slider = page.locator("[data-testid='stMain']").get_by_role("slider").first
+    if focus == "drag":
+        drag(page, slider)
+    else:
+        slider.focus()
+    wait_for_app(page)
+    start = page.evaluate(SLIDER_JS)
+    assert start is not None  # the thumb has the focus
+    for key, change in (("ArrowRight", 1), ("ArrowRight", 2), ("ArrowLeft", 1)):
+        page.keyboard.press(key)
+        page.wait_for_function(f"() => ({SLIDER_JS})() === {start + change}", timeout=30_000)
+        wait_for_app(page)
+        assert re.search(r"step=2(&|$)", page.url), page.url
+    assert page.get_by_text("Answer:").first.is_visible()
+    assert page.locator(".js-plotly-plot").first.is_visible()
+    page.keyboard.press("PageDown")
+    wait_for_step(page, 3)

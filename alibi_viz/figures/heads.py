@@ -58,6 +58,14 @@ COLOR_SCALES = ("log", "linear")  # how attention probabilities are coloured
 REDUCTIONS = {"block max": N_("block max"), "sampled": N_("sampled")}
 # Each standard schedule's legend entry, whole (not "{name} schedule"): the adjective agrees with
 # the noun in Spanish and Russian, and the code name (alibi.SCHEDULES) is never shown.
+# The precision lens's bias forms (precision.FORMS), as a student reads them: the option and
+# the error panel's title, whole per form.
+FORM_TITLES = {"row_constant": N_("m·j, as BLOOM adds it"),
+               "textbook": N_("−m(i−j), the textbook form"),
+               "falcon": N_("Falcon's builder (bfloat16, times 1/√d)")}
+FORM_ERROR_TITLES = {"row_constant": N_("{dtype} error of the bias m·j, as BLOOM adds it"),
+                     "textbook": N_("{dtype} error of the textbook bias −m(i−j)"),
+                     "falcon": N_("{dtype} error of Falcon's bias (bfloat16, times 1/√d)")}
 SCHEDULE_LEGENDS = {"official": N_("official schedule"), "geometric": N_("geometric schedule"),
                     "mpt": N_("MPT schedule")}
 
@@ -852,8 +860,8 @@ def precision_figure(lens: dict, max_points: int = 400, height: int = 380) -> go
     heads = error.shape[0]
     pos, lines = _head_error_lines(error, max_points)
     fig = make_subplots(rows=1, cols=2, column_widths=[0.65, 0.35], horizontal_spacing=0.1,
-                        subplot_titles=(_("{dtype} error of the {form} bias").format(
-                                            dtype=lens["dtype"], form=lens["form"]),
+                        subplot_titles=(_(FORM_ERROR_TITLES[lens["form"]]).format(
+                                            dtype=lens["dtype"]),
                                         _("effect on the last query's attention")))
     for line in lines:
         fig.add_trace(line, row=1, col=1)

@@ -24,7 +24,7 @@ from alibi_viz.models.loading import (
     localized,
     model_info_rows,
 )
-from alibi_viz.models.zoo import BUGS, HARMLESS, broken_model
+from alibi_viz.models.zoo import BUGS, broken_model
 from alibi_viz.params import UrlParam
 from app import conformance_view, heads_view, ui
 
@@ -214,8 +214,7 @@ def zoo_ui() -> None:
                   "port, quantise or serve ALiBi models, injected through forward hooks. Pick "
                   "one and watch the verdicts change."))
     bug = st.selectbox(_("Bug"), list(BUGS), key="im_zoo_bug",
-                       format_func=lambda b: f"{b}: {_(BUGS[b])}"
-                       + (" " + _("(harmless)") if b in HARMLESS else ""))
+                       format_func=lambda b: _(BUGS[b]))  # a harmless one says so
     net, tokenizer, info = zoo_model(bug)
     conformance_view.show("im_zoo", net, tokenizer, info, ("zoo", bug),
                                 run_label=_("Check this broken model"))

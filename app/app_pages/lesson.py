@@ -126,9 +126,11 @@ NEXT_KEYS = ("PageDown", "ArrowRight", " ")
 PREV_KEYS = ("PageUp", "ArrowLeft")
 # A capture-phase key listener on the page, installed once per browser tab: the clicker's keys
 # move the steps whatever has focus (a slider just dragged, a dropdown just picked, a number just
-# typed), except while typing in a text box; in a number box only PageDown/PageUp move (the
-# arrows move its caret). Streamlit's own button shortcuts stop when a widget has focus, so a
-# teacher who touched a control lost the clicker without seeing why.
+# typed), except while typing in a text box; in a number box and on a slider only
+# PageDown/PageUp move (the arrows move the caret, or the slider: a teacher who presses → on the
+# slider just dragged means the slider, and moving the step instead lost the reveal). A clicker
+# sends PageDown/PageUp, so it always pages. Streamlit's own button shortcuts stop when a widget
+# has focus, so a teacher who touched a control lost the clicker without seeing why.
 CLICKER_JS = """<script>
 (() => {
   if (window.__alibiVizClicker) return;
@@ -145,6 +147,8 @@ CLICKER_JS = """<script>
     if (tag === "input" && !["number", "range", "checkbox", "radio"].includes(type)
         && !(target.getAttribute("role") === "combobox" || target.readOnly)) return;
     if (tag === "input" && type === "number" && !paging) return;
+    const slider = target.getAttribute && target.getAttribute("role") === "slider";
+    if ((slider || type === "range") && event.key.startsWith("Arrow")) return;
     if (tag === "button" && event.key === " ") return;  // Space presses a focused button
     const button = document.querySelector(".st-key-" + name + " button");
     if (!button) return;
