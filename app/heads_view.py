@@ -41,6 +41,7 @@ from alibi_viz.figures.heads import (
     head_statistics_labels,
     head_statistics_selection,
     highlight_html,
+    labels_note,
     single_map_figure,
 )
 from alibi_viz.figures.render import with_fitted_layout, with_traces
@@ -476,7 +477,7 @@ def _show(prefix: str, loaded: Loaded, text: str, choice: Choice) -> None:
     facts = tokens(T)
     if marker:
         facts += "; " + _("trained on {n}-token windows").format(n=number(marker))
-    st.caption(facts + ". " + _("Labels: ␣ space, ⏎ newline, ⇥ tab."))
+    st.caption(facts + ". " + labels_note(analysis.tokens))
     if analysis.truncated:
         st.info(analysis.truncated, icon="✂️")
     if marker and T > marker:

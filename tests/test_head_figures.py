@@ -484,3 +484,35 @@ def test_verdict_grid_has_a_legend_naming_each_colours_verdict():
         drawn = {v for row in verdicts for v in row}
         assert {t.name: t.marker.color for t in fig.data} == {
             _(VERDICT_TITLES[v]): VERDICT_COLORS[v] for v in drawn}
+
+
+RU_SENTENCE = "Суперпиксели — это небольшие кластеры пикселей, имеющих общие свойства."
+
+
+def test_labels_note_explains_the_continuation_mark_once_with_its_count():
+    """A Russian sentence of 71 characters is 133 byte tokens: its labels show each letter once,
+    on its first byte, and "◦" on the second; the note beside the labels says so in the page's
+    language, with how many tokens are the rest of a letter. An ASCII text gets no such
+    sentence, only the whitespace marks."""
+    from alibi_viz import i18n
+    from alibi_viz.data import make_tokenizer
+    from alibi_viz.figures.heads import labels_note
+    from alibi_viz.models.heads import CONTINUATION, token_labels
+
+    tokenizer = make_tokenizer()
+    ids = tokenizer(RU_SENTENCE, add_special_tokens=False)["input_ids"]
+    labels = token_labels(tokenizer, ids)
+    letters = [label for label in labels if not label.startswith(CONTINUATION)]
+    assert len(ids) == len(RU_SENTENCE.encode("utf-8")) == 133
+    assert "".join(letters).replace("␣", " ") == RU_SENTENCE  # one label per letter, in order
+    further = labels.count(CONTINUATION)
+    assert further == 133 - len(RU_SENTENCE) == 62
+    assert "◦" in labels_note(labels) and "62 of these 133 tokens are" in labels_note(labels)
+    assert labels_note(token_labels(tokenizer, tokenizer("plain ascii")["input_ids"])) == (
+        "Labels: ␣ space, ⏎ newline, ⇥ tab.")
+    i18n.set_language("ru")
+    try:
+        note = labels_note(labels)
+    finally:
+        i18n.set_language("en")
+    assert "◦" in note and "а 62 токена — остатки букв (всего токенов: 133)" in note, note

@@ -744,6 +744,25 @@ def single_map_figure(attention, title: str, height: int = 380) -> go.Figure:
     return fig
 
 
+def labels_note(tokens: list[str]) -> str:
+    """The sentence that explains the maps' token labels (`token_labels`), said once beside
+    them: the marks for whitespace, and, when the text has a character of several tokens (a
+    byte-level model reads a Russian or accented letter as two bytes), that its first token
+    shows the letter and each further one is CONTINUATION ("◦"), with how many there are."""
+    note = _("Labels: ␣ space, ⏎ newline, ⇥ tab.")
+    further = sum(token.startswith(CONTINUATION) for token in tokens)
+    if further:
+        note += " " + ngettext(
+            "◦ marks a token that goes on with the letter before it: a Russian or accented "
+            "letter is two bytes, which this model splits into two tokens, so the letter shows "
+            "on its first token and {n} of these {total} tokens is the rest of a letter.",
+            "◦ marks a token that goes on with the letter before it: a Russian or accented "
+            "letter is two bytes, which this model splits into two tokens, so the letter shows "
+            "on its first token and {n} of these {total} tokens are the rest of a letter.",
+            further).format(n=number(further), total=number(len(tokens)))
+    return note
+
+
 def highlight_html(tokens: list[str], weights, query: int) -> str:
     """The text with each token's background as dark as the attention `query` gives it, the
     query itself outlined: HTML (escaped), for st.html. weights: (T,) attention of that row.
