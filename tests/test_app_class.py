@@ -1,0 +1,219 @@
+"""The Lesson's class session under AppTest (issue 42, app/class_view.py): the teacher starts a
+class, students follow its step and answer, the teacher reveals and asks again; a student's URL
+cannot move the class; bad codes and keys get a message, never a traceback. Each test has a
+SQLite class store of its own in tmp_path (ALIBI_VIZ_CLASS_STORE)."""
+
+from __future__ import annotations
+
+import pytest
+from apptest_utils import figure_keys, figures, run_app
+
+from alibi_viz.classroom import CODE_ALPHABET, CODE_LENGTH, SETTING, open_store
+
+
+@pytest.fixture
+def class_store(tmp_path, monkeypatch):
+    """The store the app uses in this test (the same SQLite file, opened here too)."""
+    setting = f"sqlite:///{tmp_path / 'class.sqlite3'}"
+    monkeypatch.setenv(SETTING, setting)
+    store = open_store(setting)
+    yield store
+    store.close()
+
+
+def step_header(at) -> str:
+    return next(h.value for h in at.header if h.value[:1].isdigit())
+
+
+def texts(at) -> str:
+    """Every text the page drew (markdown, html, captions, messages), one string."""
+    parts = [m.value for m in at.markdown] + [c.value for c in at.caption]
+    parts += [e.value for e in at.error] + [i.value for i in at.info]
+    parts += [h.proto.body for h in at.get("html")]
+    return "\n".join(parts)
+
+
+def answer_radio(at):
+    return next(r for r in at.radio if r.key and r.key.startswith("cls_answer_"))
+
+
+def teacher(class_store, step: int = 1, present: bool = True):
+    """A teacher's page that started a class with ?class=new: (AppTest, code, key)."""
+    params = {"class": "new", "step": str(step)} | ({"present": "1"} if present else {})
+    at = run_app("lesson", params)
+    assert not at.exception
+    return at, at.query_params["class"], at.query_params["key"]
+
+
+def test_class_new_creates_a_room_and_shows_the_join_panel_without_the_key(class_store):
+    """?class=new makes a room: the URL holds its code and the teacher key, the page shows the
+    code, the join link /lesson?class=CODE and a QR code, and never the key."""
+    at, code, key = teacher(class_store)
+    assert len(code) == CODE_LENGTH and set(code) <= set(CODE_ALPHABET)
+    assert class_store.is_teacher(code, key)
+    shown = texts(at)
+    assert code in shown and f"/lesson?class={code}" in shown
+    assert key not in shown and not any(key in str(w.value) for w in at.get("image"))
+    assert at.get("imgs") or at.get("image")  # the QR code
+    assert class_store.state(code).step == 1  # the teacher's page said where it is
+
+
+def test_start_a_class_from_the_sidebar(class_store):
+    """The sidebar's "Start a class" button makes this session the teacher of a new room."""
+    at = run_app("lesson")
+    at.button(key="cls_start").click().run()
+    assert not at.exception
+    code, key = at.query_params["class"], at.query_params["key"]
+    assert class_store.is_teacher(code, key)
+
+
+def test_student_follows_the_teachers_step_and_controls(class_store):
+    """A student's page opens at the teacher's step and moves when the teacher moves, with the
+    teacher's slope on step 1."""
+    room = class_store.create_room()
+    class_store.set_state(room.code, room.key, step=3, controls={"ls_s3_heads": 12})
+    at = run_app("lesson", {"class": room.code})
+    assert not at.exception and step_header(at).startswith("3.")
+    assert at.number_input(key="ls_s3_heads").value == 12
+    class_store.set_state(room.code, room.key, step=1, controls={"ls_s1_slope": 0.5})
+    at.run()
+    assert step_header(at).startswith("1.")
+    assert at.select_slider(key="ls_s1_slope").value == 0.5
+
+
+def test_student_looks_around_and_comes_back(class_store):
+    """A student who moves elsewhere stays there when the teacher moves, and "Back to the
+    class" returns to the teacher's step."""
+    room = class_store.create_room()
+    class_store.set_state(room.code, room.key, step=2)
+    at = run_app("lesson", {"class": room.code})
+    at.button(key="ls_next").click().run()
+    assert step_header(at).startswith("3.")
+    class_store.set_state(room.code, room.key, step=4)
+    at.run()
+    assert step_header(at).startswith("3.")
+    assert "The class is on step 4." in texts(at)
+    at.button(key="cls_back").click().run()
+    assert step_header(at).startswith("4.")
+
+
+def test_answers_counted_once_per_session_and_changeable(class_store):
+    """A student's answer is stored once, and a changed answer replaces it."""
+    at_t, code, key = teacher(class_store, step=1)
+    student = run_app("lesson", {"class": code})
+    answer_radio(student).set_value("more").run()
+    assert not student.exception
+    qid = answer_radio(student).key.split("_")[2]
+    assert class_store.counts(code, qid).by_choice == {"more": 1}
+    answer_radio(student).set_value("less").run()
+    assert class_store.counts(code, qid).by_choice == {"less": 1}
+    other = run_app("lesson", {"class": code})
+    answer_radio(other).set_value("less").run()
+    assert class_store.counts(code, qid).total == 2
+    at_t.run()
+    assert "2 answered" in texts(at_t)
+
+
+def test_reveal_shows_the_distribution_to_teacher_and_student(class_store):
+    """After the teacher's reveal the projector shows the class's answers beside the computed
+    answer (its bar marked), and the student sees the answer, their own and the chart; a late
+    answer is refused with a message."""
+    at_t, code, _key = teacher(class_store, step=1)
+    student = run_app("lesson", {"class": code})
+    answer_radio(student).set_value("more").run()
+    assert not figures(student)  # the figure waits for the reveal
+    at_t.button(key="cls_reveal_1").click().run()
+    assert not at_t.exception
+    assert any(k.startswith("cls_fig_") for k in figure_keys(at_t))
+    assert "ls_fig_position" in figure_keys(at_t)
+    chart = next(f for f in figures(at_t) if "The class" in f["layout"]["title"]["text"])
+    assert list(chart["data"][0]["x"]) == [1, 0, 0]
+    assert any(label.startswith("✓ ") for label in chart["data"][0]["y"])  # computed answer
+    student.run()
+    shown = texts(student)
+    assert "**Your answer:** More" in shown and "**Answer:**" in shown
+    assert "ls_fig_position" in figure_keys(student)
+
+
+def test_clicker_reveal_reveals_to_the_class(class_store):
+    """The teacher's next (the clicker) on an open question reveals it to the class too."""
+    at_t, code, _key = teacher(class_store, step=3)
+    at_t.button(key="ls_next").click().run()
+    assert not at_t.exception and step_header(at_t).startswith("3.")
+    assert any(q.startswith("s3") for q in class_store.state(code).revealed)
+
+
+def test_ask_again_opens_the_question_afresh(class_store):
+    """"Ask again" deletes the answers and the student can answer again."""
+    at_t, code, _key = teacher(class_store, step=3)
+    student = run_app("lesson", {"class": code})
+    answer_radio(student).set_value("yes").run()
+    at_t.button(key="cls_reveal_3").click().run()
+    at_t.button(key="cls_again_3").click().run()
+    assert not at_t.exception and "0 answered" in texts(at_t)
+    student.run()
+    radio = answer_radio(student)
+    assert radio.value is None and radio.key.endswith("_2")  # round 2
+    radio.set_value("no").run()
+    assert not student.exception
+
+
+def test_guessed_key_cannot_move_the_class(class_store):
+    """A URL with a wrong teacher key says so and follows as a student: its moves stay on its
+    own page; the class stays where the teacher put it, and its answers stay hidden."""
+    room = class_store.create_room()
+    class_store.set_state(room.code, room.key, step=2)
+    at = run_app("lesson", {"class": room.code, "key": "guessed-" + "x" * 24})
+    assert not at.exception
+    assert any("no valid teacher key" in e.value for e in at.error)
+    assert "key" not in at.query_params
+    at.button(key="ls_next").click().run()
+    at.button(key="ls_next").click().run()
+    assert class_store.state(room.code).step == 2
+    assert not class_store.state(room.code).revealed
+    assert not [b for b in at.button if b.key and b.key.startswith(("cls_reveal", "cls_again"))]
+
+
+def test_missing_key_has_no_teacher_controls(class_store):
+    """A student's page has no reveal, ask-again or end button."""
+    room = class_store.create_room()
+    class_store.set_state(room.code, room.key, step=1)
+    at = run_app("lesson", {"class": room.code})
+    keys = {b.key for b in at.button}
+    assert not keys & {"cls_reveal_1", "cls_again_1", "cls_end"}
+    assert "cls_leave" in keys
+
+
+@pytest.mark.parametrize("code", ["<script>", "ABC", "00000", "x" * 500])
+def test_malformed_code_is_a_message(class_store, code):
+    """A malformed class code gets the store's message, never a traceback."""
+    at = run_app("lesson", {"class": code})
+    assert not at.exception
+    assert any("is not a class code" in e.value for e in at.error)
+    assert step_header(at).startswith("1.")
+
+
+def test_unknown_code_is_a_message_in_the_pages_language(class_store):
+    """An unknown code is told in the student's language (Spanish here)."""
+    at = run_app("lesson", {"class": "ZZZZZ", "lang": "es"})
+    assert not at.exception
+    message = at.error[0].value
+    assert "ZZZZZ" in message and "There is no class" not in message
+
+
+def test_ended_class_tells_its_students(class_store):
+    """"End the class" deletes the room; a student's next run says there is no such class."""
+    at_t, code, _key = teacher(class_store, step=1)
+    student = run_app("lesson", {"class": code})
+    at_t.button(key="cls_end").click().run()
+    assert not at_t.exception and "class" not in at_t.query_params
+    student.run()
+    assert any("There is no class with the code" in e.value for e in student.error)
+
+
+def test_students_page_follows_its_own_language(class_store):
+    """A Spanish student of an English teacher reads the question in Spanish."""
+    _at, code, _key = teacher(class_store, step=1)
+    student = run_app("lesson", {"class": code, "lang": "es"})
+    assert not student.exception
+    assert "Predecir" in texts(student) or "Predice" in texts(student)
