@@ -585,17 +585,20 @@ def _run(model, input_ids, attention_mask=None, cache=None, use_cache=False,
     return out, probs
 
 
-def _curves(probs: torch.Tensor, min_log_prob: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """(y, n) of one layer's probabilities (H, T, T): y[h, d] = mean over the queries i that
-    read d of log p_{i, i-d} - log p_{i, i}; n[h, d] = how many did (both probabilities in
-    the normal range of their dtype, i - d >= 0)."""
-    H, T, _T = probs.shape
+def _curves(probs: torch.Tensor, min_log_prob: float,
+            first_query: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """(y, n) of one layer's probabilities (H, Q, T), the rows of the queries at positions
+    first_query .. first_query + Q - 1 (all T of them by default): y[h, d] = mean over the
+    queries i that read d of log p_{i, i-d} - log p_{i, i}; n[h, d] = how many did (both
+    probabilities in the normal range of their dtype, i - d >= 0)."""
+    H, Q, T = probs.shape
     logp = probs.double().log()  # zeros give -inf, which fails the range test below
-    i = torch.arange(T, device=probs.device)[:, None]  # (T, 1) query
-    j = i - torch.arange(T, device=probs.device)[None, :]  # (T, T) key at distance d
-    other = logp[:, i, j.clamp_min(0)]  # (H, T, T) [h, i, d]: log p_{i, i-d}
-    own = torch.diagonal(logp, dim1=1, dim2=2)[:, :, None]  # (H, T, 1): log p_{i, i}
-    valid = (j >= 0) & (other >= min_log_prob) & (own >= min_log_prob)  # (H, T, T)
+    q = torch.arange(Q, device=probs.device)
+    i = (first_query + q)[:, None]  # (Q, 1) query position
+    j = i - torch.arange(T, device=probs.device)[None, :]  # (Q, T) key at distance d
+    other = logp[:, q[:, None], j.clamp_min(0)]  # (H, Q, T) [h, i, d]: log p_{i, i-d}
+    own = logp[:, q, first_query + q][:, :, None]  # (H, Q, 1): log p_{i, i}
+    valid = (j >= 0) & (other >= min_log_prob) & (own >= min_log_prob)  # (H, Q, T)
     diff = torch.where(valid, other - own, torch.zeros((), dtype=logp.dtype,
                                                        device=logp.device))
     n = valid.sum(dim=1)  # (H, T)
@@ -1347,17 +1350,18 @@ def _decode_probe(model, length: int, tokenizer, min_log_prob: float,
     out, _probs = _run(model, ids[:, : length - steps], use_cache=True, body=True)
     past = getattr(out, "cache", None) or getattr(out, "past_key_values", None)
     rows = None
-    for t in range(length - steps, length):
+    first = length - steps  # the first decoded query's position
+    for t in range(first, length):
         out, probs = _run(model, ids[:, t:t + 1], cache=past, use_cache=True, body=True)
         past = getattr(out, "cache", None) or getattr(out, "past_key_values", None)
-        if rows is None:  # (layers, heads, T, T): zero (unread) but for the decoded rows
-            rows = torch.zeros(len(probs), probs[0].shape[1], length, length,
+        if rows is None:  # (layers, heads, steps, T): the decoded rows, zero past each query
+            rows = torch.zeros(len(probs), probs[0].shape[1], steps, length,
                                dtype=probs[0].dtype, device=probs[0].device)
         for layer, p in enumerate(probs):
-            rows[layer, :, t, : t + 1] = p[0, :, -1, : t + 1]
+            rows[layer, :, t - first, : t + 1] = p[0, :, -1, : t + 1]
     curves, counts = [], []
     for layer in range(rows.shape[0]):
-        y, n = _curves(rows[layer], min_log_prob)
+        y, n = _curves(rows[layer], min_log_prob, first_query=first)
         n[:, length - steps + 1:] = 0  # read only the distances every decoded row saw
         curves.append(y)
         counts.append(n)
