@@ -703,10 +703,21 @@ def ablation_ui(name: str, prefix: str = "mh", title: str | None = None) -> None
         return
     st.subheader(title or _("Which heads matter?"))
     summary = ablation_summary(entry)
-    layer, head, cost, slope = summary["top"]
     ask_ablation(summary)
     ui.show_figure(ablation_fig(name), f"ablation_{name}", key=_key(prefix, "fig_ablation"))
-    st.markdown(_(
+    st.caption(_("Each head's output zeroed in turn (Michel et al. 2019), on {windows} windows "
+                 "of held-out text of the training length; {slope_kind}. Command: `python -m "
+                 "alibi_viz.models.ablation`.").format(
+        windows=number(results["windows"]),
+        slope_kind=_("slope: the ALiBi slope the model applies") if entry["slope_kind"] == "applied"
+        else _("slope: the decay fitted to the head's attention on the same text")))
+
+
+def ablation_verdict(summary: dict) -> str:
+    """What the measurement says, in numbers: the costliest head, how many cost little, the
+    steep and gentle quarters and their rank correlation (it answers the question)."""
+    layer, head, cost, slope = summary["top"]
+    return (_(
         "Silencing layer {layer}, head {head} costs the most: +{cost} nats per token (slope "
         "{slope}). {minor} of the {heads} heads cost less than {minor_limit} when silenced. The "
         "steepest quarter of the heads by slope costs {steep} on average, the gentlest quarter "
@@ -719,16 +730,11 @@ def ablation_ui(name: str, prefix: str = "mh", title: str | None = None) -> None
           "expects.") if summary["steep"] < summary["gentle"] else
         _("Here the steeper heads matter more: the claim that steep heads are useless does not "
           "hold for this model.")))
-    st.caption(_("Each head's output zeroed in turn (Michel et al. 2019), on {windows} windows "
-                 "of held-out text of the training length; {slope_kind}. Command: `python -m "
-                 "alibi_viz.models.ablation`.").format(
-        windows=number(results["windows"]),
-        slope_kind=_("slope: the ALiBi slope the model applies") if entry["slope_kind"] == "applied"
-        else _("slope: the decay fitted to the head's attention on the same text")))
 
 
 def ask_ablation(summary: dict) -> None:
-    """Predict first: the question, and the answer folded away until a student opens it."""
+    """Predict first: the question, and the answer with the verdict in numbers folded away
+    until a student opens it (nothing below the chart gives it away)."""
     answer = (_("Yes: the steepest quarter costs {steep}, the gentlest {gentle} nats per token.")
               if summary["steep"] < summary["gentle"] else
               _("No: the steepest quarter costs {steep}, the gentlest {gentle} nats per token."))
@@ -737,3 +743,4 @@ def ask_ablation(summary: dict) -> None:
                        "cost less when silenced than the gentlest?")):
         st.markdown(answer.format(steep=number(summary["steep"], 3),
                                   gentle=number(summary["gentle"], 3)))
+        st.markdown(ablation_verdict(summary))

@@ -312,3 +312,18 @@ def test_rescaled_section_names_the_text_its_sweep_read():
     assert not [c for c in captions if c.startswith("This sweep was run on")]
     assert any(c.startswith("The shipped ALiBi model on the held-out text: English prose;")
                for c in captions)
+
+
+def test_rescaled_slopes_answer_only_inside_its_answer_box():
+    """Section 5's question ("does s = L_train / L lower the perplexity ...?"): the measured
+    cells (best s, s = L_train / L against s = 1) and the interpolation note are in its Answer
+    box, not printed as bullets under the chart before a student predicts."""
+    at = run_app("extrapolation")
+    inside = [m.value for box in at.expander if box.label == "Answer" for m in box.markdown]
+    outside = [m.value for m in at.markdown if m.value not in inside]
+    from alibi_viz.models.rescale import rescale_summary
+
+    cells = [t for t in inside if t.startswith("- ") and "best s = " in t]
+    assert len(cells) == len(rescale_summary(assets.load_rescale_results())["cells"]) > 0
+    assert any(t.startswith("Non-overlapping, it changes the perplexity by") for t in inside)
+    assert not [t for t in outside if "best s = " in t or t.startswith("Non-overlapping, it")]

@@ -229,3 +229,35 @@ def test_which_heads_matter_states_the_shipped_measurement():
     layer, head, cost, _slope = summary["top"]
     assert f"layer {layer + 1}, head {head + 1} costs the most: +{number(cost, 3)}" in text
     assert f"costs {number(summary['steep'], 3)} on average" in text
+
+
+def answer_box_texts(at) -> tuple[list[str], list[str]]:
+    """(markdown inside the questions' closed "Answer" boxes, markdown anywhere else)."""
+    inside = [m.value for box in at.expander if box.label == "Answer" for m in box.markdown]
+    return inside, [m.value for m in at.markdown if m.value not in inside]
+
+
+def test_which_heads_matter_answers_only_inside_its_answer_box():
+    """The verdict ("Silencing layer 1, head 1 costs the most ... Here the steeper heads matter
+    more") sits in the question's Answer box with the answer, not under the chart where a
+    student reads it before predicting."""
+    at = run_app("model_heads", {"text": SHORT})
+    inside, outside = answer_box_texts(at)
+    assert [t for t in inside if t.startswith("Silencing layer")]
+    assert [t for t in inside if t.startswith(("Yes: the steepest", "No: the steepest"))]
+    assert not [t for t in outside if t.startswith(("Silencing layer", "Yes: the steepest",
+                                                    "No: the steepest"))
+                or "steeper heads matter" in t]
+
+
+def test_which_heads_matter_draws_the_steep_heads_first():
+    """The ablation chart's slope axis runs from the steepest head at the left (a chart wider
+    than a phone is cut on the right, where the steep heads, the ones that cost the most, sat
+    off screen), and the costliest head has the largest slope drawn."""
+    at = run_app("model_heads", {"text": SHORT})
+    fig = figures(at)[figure_keys(at).index("mh_fig_ablation")]
+    assert fig["layout"]["xaxis"]["autorange"] == "reversed"
+    assert fig["layout"]["xaxis"]["type"] == "log"
+    points = [(x, y) for trace in fig["data"] for x, y in zip(trace["x"], trace["y"], strict=True)]
+    costliest = max(points, key=lambda p: p[1])
+    assert costliest[0] == max(x for x, _y in points)  # drawn leftmost on the reversed axis

@@ -701,8 +701,9 @@ def behaviour_selection(selected: tuple[int, int] | None) -> list:
 
 def ablation_figure(increase, slope, slope_kind: str, height: int = 380) -> go.Figure:
     """Which heads matter (`models.ablation`): each head's loss increase when its output is
-    zeroed (nats per token) against its slope (log axis): the applied ALiBi slope, or for a
-    model without one the decay fitted to its attention. One colour per layer."""
+    zeroed (nats per token) against its slope (log axis, steepest at the left): the applied
+    ALiBi slope, or for a model without one the decay fitted to its attention. One colour per
+    layer."""
     increase = np.asarray(increase, dtype=float)  # (layers, heads)
     slope = np.asarray(slope, dtype=float)
     layers, heads = increase.shape
@@ -718,8 +719,11 @@ def ablation_figure(increase, slope, slope_kind: str, height: int = 380) -> go.F
             customdata=(np.arange(heads) + 1)[shown],
             marker=dict(size=11, color=colors[layer], line=dict(width=1, color="white")),
             name=name, hovertemplate=name + hover))
-    fig.update_xaxes(type="log", title=_("slope m (log scale)") if slope_kind == "applied"
-                     else _("fitted decay m (log scale)"))
+    # Steepest first, at the left: a figure wider than a phone's screen is cut on the right, and
+    # there it hid the steep heads, the ones that matter, leaving only dots at 0 in sight.
+    fig.update_xaxes(type="log", autorange="reversed",
+                     title=_("slope m (log scale, steepest first)") if slope_kind == "applied"
+                     else _("fitted decay m (log scale, steepest first)"))
     fig.update_yaxes(title=_("loss increase when silenced (nats per token)"))
     return fig.update_layout(
         height=height, margin=dict(l=60, r=20, t=60, b=50), hovermode="closest",

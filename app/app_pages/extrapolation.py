@@ -714,6 +714,20 @@ with st.expander(_("Plant your own span")):
 
 
 
+def rescale_cells_ui(summary: dict) -> None:
+    """Every shipped cell of the rescale sweep as a bullet: the best s and s = L_train / L
+    against s = 1 (an answer: shown inside the question's box)."""
+    for (cell_protocol, cell_length), c in sorted(summary["cells"].items(),
+                                                  key=lambda kv: (kv[0][1], kv[0][0])):
+        st.markdown("- " + _("{protocol}, {length} tokens: best s = {best} ({best_change} "
+                             "against s = 1); s = L_train / L = {interp}: {interp_change}.").format(
+            protocol=protocol_name(cell_protocol), length=number(cell_length),
+            best=scale_label(c["best"]),
+            best_change=relative_change(c["best_ratio"]), interp=scale_label(c["interpolation"]),
+            interp_change=relative_change(c["interpolation_ratio"])
+            if c["interpolation_ratio"] is not None else _("n/a")))
+
+
 # 5. slopes rescaled at inference ------------------------------------------------------------
 @ui.cached_figure(max_entries=4)
 def rescale_fig():
@@ -729,9 +743,8 @@ st.markdown(_(
     "them is what the reach curve says.").format(interpolation=paper.ALIBI_INTERPOLATION))
 rescale = assets.load_rescale_results()
 parameters = assets.training_info(alibi_path).get("parameters") if alibi_path else None
+# the note states the measured change, an answer: it goes in the question's box below
 note = interpolation_note(rescale, parameters) if rescale and parameters else None
-if note:
-    st.markdown(note)
 if not rescale:
     st.info(_("No shipped results yet: assets/results/rescale.json is written by `python -m "
               "alibi_viz.models.rescale`."))
@@ -756,17 +769,10 @@ else:
                 loss_one=number(summary["reach"][1.0]["longest_loss"], 3),
                 loss_best=number(summary["reach"][reach_best]["longest_loss"], 3),
                 reach_best=scale_label(reach_best)))
+        if note:
+            st.markdown(note)
+        rescale_cells_ui(summary)
     ui.show_figure(rescale_fig(), "rescale", key="xl_fig_rescale")
-    # (the cells' own names: `protocol` is the live run's, which the button below reuses)
-    for (cell_protocol, cell_length), c in sorted(summary["cells"].items(),
-                                                  key=lambda kv: (kv[0][1], kv[0][0])):
-        st.markdown("- " + _("{protocol}, {length} tokens: best s = {best} ({best_change} against "
-                             "s = 1); s = L_train / L = {interp}: {interp_change}.").format(
-            protocol=protocol_name(cell_protocol), length=number(cell_length),
-            best=scale_label(c["best"]),
-            best_change=relative_change(c["best_ratio"]), interp=scale_label(c["interpolation"]),
-            interp_change=relative_change(c["interpolation_ratio"])
-            if c["interpolation_ratio"] is not None else _("n/a")))
     st.caption(_("The shipped ALiBi model on the held-out text: {text}; perplexity on the "
                  "evaluation's targets (the table's, so s = 1 is the shipped row), reach on the "
                  "held-out text of the four kinds. Command: `{command}`.").format(
