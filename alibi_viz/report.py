@@ -134,8 +134,12 @@ def _palette_png(uri: str) -> str:
     from PIL import Image
 
     image = Image.open(io.BytesIO(base64.b64decode(uri.split(",", 1)[1]))).convert("RGB")
-    pixels = np.asarray(image).reshape(-1, 3)
-    colors, index = np.unique(pixels, axis=0, return_inverse=True)
+    pixels = np.asarray(image).reshape(-1, 3).astype(np.uint32)
+    # each colour as one number 0xRRGGBB: sorted as the (r, g, b) rows would be, and a
+    # one-dimensional unique is a plain sort (np.unique(axis=0) took 0.5 s an image)
+    keys, index = np.unique(pixels[:, 0] << 16 | pixels[:, 1] << 8 | pixels[:, 2],
+                            return_inverse=True)
+    colors = np.stack([keys >> 16, keys >> 8 & 255, keys & 255], axis=1)
     if len(colors) <= 256:
         paletted = Image.fromarray(index.reshape(image.height, image.width).astype(np.uint8), "P")
         paletted.putpalette(colors.astype(np.uint8).ravel().tolist())
