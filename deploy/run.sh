@@ -20,6 +20,10 @@
 #   ALIBI_VIZ_TIMING_LOG     passed to every replica: one JSON line per script run (app/ui.py)
 #   ALIBI_VIZ_ALLOW_CUSTOM_PATHS  passed through; 0 unless set (see start_replica)
 #   ALIBI_VIZ_WARM_UP        0: skip the first run of each page in each replica (deploy/warm_up.py)
+#   ALIBI_VIZ_CLASS_STORE    the class store every replica uses (alibi_viz/classroom.py): unset,
+#                            one SQLite file shared by all replicas, class.sqlite3 in
+#                            ALIBI_VIZ_DATA_DIR; redis://host:port/db for replicas on several machines
+#   ALIBI_VIZ_DATA_DIR       where that SQLite file lives: $ALIBI_VIZ_RUN_DIR/data unless set
 #   ALIBI_VIZ_MEMORY_BUDGET_MB  the memory one model run of a replica may use (1024 unless set):
 #                            a fixed budget, since N replicas share the machine; alone, the
 #                            app takes a quarter of the memory available (models/heads.py)
@@ -104,6 +108,10 @@ start_replica() {  # start_replica K PORT: one `streamlit run`, detached, its pi
         export ALIBI_VIZ_REPLICA="r$k"
         export ALIBI_VIZ_ALLOW_CUSTOM_PATHS="${ALIBI_VIZ_ALLOW_CUSTOM_PATHS:-0}"
         export ALIBI_VIZ_MEMORY_BUDGET_MB="${ALIBI_VIZ_MEMORY_BUDGET_MB:-1024}"
+        # One class store for every replica: a class's answers live there, never in a
+        # replica's memory, so a student moved to another replica keeps them.
+        export ALIBI_VIZ_DATA_DIR="${ALIBI_VIZ_DATA_DIR:-$RUN_DIR/data}"
+        if [[ -n "${ALIBI_VIZ_CLASS_STORE:-}" ]]; then export ALIBI_VIZ_CLASS_STORE; fi
         STREAMLIT_SERVER_COOKIE_SECRET="$(<"$RUN_DIR/cookie_secret")"
         export STREAMLIT_SERVER_COOKIE_SECRET
         # setsid: its own session, so closing the teacher's terminal does not stop it. The

@@ -5,8 +5,13 @@ projector's count equals the answers given. Screenshots of the projector go to t
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import secrets
 import time
+import urllib.request
+import zlib
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -101,6 +106,102 @@ def test_students_follow_answer_and_are_counted(class_server, browser):
         counts = store.counts(code, revealed[0], ("yes", "no"))
         assert counts.total == STUDENTS
         assert counts.by_choice == {"yes": (STUDENTS + 1) // 2, "no": STUDENTS // 2}
+    finally:
+        for context in contexts:
+            context.close()
+
+
+# ----------------------------------------------------------------------------- the deployment
+
+FAILOVER_S = 10  # test_deploy's bound: a killed replica's student is back on their view
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory):
+    """deploy/run.sh: nginx and two replicas sharing one SQLite class store in the run folder
+    (ALIBI_VIZ_DATA_DIR, set by run.sh)."""
+    from conftest import NGINX, start_class_stack, stop_class_stack
+
+    if not os.path.exists(NGINX):
+        pytest.skip("nginx is not installed (make test installs it as root)")
+    run_dir = tmp_path_factory.mktemp("classdeploy")
+    env = {k: v for k, v in os.environ.items() if k not in (SETTING, "ALIBI_VIZ_DATA_DIR")}
+    stack = start_class_stack(run_dir, replicas=2, env={**env, "ALIBI_VIZ_WARM_UP": "0"})
+    yield stack
+    stop_class_stack(stack)
+
+
+def replica_cookie(stack, replica: str) -> str:
+    """A value of nginx's alibi_replica cookie that routes to `replica` (r1, r2)."""
+    for _ in range(200):
+        cookie = secrets.token_hex(16)
+        request = urllib.request.Request(stack.url + "/healthz",
+                                         headers={"Cookie": f"alibi_replica={cookie}"})
+        with urllib.request.urlopen(request, timeout=30) as response:
+            if response.headers["X-Alibi-Replica"] == replica:
+                return cookie
+    raise AssertionError(f"no cookie routes to {replica}")
+
+
+def open_on(browser, stack, replica: str, path: str, width=1024, height=768):
+    context = browser.new_context(viewport={"width": width, "height": height})
+    context.add_cookies([{"name": "alibi_replica", "value": replica_cookie(stack, replica),
+                          "url": stack.url}])
+    page = context.new_page()
+    page.set_default_timeout(90_000)
+    page.goto(stack.url + path)
+    wait_for_app(page, timeout_ms=FIRST_LOAD_MS)
+    return context, page
+
+
+def test_class_on_two_replicas_survives_a_killed_replica(stack, browser):
+    """Students spread over both replicas follow the teacher and answer; SIGKILL the replica
+    of half of them mid-question: every answer is still counted, and its students are back on
+    the teacher's step on the live replica."""
+    from alibi_viz.classroom import SQLiteStore
+
+    contexts = []
+    try:
+        context, teacher = open_on(browser, stack, "r1", "/lesson?class=new")
+        contexts.append(context)
+        teacher.wait_for_function("() => location.search.includes('key=')")
+        code = parse_qs(urlsplit(teacher.url).query)["class"][0]
+        store = SQLiteStore(stack.run_dir / "data" / "class.sqlite3")
+        students = []
+        for k in range(STUDENTS):
+            context, student = open_on(browser, stack, ("r1", "r2")[k % 2],
+                                       f"/lesson?class={code}", 400, 800)
+            contexts.append(context)
+            students.append(student)
+        for step in (2, 3):
+            teacher.locator(".st-key-ls_next button").first.click()
+            on_step(teacher, step, 30_000)
+            for student in students:
+                on_step(student, step, FOLLOW_S * 1000 + 5_000)
+        for student in students:
+            radio = student.locator("[class*='st-key-cls_answer_']")
+            radio.locator("label").filter(has_text=re.compile("^Yes$")).click()
+            wait_for_app(student)
+        teacher.get_by_text(f"{STUDENTS} answered").wait_for(timeout=10_000)
+        moved = students[1::2]  # on r2: reloaded by nginx's failover script onto r1
+        reloads = {id(page): [] for page in moved}
+        for page in moved:
+            page.on("framenavigated", lambda frame, page=page: frame == page.main_frame
+                    and reloads[id(page)].append(1))
+        stack.run("kill-replica", "2")
+        killed = time.monotonic()
+        for page in moved:
+            while not reloads[id(page)]:
+                assert time.monotonic() - killed < FAILOVER_S + 20, "no failover reload"
+                page.wait_for_timeout(100)
+            wait_for_app(page, timeout_ms=FIRST_LOAD_MS)
+            on_step(page, 3, 10_000)
+        back = time.monotonic() - killed
+        print(f"failover: the killed replica's students back on step 3 after {back:.1f} s")
+        teacher.get_by_text(f"{STUDENTS} answered").wait_for(timeout=10_000)
+        heads_8 = f"s3-{zlib.crc32(json.dumps([8]).encode()):08x}"  # step 3's question, 8 heads
+        assert store.counts(code, heads_8).total == STUDENTS
+        assert back < FAILOVER_S + 10
     finally:
         for context in contexts:
             context.close()
