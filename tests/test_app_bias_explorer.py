@@ -241,3 +241,18 @@ def test_symmetric_mode_says_the_bias_has_no_direction():
     bias = alibi_bias(alibi_slopes(8), 16, mode="symmetric")
     assert np.array_equal(bias, np.swapaxes(bias, -1, -2))
     assert not [m for m in run_app().markdown if "Symmetric ALiBi has no direction" in m.value]
+
+
+def test_long_symmetric_grid_says_why_its_panels_are_dark():
+    """?mode=symmetric&len=4096&heads=64: under the clipped grid a caption says how many panels
+    are dark but for a band, and names the colour scale that shows their gradient; the
+    default page (8 heads, 64 tokens) has no such caption, nor has the per-head scale."""
+    at = run_app("", {"mode": "symmetric", "len": "4096", "heads": "64"})
+    assert not at.exception
+    notes = [c.value for c in at.caption if "dark but for a thin band" in c.value]
+    assert len(notes) == 1 and notes[0].startswith("34 of these 64 panels")
+    assert "“each head its own”" in notes[0]
+    at = run_app("", {"mode": "symmetric", "len": "4096", "heads": "64", "scale": "per_head"})
+    assert not [c for c in at.caption if "dark but for a thin band" in c.value]
+    at = run_app()
+    assert not [c for c in at.caption if "dark but for a thin band" in c.value]

@@ -7,6 +7,8 @@ mosaic, a hover layer of exact values, so the payload is bounded whatever the le
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import plotly.colors as pc
 import plotly.graph_objects as go
@@ -32,7 +34,7 @@ from alibi_viz.display import (
 )
 from alibi_viz.errors import AlibiVizError
 from alibi_viz.figures.render import figure, matrix_grid_figure, subplot_row
-from alibi_viz.i18n import _, number, significant
+from alibi_viz.i18n import _, ngettext, number, percent, significant
 
 MAX_DECAY_CURVES = 16  # more lines than this are unreadable
 
@@ -148,6 +150,47 @@ def bias_grid_figure(slopes, seq_len: int, mode: str = "causal", head_ids=None,
         panel_ids=[h + 1 for h in head_ids], title=f"{title}{note}.{rows_note}{masked}")
 
 
+DARK_SHARE = 0.05  # a clipped panel whose head reaches the clip within this share of the keys
+                   # reads as one dark colour, bar a band along the diagonal
+
+
+def dark_panel_heads(slopes, key_len: int, head_ids=None) -> list[int]:
+    """The heads (0-based, of `head_ids`, default all) whose clipped bias panel is dark but for
+    a thin band: the bias reaches −CLIP_LOGITS within DARK_SHARE of the `key_len` keys, i.e.
+    CLIP_LOGITS / m_h < DARK_SHARE · (key_len − 1)."""
+    slopes = check_slopes(slopes)
+    head_ids = check_head_ids(head_ids, slopes.size)
+    return [h for h in head_ids if CLIP_LOGITS / slopes[h] < DARK_SHARE * max(key_len - 1, 1)]
+
+
+def dark_panels_note(slopes, key_len: int, head_ids=None, own_scale: str = "") -> str | None:
+    """The sentence under a clipped bias grid where some panels look like one flat colour (a long
+    sequence: 64 heads at 4,096 tokens): how many, that it is the bias's meaning (no key beyond
+    the band keeps more than e^−10 of the query's own weight), and that each head on its own
+    scale shows their gradient (`own_scale`: that scale's name as the page's control shows it).
+    None when no panel is that dark."""
+    dark = dark_panel_heads(slopes, key_len, head_ids)
+    if not dark:
+        return None
+    slopes = check_slopes(slopes)
+    total = len(check_head_ids(head_ids, slopes.size))
+    reach = CLIP_LOGITS / float(slopes[dark].min())  # the widest band among them, in tokens
+    return ngettext(
+        "{n} of these {total} panels is dark but for a thin band along the diagonal: its head's "
+        "bias reaches −{clip} within {reach} tokens, under {share} of the {keys} keys, so the bias "
+        "alone leaves no key farther more than e^−{clip} of the weight of the query's own. That "
+        "is what a "
+        "steep slope does at this length; the colour scale “{own_scale}” shows the gradient "
+        "of every head.",
+        "{n} of these {total} panels are dark but for a thin band along the diagonal: their "
+        "heads' bias reaches −{clip} within {reach} tokens, under {share} of the {keys} keys, so "
+        "the bias alone leaves no key farther more than e^−{clip} of the weight of the query's "
+        "own. That is what a steep slope does at this length; the colour scale “{own_scale}” shows the "
+        "gradient of every head.", len(dark)).format(own_scale=own_scale,
+            n=number(len(dark)), total=number(total), clip=number(CLIP_LOGITS),
+            reach=number(math.ceil(reach)), share=percent(DARK_SHARE), keys=number(key_len))
+
+
 # ----------------------------------------------------------------------------- slopes
 
 def slope_schedule_figure(num_heads: int, max_bias: float = 8.0, schedules=SCHEDULES,
@@ -199,6 +242,10 @@ def decay_figure(slopes, seq_len: int, mode: str = "causal", head_ids=None,
                  log_distance: bool | None = None, query_pos: int | None = None) -> go.Figure:
     """Three panels per head: bias vs distance, bias-only attention vs distance, half-life & span.
 
+    The bias panel's distance axis is linear at every length (−m·d is a straight line); the
+    attention panel's is logarithmic when `log_distance` (default: seq_len > 256), and its title
+    and axis say so.
+
     The attention panel and the 90% span are for one real query (`alibi.query_decay`): the
     last one in causal mode, the middle one in symmetric mode, or `query_pos`; the title says
     which, and how many keys it has behind and ahead. Closed forms, any length.
@@ -210,6 +257,10 @@ def decay_figure(slopes, seq_len: int, mode: str = "causal", head_ids=None,
     decay = query_decay(slopes, seq_len, mode, query_pos)
     reach = max(decay["behind"], decay["ahead"])
     log_distance = seq_len > 256 if log_distance is None else log_distance
+    # The bias panel keeps a linear distance axis at every length, so −m·d is drawn as the
+    # straight line it is; only the attention panel's distance goes logarithmic for a long
+    # sequence, where e^(−m·d) of the steep heads would otherwise hide in the first pixels.
+    d_bias = decay_distances(reach, points=200)
     d = decay_distances(reach, points=200, log=log_distance)
     bars = head_ids
     if len(head_ids) > MAX_DECAY_CURVES:  # curves for an even subset; bars for every head
@@ -224,7 +275,7 @@ def decay_figure(slopes, seq_len: int, mode: str = "causal", head_ids=None,
     for k, h in enumerate(head_ids):
         line = {"color": colors[k], "width": 1.5}
         name = _("head {h}").format(h=h + 1)
-        data.append({"type": "scatter", "x": d, "y": -chosen[k] * d, "mode": "lines",
+        data.append({"type": "scatter", "x": d_bias, "y": -chosen[k] * d_bias, "mode": "lines",
                      "name": name, "line": line, "legendgroup": str(h), "xaxis": "x", "yaxis": "y",
                      "hovertemplate": "d=%{x}<br>" + _("bias") + "=%{y:.4g}"})
         data.append({"type": "scatter", "x": d, "y": r[k] ** d / total[k], "mode": "lines",
@@ -256,18 +307,20 @@ def decay_figure(slopes, seq_len: int, mode: str = "causal", head_ids=None,
         # needed a scroll bar and left the three panels a third of the width each.
         "legend": {"orientation": "h", "y": -0.2, "yanchor": "top", "tracegroupgap": 0},
         "title": {"text": title},
-        "xaxis": {"title": {"text": _("distance d = |i - j| (tokens)")}, "type": distance},
-        "xaxis2": {"title": {"text": _("distance d (tokens)")}, "type": distance},
+        "xaxis": {"title": {"text": _("distance d = |i - j| (tokens)")}, "type": "linear"},
+        "xaxis2": {"title": {"text": _("distance d (tokens, log scale)") if log_distance
+                             else _("distance d (tokens)")}, "type": distance},
         # room under the steepest line's end: its tick label (−60) lay on the x axis's "0"
-        "yaxis": {"range": [-float(chosen.max() * d.max()) * 1.08,
-                            float(chosen.max() * d.max()) * 0.03]},
+        "yaxis": {"range": [-float(chosen.max() * d_bias.max()) * 1.08,
+                            float(chosen.max() * d_bias.max()) * 0.03]},
         "yaxis2": {"title": {"text": _("weight of one key")}},
         "yaxis3": {"type": "log", "title": {"text": _("tokens")}},
         "annotations": [],
     }
     # Three side-by-side panels, placed as plotly's make_subplots(rows=1, cols=3) places them.
-    titles = (_("bias -m·d vs distance d"), _("attention with no content signal"),
-              _("half-life and 90% span"))
+    titles = (_("bias -m·d vs distance d"),
+              _("attention with no content signal (log distance)") if log_distance
+              else _("attention with no content signal"), _("half-life and 90% span"))
     for k, (x0, x1) in enumerate(subplot_row(3, 0.2 / 3)):
         suffix = "" if k == 0 else str(k + 1)
         layout[f"xaxis{suffix}"] = {**layout.get(f"xaxis{suffix}", {}), "domain": [x0, x1],

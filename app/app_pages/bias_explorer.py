@@ -23,6 +23,7 @@ from alibi_viz.figures.bias import (
     bias_display_size,
     bias_display_values,
     bias_grid_figure,
+    dark_panels_note,
     decay_figure,
     slope_schedule_figure,
 )
@@ -217,6 +218,10 @@ with st.expander(_("How were the slopes chosen?")):
 
 st.subheader(_("2. Bias matrices, one per head"))
 ui.show_figure(grid_fig, f"alibi_bias_{tag}", key="be_fig_grid")
+dark = (dark_panels_note(slopes, seq_len, head_ids, _(SCALE_TITLES["per_head"]))
+        if scale == "clipped" else None)
+if dark:  # a long sequence: the steep heads' panels read as one flat colour, and why
+    st.caption(dark)
 export = (num_heads, schedule, max_bias, seq_len, mode, tuple(head_ids), decode)
 c1, c2, _spacer = st.columns([1.5, 1.5, 2])
 c1.download_button(_("Download .npy"), lambda: cached_exports(*export)[0], f"alibi_bias_{tag}.npy",
