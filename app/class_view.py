@@ -25,6 +25,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import secrets
 import zlib
 from urllib.parse import urlsplit
@@ -330,11 +331,13 @@ def choices(step: int) -> list[tuple[str, str]]:
 
 
 def right_choice(labels: list[str], answer: str) -> int | None:
-    """The index of the label that starts the computed answer ("More: ...", "Head 8, ..."),
-    or None when none does."""
+    """The index of the label that the computed answer's first clause is, or ends with ("More:
+    61% with the bias...", "Head 8, the gentlest...", "La cabeza 8, ..."), or None when none
+    is."""
+    clause = re.split(r"[:,]", answer, maxsplit=1)[0].strip().lower()
     for k, label in enumerate(labels):
-        rest = answer[len(label):len(label) + 1]
-        if answer.startswith(label) and not rest.isalnum():
+        label = label.lower()
+        if clause == label or clause.endswith(" " + label):
             return k
     return None
 
