@@ -107,6 +107,45 @@ FIGURE_OVERLAP_JS = """() => {
   });
   return found;
 }"""
+# Each figure's panels (plotly's cartesian subplots) as a projector shows them: the plot area's
+# height, how many tick labels each of its axes shows, and every axis title or tick label that
+# lies on a plot area (its own panel's lines or a neighbour's: a y title drawn over the left
+# panel's curves).
+PANELS_JS = """() => {
+  const panels = [], on_plots = [];
+  const plots = [...document.querySelectorAll('.js-plotly-plot')].filter(p => p.offsetParent);
+  plots.forEach((plot, index) => {
+    const areas = [...plot.querySelectorAll('.draglayer .nsewdrag')]
+      .map(r => [r, r.getBoundingClientRect()]).filter(([, b]) => b.width > 0 && b.height > 0);
+    for (const [rect, box] of areas) {
+      const subplot = rect.parentNode.getAttribute('class').split(' ').pop();  // "xy", "x2y2"
+      const layer = [...plot.querySelectorAll('.cartesianlayer .subplot')]
+        .find(g => g.classList.contains(subplot));
+      const count = (sel) => layer ? [...layer.querySelectorAll(sel)]
+        .filter(t => t.textContent.trim() && t.getBoundingClientRect().width > 0
+                     && getComputedStyle(t).opacity !== '0').length : -1;
+      panels.push({figure: index + 1, subplot, height: Math.round(box.height),
+                   xticks: count('.xaxislayer-above [class$="tick"] text'),
+                   yticks: count('.yaxislayer-above [class$="tick"] text')});
+    }
+    const texts = plot.querySelectorAll('.infolayer g[class$="title"] text, ' +
+                                        '.xaxislayer-above text, .yaxislayer-above text');
+    for (const t of texts) {
+      const r = t.getBoundingClientRect();
+      if (!r.width || !t.textContent.trim()) continue;
+      for (const [, b] of areas) {
+        const w = Math.min(r.right, b.right) - Math.max(r.left, b.left);
+        const h = Math.min(r.bottom, b.bottom) - Math.max(r.top, b.top);
+        if (w > 2 && h > 2) on_plots.push(`figure ${index + 1}: "${t.textContent.trim()}" on a plot`);
+      }
+    }
+  });
+  return {panels, on_plots};
+}"""
+MIN_PANEL_PX = 100  # px, a panel's plot area on a projector, at least (1024x768 and 1280x720)
+MIN_TICK_LABELS = 3  # on every axis that labels its ticks
+
+
 # Font sizes of the main area's paragraphs (outside buttons and captions), in page order.
 BODY_TEXT_SIZES_JS = """() => [...document.querySelectorAll(
     '[data-testid="stMain"] [data-testid="stMarkdownContainer"] p')]
@@ -144,7 +183,9 @@ def open_step(page, server_url: str, step: int, lang: str = "en") -> None:
 def assert_fits(page) -> None:
     """No label, button or heading is cut; the step's figure (after the answer is revealed)
     lies inside the viewport without scrolling, no two of its texts overlap and none but tick
-    labels is under 14 px; body text >= 20 px."""
+    labels is under 14 px, each panel's plot area is at least MIN_PANEL_PX tall with at least
+    MIN_TICK_LABELS labels per labelled axis and no title or tick label on a plot area; body
+    text >= 20 px."""
     assert page.locator("[data-testid='stException']").count() == 0
     assert page.evaluate(CUT_LABELS_JS) == []
     assert page.evaluate(FIGURE_TEXT_JS) == []
@@ -154,6 +195,14 @@ def assert_fits(page) -> None:
     small = [(kind, text, size) for kind, text, size in page.evaluate("() => window.__figureTextSizes || []")
              if size < 14 and kind != "tick"]
     assert small == []
+    # Each panel as tall as the step's room allows (at 768 px, under the question, the answer
+    # and the controls, a panel gets 107 to 245 px; stacked, step 1's got 40) and at least
+    # three labels on every axis that labels its ticks; no axis title or tick label on a plot.
+    panels = page.evaluate(PANELS_JS)
+    assert [p for p in panels["panels"] if p["height"] < MIN_PANEL_PX] == []
+    assert [p for p in panels["panels"]
+            if 0 < p["xticks"] < MIN_TICK_LABELS or 0 < p["yticks"] < MIN_TICK_LABELS] == []
+    assert panels["on_plots"] == []
     box = page.evaluate(FIGURE_BOX_JS)
     if box is not None:  # the misconceptions step has no figure until "Show me"
         assert box["top"] >= 0 and box["left"] >= 0, box

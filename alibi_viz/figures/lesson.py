@@ -12,6 +12,7 @@ and the same figures enlarged for a projector.
 from __future__ import annotations
 
 import math
+from itertools import pairwise
 
 import numpy as np
 import plotly.graph_objects as go
@@ -21,7 +22,7 @@ from alibi_viz.alibi import check_int, implied_attention_map
 from alibi_viz.errors import AlibiVizError
 from alibi_viz.figures.extrapolation import MARKER_COLOR, attention_pair_figure
 from alibi_viz.figures.render import CHAR_EM, fit_texts
-from alibi_viz.i18n import _, significant, tokens
+from alibi_viz.i18n import _, number, significant, tokens
 from alibi_viz.models.heads import check_attention
 
 
@@ -57,12 +58,14 @@ def _softmax(x: np.ndarray) -> np.ndarray:
 
 
 def score_pipeline_figure(slope: float, num_keys: int = 32, seed: int = 0,
-                          scale: float = 1.0, height: int = 520) -> go.Figure:
+                          scale: float = 1.0, height: int = 520,
+                          side_by_side: bool = False) -> go.Figure:
     """Where position enters: one query (the last of `num_keys` tokens) against every key.
 
     Top: content scores q.k / sqrt(d) (toy values, `toy_content_scores`), the ALiBi bias
     -m (i - j) and their sum, per key. Bottom: the attention softmax gives with and without
     the bias. slope 0 means no position information: both rows are the same.
+    `side_by_side`: the two panels left and right instead (a projector's wide, low room).
     """
     num_keys = check_int(num_keys, "num_keys", 2, 4096)
     slope = float(slope)
@@ -72,7 +75,9 @@ def score_pipeline_figure(slope: float, num_keys: int = 32, seed: int = 0,
     j = np.arange(num_keys)
     i = num_keys - 1
     bias = -slope * (i - j)
-    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.12,
+    second = (1, 2) if side_by_side else (2, 1)  # (row, col) of the attention panel
+    fig = make_subplots(rows=second[0], cols=second[1], shared_xaxes=not side_by_side,
+                        vertical_spacing=0.12, horizontal_spacing=0.1,
                         subplot_titles=(_("scores before the softmax"),
                                         _("attention of query i={i} over keys").format(i=i)))
     weight_hover = _("key %{x}<br>weight %{y:.3f}<extra></extra>")
@@ -89,12 +94,15 @@ def score_pipeline_figure(slope: float, num_keys: int = 32, seed: int = 0,
                              hovertemplate=_("key %{x}<br>score %{y:.3f}<extra></extra>")),
                   row=1, col=1)
     fig.add_trace(go.Bar(x=j, y=_softmax(content), name=_("attention without position"),
-                         marker_color="#bdbdbd", hovertemplate=weight_hover), row=2, col=1)
+                         marker_color="#bdbdbd", hovertemplate=weight_hover), *second)
     fig.add_trace(go.Bar(x=j, y=_softmax(content + bias), name=_("attention with ALiBi"),
-                         marker_color="#1f77b4", hovertemplate=weight_hover), row=2, col=1)
-    fig.update_xaxes(title=_("key position j (the query is the last token)"), row=2, col=1)
+                         marker_color="#1f77b4", hovertemplate=weight_hover), *second)
+    fig.update_xaxes(title=_("key position j (the query is the last token)"), row=second[0],
+                     col=second[1])
+    if side_by_side:
+        fig.update_xaxes(title=_("key position j (the query is the last token)"), row=1, col=1)
     fig.update_yaxes(title=_("logit"), row=1, col=1)
-    fig.update_yaxes(title=_("weight"), row=2, col=1)
+    fig.update_yaxes(title=_("weight"), row=second[0], col=second[1])
     fig.update_layout(height=height, barmode="group", margin=dict(l=60, r=20, t=60, b=50),
                       legend=dict(orientation="h", y=-0.15, yanchor="top", x=0.5,
                                   xanchor="center"))
@@ -149,28 +157,116 @@ def enlarge_figure(fig: go.Figure, scale: float = 1.5, min_height: int = 450,
     return fig
 
 
-def projector_figure(fig: go.Figure) -> go.Figure:
+MIN_TICKS = 3  # tick labels an axis shows at least on a projector (one label reads as no scale)
+LOG_MANTISSAS = ((1,), (1, 2, 5), (1, 1.5, 2, 3, 5, 7), (1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8))
+
+
+def log_ticks(low: float, high: float, most: int) -> list[float]:
+    """Round values (1, 2, 5 x 10^k, then finer) between `low` and `high` (> 0) for a log
+    axis: the coarsest set with at least MIN_TICKS values, at most `most` (or the finest)."""
+    ticks: list[float] = []
+    for mantissas in LOG_MANTISSAS:
+        ticks = [m * 10.0 ** k for k in range(math.floor(math.log10(low)) - 1,
+                                              math.ceil(math.log10(high)) + 1)
+                 for m in mantissas if low <= m * 10.0 ** k <= high]
+        if len(ticks) >= MIN_TICKS:
+            break
+    if len(ticks) < MIN_TICKS:  # a range narrower than 1 to 8: evenly spaced on the log scale
+        return [float(f"{t:.2g}") for t in np.geomspace(low, high, MIN_TICKS)]
+    while len(ticks) > most and len(ticks[::2]) >= MIN_TICKS:
+        ticks = ticks[::2]
+    return ticks
+
+
+def _axis_values(fig: go.Figure, name: str) -> np.ndarray | None:
+    """The finite values the traces on axis `name` ("yaxis2", "xaxis") draw; None when they
+    are names (a category axis)."""
+    letter, ref = name[0], name[0] + name[5:]  # "yaxis2" -> "y2", "xaxis" -> "x"
+    values = []
+    for trace in fig.data:
+        if (getattr(trace, f"{letter}axis", None) or letter) != ref \
+                or trace.type not in ("scatter", "bar") or getattr(trace, letter) is None:
+            continue
+        try:
+            values.append(np.asarray(getattr(trace, letter), dtype=float).ravel())
+        except (TypeError, ValueError):  # category names
+            return None
+    values = np.concatenate(values) if values else np.array([])
+    return values[np.isfinite(values)]
+
+
+def _widen_column_gaps(fig: go.Figure, font: float, plot_w: float) -> None:
+    """Room between side-by-side panels for the right panel's y tick labels and title, so the
+    title does not lie on the left panel's lines: each gap at least `needed` px, the panels
+    narrowed alike."""
+    layout = fig.layout
+    columns = sorted({tuple(layout[name].domain) for name in layout.to_plotly_json()
+                      if name.startswith("xaxis") and layout[name].domain})
+    if len(columns) < 2 or any(b[0] < a[1] for a, b in pairwise(columns)):
+        return  # one column, or panels that overlap (insets): nothing to space
+    needed = (6 * CHAR_EM * font + 2.4 * font + 12) / plot_w  # ticks like "−100", a title line
+    gaps = [b[0] - a[1] for a, b in pairwise(columns)]
+    if min(gaps) >= needed:
+        return
+    start, end = columns[0][0], columns[-1][1]
+    width = (end - start - needed * (len(columns) - 1)) / len(columns)
+    moved = {old: (start + k * (width + needed), start + k * (width + needed) + width)
+             for k, old in enumerate(columns)}
+    for name in [key for key in layout.to_plotly_json() if key.startswith("xaxis")]:
+        if layout[name].domain and tuple(layout[name].domain) in moved:
+            old = tuple(layout[name].domain)
+            layout[name].domain = moved[old]
+            for annotation in layout.annotations:  # subplot titles centred over their panel
+                if annotation.xref == "paper" and annotation.yref == "paper" \
+                        and abs(annotation.x - (old[0] + old[1]) / 2) < 1e-6:
+                    annotation.x = (moved[old][0] + moved[old][1]) / 2
+
+
+def projector_figure(fig: go.Figure, height: int = PRESENT_HEIGHT) -> go.Figure:
     """`fig` as the lesson shows it on a 1024x768 projector: without its title (the step's
     heading and question say it, and at 768 px the room is the plot's), fonts PRESENT_SCALE
-    larger, the height PRESENT_HEIGHT, its texts fitted to PRESENT_WIDTH (`enlarge_figure`),
-    and no more tick labels on an axis than its length holds at that size. Built from the
-    figure itself, not from one already fitted to a page, so its titles are broken once."""
+    larger, `height` px tall (the room its step leaves under its text), its texts fitted to
+    PRESENT_WIDTH (`enlarge_figure`), side-by-side panels far enough apart for their y titles,
+    and on every numeric axis at least MIN_TICKS tick labels, no more than its length holds at
+    that size. Built from the figure itself, not from one already fitted to a page, so its
+    titles are broken once."""
     fig = go.Figure(fig)
     # without its title a figure needs no room above its panels' own titles for one
     top = min(fig.layout.margin.t if fig.layout.margin.t is not None else 80, 80)
     fig = enlarge_figure(fig.update_layout(title_text="", margin_t=top), PRESENT_SCALE,
-                         height=PRESENT_HEIGHT, width=PRESENT_WIDTH)
+                         height=height, width=PRESENT_WIDTH)
     layout = fig.layout
     font = layout.font.size
     margin = layout.margin
-    plot_h = PRESENT_HEIGHT - (margin.t or 80) - (margin.b or 80)
+    plot_h = height - (margin.t or 80) - (margin.b or 80)
     plot_w = PRESENT_WIDTH - (margin.l or 80) - (margin.r or 80)
+    _widen_column_gaps(fig, font, plot_w)
     for name in [key for key in layout.to_plotly_json() if key.startswith(("xaxis", "yaxis"))]:
         axis = layout[name]
         span = (axis.domain[1] - axis.domain[0]) if axis.domain else 1.0
         if name.startswith("y"):  # a label every 2.5 lines of text
-            axis.nticks = max(2, int(span * plot_h / (2.5 * font)))
-        elif axis.type in ("linear", "log"):  # numbers: a label every 10 characters' width
-            axis.nticks = max(2, int(span * plot_w / (10 * CHAR_EM * font)))
+            most = max(MIN_TICKS, int(span * plot_h / (2.5 * font)))
+        elif axis.type in ("linear", "log", "-", None):  # numbers: one every 10 characters
+            most = max(MIN_TICKS, int(span * plot_w / (10 * CHAR_EM * font)))
+        else:
+            continue
+        values = _axis_values(fig, name)
+        if axis.type == "category" or values is None:
+            continue
+        if axis.type == "log" and (axis.tickvals is None or len(axis.tickvals) < MIN_TICKS):
+            if axis.range is not None:
+                low, high = 10.0 ** axis.range[0], 10.0 ** axis.range[1]
+            else:
+                values = values[values > 0]
+                if not values.size:
+                    continue
+                low, high = values.min(), values.max()
+            ticks = log_ticks(low, high, most)
+            # automargin: the margin was fitted to plotly's own labels, these may be wider
+            axis.update(tickvals=ticks, automargin=True,
+                        ticktext=[number(t) if t >= 10 else significant(t, 2) for t in ticks])
+        elif axis.tickvals is None:
+            # plotly's nticks is a most, and it picks round steps below it: at 5 a range of
+            # -6 to 1 got only -5 and 0
+            axis.nticks = max(most, MIN_TICKS) + 4
     return fig
-

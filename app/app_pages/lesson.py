@@ -45,11 +45,14 @@ from alibi_viz.figures.bias import (
     decay_figure,
     slope_schedule_figure,
 )
+from alibi_viz.figures.extrapolation import perplexity_figure, reach_figure
 from alibi_viz.figures.lesson import (
     head_vs_bias_figure,
+    projector_figure,
     score_pipeline_figure,
     toy_content_scores,
 )
+from alibi_viz.figures.render import figure_spec
 from alibi_viz.figures.training import snapshot_figure
 from alibi_viz.glossary import glossary_rows
 from alibi_viz.i18n import N_, _, number, percent, significant, tokens
@@ -59,7 +62,7 @@ from alibi_viz.models.loading import position_parameter_count
 from alibi_viz.params import UrlParam
 from alibi_viz.reach import REACH_CONTEXTS, reach_answer
 from alibi_viz.snapshots import shipped_curves
-from app import ui
+from app import class_view, ui
 
 PREFIX = "ls"
 STEPS = (  # translated where shown: _(STEPS[k])
@@ -173,23 +176,15 @@ def slope_label(m: float) -> str:
 
 # ----------------------------------------------------------------------------- cached figures
 
-@ui.cached_figure(max_entries=16)
-def pipeline_fig(slope: float):
-    return score_pipeline_figure(slope, num_keys=24, seed=3)
+def pipeline(slope: float, side_by_side: bool = False):
+    return score_pipeline_figure(slope, num_keys=24, seed=3, side_by_side=side_by_side)
 
 
-@ui.cached_figure(max_entries=16)
-def bias_fig(seq_len: int):
+def bias(seq_len: int):
     return bias_grid_figure(alibi_slopes(8), seq_len, "causal", head_ids=LESSON_HEADS)
 
 
-@ui.cached_figure(max_entries=16)
-def slopes_fig(num_heads: int):
-    return slope_schedule_figure(num_heads)
-
-
-@ui.cached_figure(max_entries=16)
-def decay_fig(seq_len: int):
+def decay(seq_len: int):
     return decay_figure(alibi_slopes(8), seq_len, "causal")
 
 
@@ -200,11 +195,49 @@ def lesson_maps(path: str, stamp: tuple, n_tokens: int, text: str):
     return attention_maps(model, tokenizer, text, max_tokens=n_tokens)
 
 
-@ui.cached_figure(max_entries=64)
-def head_fig(path: str, stamp: tuple, n_tokens: int, layer: int, head: int, slope: float):
+def real_head(path: str, stamp: tuple, n_tokens: int, layer: int, head: int, slope: float):
     """`layer` and `head` 0-based, as everywhere in code (shown 1-based)."""
     attention = lesson_maps(path, stamp, n_tokens, lesson_text()).maps[layer][head]
     return head_vs_bias_figure(attention, slope, layer, head, height=480)
+
+
+def training():
+    return snapshot_figure(shipped_curves())
+
+
+# The figures on a laptop's page (cached and fitted there by ui.cached_figure) ...
+PAGE_FIGURES = {"position": ui.cached_figure(max_entries=16)(pipeline),
+                "bias": ui.cached_figure(max_entries=16)(bias),
+                "slopes": ui.cached_figure(max_entries=16)(slope_schedule_figure),
+                "decay": ui.cached_figure(max_entries=16)(decay),
+                "real_head": ui.cached_figure(max_entries=64)(real_head),
+                "extrapolation": ui.perplexity_fig, "reach": ui.reach_fig,
+                "training": ui.cached_figure(max_entries=4)(training)}
+# ... and on a projector, each as tall as the room its step leaves under its text and controls:
+# the figure's top measured on a 1024x768 screen in Spanish and Russian (the longest texts) and
+# on a 1280x720 one in English, the lowest of them, less a few pixels. Step 1 puts its two
+# panels side by side: stacked in that room, each was 40 px tall.
+PROJECTOR = {"position": (lambda slope: pipeline(slope, side_by_side=True), 305),
+             "bias": (bias, 315), "slopes": (slope_schedule_figure, 315),
+             "decay": (decay, 315), "real_head": (real_head, 315),
+             "extrapolation": (lambda results, protocols: perplexity_figure(
+                 results, protocols=protocols), 365),
+             "reach": (reach_figure, 335), "training": (training, 400)}
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def projector_spec(lang: str, name: str, args: tuple) -> dict:
+    """Step figure `name` built from `args` for a projector (`projector_figure` at its step's
+    height), in language `lang` (the cache key; the run has set it)."""
+    build, height = PROJECTOR[name]
+    return figure_spec(projector_figure(build(*args), height=height), fit=False)
+
+
+def step_figure(name: str, present: bool, *args) -> dict:
+    """The step's one figure, for a projector or for the page (cached either way)."""
+    if present:
+        return projector_spec(i18n.get_language(), name, args)
+    return PAGE_FIGURES[name](*args)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -364,8 +397,8 @@ def navigation_ui(step: int, present: bool) -> None:
 
 
 def show(fig, name: str) -> None:
-    """The step's one figure (built with `projector=present`: on a projector, larger fonts at
-    a height that fits)."""
+    """The step's one figure (from `step_figure`: on a projector, larger fonts at the height
+    its step leaves)."""
     ui.show_figure(fig, f"lesson_{name}", key=f"ls_fig_{name}")
 
 
@@ -389,6 +422,8 @@ def ask(step: int, question: str, answer: str, present: bool) -> bool:
     answer waits in a closed "Answer" box, so a student following on a laptop predicts first.
     In the handout the answer follows the question. The answer is computed by the step from
     the same numbers its figure draws."""
+    if (shown := class_view.question(step, question, answer, present)) is not None:
+        return shown  # in a class: the class's answers, revealed by the teacher
     if present and not in_handout():  # what the clicker's next reveals (`question_open`)
         st.session_state[f"{ASKED}{step}"] = question
     if in_handout() or (present and not question_open(step)):  # on paper, or revealed
@@ -438,7 +473,7 @@ def step_position(step: int, present: bool) -> None:
            _("{verdict}: {with_bias} with the bias, {without_bias} without (the blue and grey "
              "bars of the last 4 keys).").format(verdict=verdict, with_bias=percent(share_with),
                                                  without_bias=percent(share_without)), present):
-        show(pipeline_fig(slope, projector=present), "position")
+        show(step_figure("position", present, slope), "position")
     if not present:
         st.caption(_("Made-up content scores for one query (the last token) against 24 keys. "
                      "With m = 0 both attention rows are the same: a far key with a good score "
@@ -467,7 +502,7 @@ def step_bias(step: int, present: bool) -> None:
            _("{diagonal} on the diagonal and {back} ten tokens back (hover over the first "
              "panel).").format(diagonal=number(matrix[10, 10] + 0.0),
                                back=number(matrix[10, 0])), present):
-        show(bias_fig(seq_len, projector=present), "bias")
+        show(step_figure("bias", present, seq_len), "bias")
     if not present:
         slopes = alibi_slopes(8)
         st.caption(_("Heads 1, 3, 5 and 8 of 8, with the paper's slopes, on one colour scale from "
@@ -507,7 +542,7 @@ def step_slopes(step: int, present: bool) -> None:
                                              earlier_m=significant(slopes[rise - 1])))
     if ask(step, _("With {n} heads, do the slopes fall steadily from head 1 to head "
                    "{n}?").format(n=num_heads), answer, present):
-        show(slopes_fig(num_heads, projector=present), "slopes")
+        show(step_figure("slopes", present, num_heads), "slopes")
 
 
 def step_decay(step: int, present: bool) -> None:
@@ -536,7 +571,7 @@ def step_decay(step: int, present: bool) -> None:
              "{half_life}.").format(head=far + 1, denominator=round(1 / slopes[far]),
                                     half_life=tokens(lives[far], number(lives[far], 0))),
            present):
-        show(decay_fig(int(seq_len), projector=present), "decay")
+        show(step_figure("decay", present, int(seq_len)), "decay")
     if not present:
         spans = mean_distance(slopes, "causal", int(seq_len))
         st.caption(_("For the last of {seq_len} tokens, the bias alone gives a mean attended "
@@ -578,8 +613,8 @@ def step_real_head(step: int, present: bool) -> None:
         return
     slope = float(info.slopes[head - 1])
     try:
-        fig = head_fig(str(path), stamp, train_seq_len, layer - 1, head - 1, slope,
-                       projector=present)
+        fig = step_figure("real_head", present, str(path), stamp, train_seq_len, layer - 1,
+                          head - 1, slope)
         measured, prior = head_distances(str(path), stamp, train_seq_len, layer - 1, head - 1,
                                          slope, lesson_text())
     except AlibiVizError as exc:
@@ -642,7 +677,7 @@ def step_extrapolation(step: int, present: bool) -> None:
              "{changes}.").format(changes="; ".join(moves)) if moves else _("See the figure."),
            present):
         try:
-            show(ui.perplexity_fig(results, protocols, projector=present), "extrapolation")
+            show(step_figure("extrapolation", present, results, protocols), "extrapolation")
         except AlibiVizError as exc:
             st.error(_("The shipped results could not be drawn: {error}").format(error=exc))
             return
@@ -695,7 +730,7 @@ def step_reach(step: int, present: bool) -> None:
     if ask(step, _("With how many tokens of context is the ALiBi model's loss lowest, and is "
                    "its bias what stops it there?"), answer, present):
         try:
-            show(ui.reach_fig(reach, train_seq_len, projector=present), "reach")
+            show(step_figure("reach", present, reach, train_seq_len), "reach")
         except AlibiVizError as exc:
             st.error(str(exc))
             return
@@ -705,11 +740,6 @@ def step_reach(step: int, present: bool) -> None:
         st.caption(_("Contexts {contexts} tokens; {scored} scored tokens, the same at every "
                      "context.").format(contexts=", ".join(str(c) for c in REACH_CONTEXTS),
                                         scored=reach["reach"]["tokens"]))
-
-
-@ui.cached_figure(max_entries=4)
-def training_fig():
-    return snapshot_figure(shipped_curves())
 
 
 def step_copying(step: int, present: bool) -> None:
@@ -733,7 +763,7 @@ def step_copying(step: int, present: bool) -> None:
            _("Step {step}: its score is {score} there, {final} at the end.").format(
                step=number(int(curves.steps[half])), score=number(float(scores[half]), 2),
                final=number(float(scores[-1]), 2)), present):
-        show(training_fig(projector=present), "training")
+        show(step_figure("training", present), "training")
     if not present:
         st.page_link("app_pages/model_heads.py", label=_("Move through the training steps on "
                                                          "Model heads"), icon="⏳")
@@ -867,9 +897,12 @@ def show_step(step: int, present: bool) -> None:
         st.error(str(exc))        # checks
 
 
+class_view.follow()  # a class's student follows the teacher's step (before the controls)
 step, present, handout = controls_ui()
-ui.write_url({"step": step, "present": 1 if present else None, "print": 1 if handout else None})
+ui.write_url({"step": step, "present": 1 if present else None, "print": 1 if handout else None,
+              **class_view.url_values()})
 ui.show_url_warnings(PREFIX)
+class_view.panel(step, present)
 if handout:
     st.title(_("Lesson: ALiBi in nine steps"))
     st.html(HANDOUT_CSS + PRINT_BUTTON % html.escape(_("Print or save as PDF")),
