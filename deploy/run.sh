@@ -6,10 +6,15 @@
 #   deploy/run.sh stop
 #   deploy/run.sh kill-replica K      # SIGKILL replica K (a drill, and the failover test)
 #   deploy/run.sh start-replica K     # start replica K again on its port
+#   deploy/run.sh start --replicas-only [--replicas N]   # several machines: an app host's replicas
 #
 # Environment (all optional; the tests use them to run on free ports in a temporary folder):
 #   ALIBI_VIZ_RUN_DIR        pid files, logs, rendered nginx.conf, temp folders (deploy/run)
 #   ALIBI_VIZ_REPLICA_PORTS  the replicas' loopback ports, e.g. "8601 8602" (else 8601, 8602, ...)
+#   ALIBI_VIZ_REPLICA_ADDRESS  where the replicas listen (127.0.0.1); on an app host of a class on
+#                            several machines, 0.0.0.0 or the host's address, which nginx reaches
+#   ALIBI_VIZ_UPSTREAMS      several machines, on the front host: the replicas as ADDRESS:PORT, e.g.
+#                            "10.0.0.2:8601 10.0.0.3:8601"; `start` runs nginx only, in front of them
 #   ALIBI_VIZ_PORT           nginx's port when --port is not given (8080)
 #   ALIBI_VIZ_LISTEN         nginx's address when --listen is not given (0.0.0.0: the class network)
 #   ALIBI_VIZ_STATIC_CACHE   where the precompressed copy of Streamlit's static files is kept,
@@ -55,6 +60,8 @@ PYTHON="${ALIBI_VIZ_PYTHON:-$ROOT/.venv/bin/python}"
 NGINX="${ALIBI_VIZ_NGINX:-/usr/sbin/nginx}"
 TEMPLATE="$ROOT/deploy/nginx.conf"
 HEALTH_TIMEOUT=180  # seconds for one replica to answer /_stcore/health (torch import, 2 busy cores)
+REPLICA_ADDRESS="${ALIBI_VIZ_REPLICA_ADDRESS:-127.0.0.1}"
+REPLICA_HOST="${REPLICA_ADDRESS/#0.0.0.0/127.0.0.1}"  # where this machine reaches its replicas
 
 die() { echo "run.sh: $*" >&2; exit 1; }
 say() { echo "run.sh: $*"; }
@@ -94,6 +101,11 @@ replica_ports() {  # the port of each replica, one a line, from the file written
     cat "$RUN_DIR/replicas" 2>/dev/null || true
 }
 
+upstreams() {  # ADDRESS:PORT of each replica nginx sends to: ALIBI_VIZ_UPSTREAMS, else this host's
+    if [[ -n "${ALIBI_VIZ_UPSTREAMS:-}" ]]; then printf '%s\n' $ALIBI_VIZ_UPSTREAMS
+    else replica_ports | sed "s/^/$REPLICA_HOST:/"; fi
+}
+
 # ------------------------------------------------------------------------------ replicas
 
 start_replica() {  # start_replica K PORT: one `streamlit run`, detached, its pid in rK.pid
@@ -118,7 +130,7 @@ start_replica() {  # start_replica K PORT: one `streamlit run`, detached, its pi
         # shell writes its own pid, then becomes streamlit (exec), so the pid file is exact.
         setsid sh -c 'echo $$ > "$0"; exec "$@"' "$RUN_DIR/r$k.pid" \
             "$PYTHON" -m streamlit run app/main.py --server.port "$port" \
-            --server.address 127.0.0.1 --server.headless true \
+            --server.address "$REPLICA_ADDRESS" --server.headless true \
             --server.fileWatcherType none --browser.gatherUsageStats false \
             </dev/null >"$RUN_DIR/logs/r$k.log" 2>&1 &
     )
@@ -128,7 +140,7 @@ start_replica() {  # start_replica K PORT: one `streamlit run`, detached, its pi
 
 wait_replica() {  # wait_replica K PORT: until /_stcore/health answers, or fail
     local k="$1" port="$2" deadline=$((SECONDS + HEALTH_TIMEOUT))
-    until healthy "http://127.0.0.1:$port/_stcore/health"; do
+    until healthy "http://$REPLICA_HOST:$port/_stcore/health"; do
         alive "$RUN_DIR/r$k.pid" streamlit || die "replica r$k exited; see $RUN_DIR/logs/r$k.log"
         ((SECONDS < deadline)) || die "replica r$k not healthy after ${HEALTH_TIMEOUT} s; see $RUN_DIR/logs/r$k.log"
         sleep 0.5
@@ -215,12 +227,12 @@ static_cache() {  # prints the precompressed copy of Streamlit's static folder, 
 }
 
 render_conf() {  # render_conf LISTEN STATIC_ROOT TMP: deploy/nginx.conf -> $RUN_DIR/nginx.conf
-    local listen="$1" static_root="$2" tmp="$3" conf servers="" names="" user_line="" port k=0
-    while read -r port; do
+    local listen="$1" static_root="$2" tmp="$3" conf servers="" names="" user_line="" upstream k=0
+    while read -r upstream; do
         k=$((k + 1))
-        servers+="server 127.0.0.1:$port max_fails=1 fail_timeout=10s;"$'\n        '
-        names+="\"~127\\.0\\.0\\.1:$port\$\" r$k;"$'\n        '
-    done < <(replica_ports)
+        servers+="server $upstream max_fails=1 fail_timeout=10s;"$'\n        '
+        names+="\"~${upstream//./\\.}\$\" r$k;"$'\n        '
+    done < <(upstreams)
     # As root the master drops its workers to nobody (see WORKERS above).
     ((AS_ROOT)) && user_line="user $WORKER_USER $WORKER_GROUP;"
     conf="$(<"$TEMPLATE")"
@@ -241,17 +253,18 @@ nginx_cmd() { "$NGINX" -p "$RUN_DIR/" -e "$RUN_DIR/logs/error.log" -c "$RUN_DIR/
 # ------------------------------------------------------------------------------ commands
 
 cmd_start() {
-    local replicas=2 port="${ALIBI_VIZ_PORT:-8080}" listen="${ALIBI_VIZ_LISTEN:-0.0.0.0}"
+    local replicas=2 port="${ALIBI_VIZ_PORT:-8080}" listen="${ALIBI_VIZ_LISTEN:-0.0.0.0}" replicas_only=0
     while (($#)); do
         case "$1" in
             --replicas) replicas="${2:?--replicas N}"; shift 2 ;;
+            --replicas-only) replicas_only=1; shift ;;  # an app host: nginx runs on the front host
             --port) port="${2:?--port P}"; shift 2 ;;
             --listen) listen="${2:?--listen ADDRESS}"; shift 2 ;;
             *) die "unknown option $1 (start [--replicas N] [--port P] [--listen ADDR])" ;;
         esac
     done
     [[ "$replicas" =~ ^[1-9][0-9]*$ ]] || die "--replicas wants a positive number"
-    [[ -x "$NGINX" ]] || die "nginx not found at $NGINX (make nginx, or apt-get install nginx)"
+    ((replicas_only)) || [[ -x "$NGINX" ]] || die "nginx not found at $NGINX (make nginx, or apt-get install nginx)"
     [[ -x "$PYTHON" ]] || die "no python at $PYTHON (make install)"
     local pidfile
     for pidfile in "$RUN_DIR/nginx.pid" "$RUN_DIR"/r*.pid; do
@@ -263,7 +276,9 @@ cmd_start() {
     remove_worker_tmp  # left by a start that was killed, or by a reboot
 
     local ports=()
-    if [[ -n "${ALIBI_VIZ_REPLICA_PORTS:-}" ]]; then
+    if [[ -n "${ALIBI_VIZ_UPSTREAMS:-}" ]] && ((!replicas_only)); then
+        :  # the front host of several machines: no replica here, nginx sends to the app hosts
+    elif [[ -n "${ALIBI_VIZ_REPLICA_PORTS:-}" ]]; then
         read -r -a ports <<<"$ALIBI_VIZ_REPLICA_PORTS"
         ((${#ports[@]} >= replicas)) || die "ALIBI_VIZ_REPLICA_PORTS has fewer than $replicas ports"
         ports=("${ports[@]:0:replicas}")
@@ -273,7 +288,7 @@ cmd_start() {
     fi
 
     mkdir -p "$RUN_DIR/logs"
-    printf '%s\n' "${ports[@]}" >"$RUN_DIR/replicas"
+    printf '%s' "${ports[@]/%/$'\n'}" >"$RUN_DIR/replicas"  # none on a front host
     (umask 077; head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$RUN_DIR/cookie_secret")
     # Whatever fails from here on (die, or set -e), stop what was started: no orphans.
     trap 'echo "run.sh: start failed, stopping what was started" >&2; cmd_stop >/dev/null' EXIT
@@ -284,6 +299,11 @@ cmd_start() {
     static_root="$(static_cache)"  # meanwhile the replicas import torch
     for k in "${!ports[@]}"; do wait_replica $((k + 1)) "${ports[k]}"; done
     [[ "${ALIBI_VIZ_WARM_UP:-1}" == 0 ]] || warm_up "${ports[@]}"
+    if ((replicas_only)); then
+        trap - EXIT
+        say "${#ports[@]} replica(s) on $REPLICA_ADDRESS:${ports[*]}; nginx runs on the front host"
+        return
+    fi
 
     local tmp
     tmp="$(worker_tmp)"
@@ -384,5 +404,5 @@ case "${1:-}" in
     status) cmd_status ;;
     kill-replica) cmd_kill_replica "${2:-}" ;;
     start-replica) cmd_start_replica "${2:-}" ;;
-    *) sed -n '2,8p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 2 ;;
+    *) sed -n '2,9p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac
