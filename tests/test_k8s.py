@@ -250,3 +250,14 @@ def test_dockerfile_pins_torch_as_requirements_txt_and_runs_make_runs_server():
                        "--server.headless": "true", "--browser.gatherUsageStats": "false"}
     # app.serve warms the pages up with deploy/warm_up.py: the image must have it.
     assert "COPY deploy/warm_up.py" in dockerfile
+
+
+def test_top_level_readme_repeats_the_sizing_table():
+    """README.md's lecture-hall table says what deploy/README.md's does (memory in GiB)."""
+    _, class_rows = sizing()
+    section = (ROOT / "README.md").read_text().split("## A lecture hall", 1)[1]
+    rows = {int(m[0]): m[1:] for m in re.findall(
+        r"^\| (\d+) \| (\d+) \| (\d+) cores \| ([\d.]+) GiB \|$", section, flags=re.M)}
+    assert sorted(rows) == list(STUDENT_ROWS)
+    for students, (replicas, cpu, memory, _limits) in class_rows.items():
+        assert rows[students] == (str(int(replicas)), str(int(cpu)), f"{memory / 1024:.1f}")
