@@ -15,6 +15,7 @@ def test_bars_counts_shares_and_the_computed_answer():
     bar = fig.data[0]
     assert list(bar.x) == [12, 5, 0] and list(bar.y) == ["✓ More", "Less", "The same"]
     assert bar.text[0] == "12 (71%)" and bar.text[2] == "0 (0%)"
+    assert list(bar.textposition) == ["inside", "inside", "outside"]  # 0: beside, readable
     assert [c == RIGHT_COLOR for c in bar.marker.color] == [True, False, False]
     assert fig.layout.title.text == "The class: 17 answers"
     assert fig.layout.font.size >= FONT_PX >= 14
