@@ -62,3 +62,12 @@ class LessonCursor:
         if self.step < self.steps or (present and self.question_open):
             return False
         return not present or (self.myth == self.myths - 1 and self.myth_shown)
+
+
+def embedding_norm_parameters(model) -> int:
+    """Parameters of the LayerNorm that BLOOM applies to the token embeddings
+    (`transformer.word_embeddings_layernorm`: a weight and a bias of the hidden size h, 2h in
+    all); 0 for a model without one (GPT-NeoX, GPT-2). No position parameter: the one
+    difference between the shipped ALiBi (BLOOM) and RoPE (GPT-NeoX) models' counts."""
+    norm = getattr(getattr(model, "transformer", None), "word_embeddings_layernorm", None)
+    return sum(p.numel() for p in norm.parameters()) if norm is not None else 0

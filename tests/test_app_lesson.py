@@ -2,6 +2,8 @@
 predict-then-reveal, misconceptions, URL."""
 
 import ast
+import json
+import re
 from pathlib import Path
 
 import pytest
@@ -173,18 +175,69 @@ def test_on_a_projector_the_myths_come_one_at_a_time_claim_before_fact():
 
 
 def test_context_myth_quotes_the_papers_tables():
-    """The context myth says what learners believe (the model *uses* 10K tokens) and answers
-    with the paper's Table 3 and Table 15 numbers, as alibi_viz.paper transcribes them."""
+    """The context myth says what learners believe (the model *uses* 10K tokens) and answers in
+    a few sentences, its demonstration the paper's Table 3 and Table 15 numbers (as
+    alibi_viz.paper transcribes them) in one table by evaluation length."""
     from alibi_viz import paper
-    from alibi_viz.i18n import number
 
     at = run_app("lesson", {"step": str(LAST)})
     text = " ".join(m.value for m in at.markdown)
     assert "makes use of all 10K tokens" in text
-    for value in (*paper.TABLE3_ALIBI.values(), *paper.TABLE15_ALIBI_L1024.values()):
-        assert number(value, 2) in text, value
     assert "a full window of the evaluation length" in text and "exactly L tokens" not in text
-    assert number(paper.TABLE15_ALIBI_L512[512], 2) not in text  # the L = 512 row is not L = 1,024's
+    at.button(key="ls_myth_context").click().run()
+    (table,) = [t.value for t in at.table if "evaluation length (tokens)" in t.value.columns]
+    rows = {row["evaluation length (tokens)"]: row for _, row in table.iterrows()}
+    for n, value in paper.TABLE3_ALIBI.items():
+        assert rows[f"{n:,}"]["non-overlapping windows (Table 3)"] == f"{value:.4g}"
+    for n, value in paper.TABLE15_ALIBI_L1024.items():
+        assert rows[f"{n:,}"]["sliding window, stride 1 (Table 15)"] == f"{value:.4g}"
+    assert f"{paper.TABLE15_ALIBI_L512[512]:.4g}" not in table.to_string()  # not L = 512's row
+
+
+@needs_model
+def test_parameters_myth_says_why_alibis_model_has_more_parameters():
+    """The parameters myth's table shows ALiBi's model with more parameters than RoPE's; the
+    sentence under it names the difference (the table's own numbers) and its cause, BLOOM's
+    embedding LayerNorm of 2 x hidden size."""
+    at = run_app("lesson", {"step": str(LAST)})
+    at.button(key="ls_myth_parameters").click().run()
+    (table,) = [t.value for t in at.table if "all parameters" in t.value.columns]
+    counts = [int(v.replace(",", "")) for v in table["all parameters"]]
+    extra = counts[0] - counts[1]
+    config = Path(assets.shipped_models()["alibi"]) / "config.json"
+    hidden = json.loads(config.read_text())["hidden_size"]
+    assert extra == 2 * hidden
+    (sentence,) = [m.value for m in at.markdown if "LayerNorm" in m.value]
+    assert f"{extra:,} more parameters" in sentence and f"2 × {hidden} = {extra}" in sentence
+    assert list(table["position parameters"]) == ["0", "0"]
+
+
+# A number of 4 digits or more as each language writes it: grouped by 3 with "," (en), "."
+# (es) or a no-break space (ru); a run of 4 digits unseparated is another language's format.
+GROUPED = {"en": ",", "es": ".", "ru": "\xa0"}
+
+
+@pytest.mark.parametrize("lang", ["en", "es", "ru"])
+def test_the_myths_write_every_number_in_the_languages_one_format(lang):
+    """The handout's myths (claims, facts, demonstrations and their tables) write 1,024,
+    2,048, 3,072 and 10,024 one way per language: never "1024" beside "1.024" or "10 024"
+    (fractions such as 1/1024, the citation and the paper's quoted words aside)."""
+    at = run_app("lesson", {"print": "1", "lang": lang})
+    start = next(i for i, m in enumerate(at.markdown) if "**" in m.value and (
+        "Myth" in m.value or "Mito" in m.value or "Миф" in m.value))
+    texts = [m.value for m in at.markdown[start:]]
+    texts += [" ".join(map(str, t.value.to_numpy().ravel())) for t in at.table]
+    from alibi_viz import paper
+
+    text = " ".join(texts).replace(paper.CITATION, "")  # its year and arXiv number aside
+    text = re.sub(r"[\"“«„][^\"”»“]*[\"”»“]", "", text)  # and quotations
+    bare = re.findall(r"(?<![/\d.,\xa0])\d{4,}(?![\d])", text)
+    assert bare == [], bare
+    grouped = set(re.findall(r"\d{1,3}([,.\xa0 ])\d{3}(?!\d)", text))
+    assert grouped <= {GROUPED[lang]} | ({"."} if lang == "en" else {",", "."}) - {" "}, grouped
+    sep = re.escape(GROUPED[lang])
+    for n in ("1", "10"):
+        assert re.search(rf"(?<![\d]){n}{sep}024(?!\d)", text), n
 
 
 def test_handout_shows_every_step_with_its_answer():

@@ -274,12 +274,17 @@ FACT_JS = """(word) => [...document.querySelectorAll('[data-testid="stMain"] str
   .filter(b => b.offsetParent && b.textContent.trim() === word).length"""
 
 
+TABLE_TEXT_SIZES_JS = """() => [...document.querySelectorAll('[data-testid="stTable"] th, '
+  + '[data-testid="stTable"] td')].filter(c => c.offsetParent)
+  .map(c => parseFloat(getComputedStyle(c).fontSize))"""
+
+
 def test_a_clicker_alone_reveals_every_step_and_myth(screen, server_url):
     """From step 1 in presentation mode at 1024x768, pressing only the clicker's next keys
     (PageDown, →, Space in turn, nothing clicked): every step first asks its question with no
     figure, the next press reveals its answer and draws its figure (on screen) on the same
-    step, the press after it moves on; on step 9 each myth's fact appears, then the next
-    myth, until the sixth fact."""
+    step, the press after it moves on; on step 9 each myth's fact appears (its table's text
+    at least 20 px), then the next myth, until the sixth fact."""
     page = screen(1024, 768)
     page.goto(f"{server_url}/lesson?step=1&present=1")
     wait_for_step(page, 1)
@@ -304,6 +309,10 @@ def test_a_clicker_alone_reveals_every_step_and_myth(screen, server_url):
         page.keyboard.press(next(keys))
         page.wait_for_function(f"() => ({FACT_JS})('Fact:') === 1", timeout=30_000)
         wait_for_app(page)
+        # a demonstration's table reads from the back of the room too
+        assert min(page.evaluate(TABLE_TEXT_SIZES_JS) or [20]) >= 20, myth
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / f"lesson_present_myth{myth}.png"))
         if myth < 6:
             page.keyboard.press(next(keys))
             page.get_by_text(f"Myth {myth + 1} of 6:").wait_for(timeout=30_000)

@@ -98,3 +98,21 @@ def test_the_last_step_is_not_the_end_while_its_question_waits():
     assert not cursor.at_the_end(True)
     cursor.forward(True)
     assert cursor.at_the_end(True)
+
+
+def test_the_shipped_models_differ_in_parameters_only_by_blooms_embedding_layernorm():
+    """The parameters myth's surprise, checked: the shipped ALiBi model (BLOOM) has exactly
+    2 x hidden_size more parameters than the RoPE one (GPT-NeoX), the weight and bias of the
+    LayerNorm BLOOM puts on the token embeddings; GPT-NeoX has none."""
+    from transformers import AutoModelForCausalLM
+
+    from alibi_viz import assets
+    from alibi_viz.lesson import embedding_norm_parameters
+
+    paths = assets.shipped_models()
+    if not {"alibi", "rope"} <= set(paths):
+        pytest.skip("the shipped ALiBi and RoPE models are not in assets/models")
+    alibi, rope = (AutoModelForCausalLM.from_pretrained(paths[n]) for n in ("alibi", "rope"))
+    extra = sum(p.numel() for p in alibi.parameters()) - sum(p.numel() for p in rope.parameters())
+    assert extra == embedding_norm_parameters(alibi) == 2 * alibi.config.hidden_size
+    assert embedding_norm_parameters(rope) == 0

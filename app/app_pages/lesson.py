@@ -56,7 +56,7 @@ from alibi_viz.figures.render import figure_spec
 from alibi_viz.figures.training import snapshot_figure
 from alibi_viz.glossary import glossary_rows
 from alibi_viz.i18n import N_, _, number, percent, significant, tokens
-from alibi_viz.lesson import LessonCursor
+from alibi_viz.lesson import LessonCursor, embedding_norm_parameters
 from alibi_viz.models.heads import attention_maps, mean_distance_against_bias
 from alibi_viz.models.loading import position_parameter_count
 from alibi_viz.params import UrlParam
@@ -89,6 +89,7 @@ h2 { font-size: 26px !important; padding: 0.2rem 0 !important; }
 .katex { font-size: 1.25em; }
 [data-testid="stMain"] input, [data-testid="stMain"] [data-baseweb="select"] div {
     font-size: 20px !important; }
+[data-testid="stTable"] th, [data-testid="stTable"] td { font-size: 20px !important; }
 </style>
 """
 # The handout is a column as wide as a sheet's text (A4 or Letter at the browser's default
@@ -808,6 +809,11 @@ def step_misconceptions(step: int, present: bool) -> None:
                   for h, m in enumerate(alibi_slopes(8))])
 
     def context_demo():
+        lengths = sorted(set(paper.TABLE3_ALIBI) | set(paper.TABLE15_ALIBI_L1024))
+        ui.table([{N_("evaluation length (tokens)"): n,
+                   N_("non-overlapping windows (Table 3)"): paper.TABLE3_ALIBI.get(n, "—"),
+                   N_("sliding window, stride 1 (Table 15)"):
+                       paper.TABLE15_ALIBI_L1024.get(n, "—")} for n in lengths])
         results = assets.load_extrapolation_results(data.page_kind(i18n.get_language()))
         train_seq_len = assets.results_train_seq_len(results) if results else None
         longest = max(results.get("lengths", [0])) if results else 0
@@ -831,6 +837,21 @@ def step_misconceptions(step: int, present: bool) -> None:
                          N_("position parameters"): position_parameter_count(model),
                          N_("all parameters"): info.num_params})
         ui.table(rows)
+        if len(rows) == 2:  # a sentence for the surprise: ALiBi's model has more parameters
+            extra = rows[0][N_("all parameters")] - rows[1][N_("all parameters")]
+            model = ui.cached_model(assets.shipped_models()["alibi"])[0]
+            norm = embedding_norm_parameters(model)
+            if extra and extra == norm:
+                st.markdown(_("Neither model has a position parameter. ALiBi's has {extra} more "
+                              "parameters in all: BLOOM, the architecture it is built on, "
+                              "normalises the token embeddings with a LayerNorm (a weight and a "
+                              "bias for each of its {hidden} dimensions: 2 × {hidden} = {extra}), "
+                              "which GPT-NeoX, RoPE's, does not have.").format(
+                    extra=number(extra), hidden=number(norm // 2)))
+            elif extra:
+                st.markdown(_("Neither model has a position parameter; the {extra} parameters "
+                              "between them are in other layers of their architectures.").format(
+                    extra=number(abs(extra))))
 
     def linear_demo():
         L = 1024
@@ -850,25 +871,26 @@ def step_misconceptions(step: int, present: bool) -> None:
                       "alibi=True.").format(value=FalconConfig().alibi))
 
     def paper_demo():
-        st.markdown(_("The paper's abstract ({citation}): a 1.3B model trained on 1,024 tokens "
+        st.markdown(_("The paper's abstract ({citation}): a 1.3B model trained on {train} tokens "
                       "\"extrapolates to input sequences of length 2048, achieving the same "
                       "perplexity as a sinusoidal position embedding model trained on inputs of "
-                      "length 2048\".").format(citation=paper.CITATION))
+                      "length 2048\".").format(citation=paper.CITATION,
+                                                 train=number(paper.TABLE3_TRAIN_LEN)))
 
     myths = [
         ("slopes", _("With 8 heads the slopes are 1/8, 1/16, ..., 1/1024."),
          _("They are 1/2, 1/4, ..., 1/256: m_h = 2^(−8h/n)."), slopes_demo),
-        ("context", _("Trained at 1,024 tokens and run at 10K+, an ALiBi model makes use of all "
-                       "10K tokens."),
+        ("context", _("Trained at {train} tokens and run at 10K+, an ALiBi model makes use of all "
+                       "10K tokens.").format(train=number(paper.TABLE3_TRAIN_LEN)),
          _("It runs at 10K+ without getting worse, but that does not show it uses the extra "
-           "context. In the paper the L = 1,024 model scores {at_l} at 1,024 tokens and "
-           "{at_10k} at 10,024 (Table 3, non-overlapping windows). With a sliding window of "
-           "stride 1, where every token sees a full window of the evaluation length, it scores "
-           "{s1024} at 1,024, {s1536} at 1,536, {s2048} at 2,048 and {s3072} at 3,072 (Table "
-           "15, which goes no further): no window longer than L scores better. The 10K gain is "
-           "the early token curse shrinking, not more context used.").format(
-             at_l=number(paper.TABLE3_ALIBI[1024], 2), at_10k=number(paper.TABLE3_ALIBI[10024], 2),
-             **{f"s{n}": number(v, 2) for n, v in paper.TABLE15_ALIBI_L1024.items()}),
+           "context. The paper's L = {train} model does score better at {long} tokens than at "
+           "{train} in non-overlapping windows, but a longer window has fewer of its tokens near "
+           "its start, with little context before them: the gain is the early token curse "
+           "shrinking. "
+           "With a sliding window, where every token sees a full window of the evaluation "
+           "length, no window longer than {train} scores better (Tables 3 and 15 of the "
+           "paper).").format(train=number(paper.TABLE3_TRAIN_LEN),
+                             long=number(max(paper.TABLE3_ALIBI))),
          context_demo),
         ("parameters", _("ALiBi is cheaper than RoPE in parameters."),
          _("Both add no parameters at all."), parameters_demo),
@@ -878,8 +900,9 @@ def step_misconceptions(step: int, present: bool) -> None:
         ("falcon", _("Falcon uses ALiBi."),
          _("Only the Falcon-RW models do; Falcon-7B/40B/180B use rotary embeddings."),
          falcon_demo),
-        ("paper", _("A 1.3B model trained at 1,024 matches one trained at 3,072."),
-         _("The paper says 2,048."), paper_demo),
+        ("paper", _("A 1.3B model trained at {train} matches one trained at {claimed}.").format(
+            train=number(1024), claimed=number(3072)),
+         _("The paper says {length}.").format(length=number(2048)), paper_demo),
     ]
     show_myths(myths, present)
 

@@ -1,0 +1,219 @@
+"""A class following a lesson (issue 42): what the students' polling costs the server, and how
+far behind the teacher their pages are.
+
+One `streamlit run app/main.py` with a SQLite class store of its own (in bench/out/), then for
+each class size in --students (20 and 60 by default):
+  * a room is made in the store, and every simulated student opens /lesson?class=CODE over
+    Streamlit's websocket (tests/ws_client.py's messages: a session, one run with its page and
+    query string) and then does what the page's browser does: every POLL_S seconds
+    (app/class_view.py) it asks for a rerun of the poll fragment (the `auto_rerun` message the
+    server sent: its fragment id and interval), and reads every run the server sends;
+  * idle: for --idle seconds the teacher stays on one step. The server process's CPU time
+    over that window (psutil, user + system), per student per minute, is the cost of
+    following: what a class costs while the teacher talks;
+  * moving: the teacher (this script, with the room's key) moves to the next step --moves
+    times, every --every seconds; a student's follow lag is the time from the store's write to
+    the moment its websocket delivers the step's heading ("3. Slopes"). p50, p95 and max over
+    all students and moves, and the server's CPU over the moving window.
+
+usage: .venv/bin/python bench/bench_class.py [--students 20 60] [--idle 60] [--moves 5]
+Websocket clients rather than browsers, as bench_soak.py: 60 chromium pages cannot run on 2
+cores beside the server, and the server sees the same messages. The clients run on the same
+cores as the server: say what else ran on the machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import psutil
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "bench" / "out"
+sys.path.insert(0, str(ROOT / "tests"))
+from conftest import free_port  # noqa: E402
+
+from alibi_viz.classroom import SETTING, open_store  # noqa: E402
+
+
+class Student:
+    """One session following the class over its websocket."""
+
+    def __init__(self, port: int, code: str):
+        self.port, self.code = port, code
+        self.steps: dict[int, float] = {}  # step -> when its heading first arrived
+        self.fragment: tuple[str, float] | None = None  # (fragment id, interval s)
+        self.page_hash = ""
+        self.runs = 0
+        self.errors: list[str] = []
+
+    async def run(self, stop: asyncio.Event) -> None:
+        import websockets
+        from streamlit.proto.BackMsg_pb2 import BackMsg
+        from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+        async with websockets.connect(f"ws://127.0.0.1:{self.port}/_stcore/stream",
+                                      subprotocols=["streamlit"], max_size=None,
+                                      open_timeout=120) as ws:
+            first = BackMsg()
+            first.rerun_script.page_name = "lesson"
+            first.rerun_script.query_string = f"class={self.code}"
+            await ws.send(first.SerializeToString())
+
+            async def poll():
+                phase = True  # browsers start their timers at unrelated moments
+                while not stop.is_set():
+                    if self.fragment is None:
+                        await asyncio.sleep(0.1)
+                        continue
+                    fragment, interval = self.fragment
+                    await asyncio.sleep(random.uniform(0, interval) if phase else interval)
+                    phase = False
+                    msg = BackMsg()
+                    msg.rerun_script.page_name = "lesson"
+                    msg.rerun_script.page_script_hash = self.page_hash
+                    msg.rerun_script.query_string = f"class={self.code}"
+                    msg.rerun_script.fragment_id = fragment
+                    msg.rerun_script.is_auto_rerun = True
+                    await ws.send(msg.SerializeToString())
+
+            poller = asyncio.create_task(poll())
+            try:
+                while not stop.is_set():
+                    try:
+                        frame = await asyncio.wait_for(ws.recv(), 0.5)
+                    except TimeoutError:
+                        continue
+                    msg = ForwardMsg()
+                    msg.ParseFromString(frame)
+                    kind = msg.WhichOneof("type")
+                    if kind == "navigation":  # the page that ran: a browser sends it back
+                        self.page_hash = msg.navigation.page_script_hash
+                    elif kind == "auto_rerun":
+                        self.fragment = (msg.auto_rerun.fragment_id, msg.auto_rerun.interval)
+                    elif kind == "script_finished":
+                        self.runs += 1
+                    elif kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
+                        element = msg.delta.new_element
+                        which = element.WhichOneof("type")
+                        if which == "heading":
+                            head = element.heading.body.split(".", 1)[0]
+                            if head.isdigit():
+                                self.steps.setdefault(int(head), time.time())
+                        elif which == "exception":
+                            self.errors.append(element.exception.type)
+            finally:
+                poller.cancel()
+
+
+def server_cpu(pid: int) -> float:
+    times = psutil.Process(pid).cpu_times()
+    return times.user + times.system
+
+
+async def one_class(port: int, pid: int, store, students: int, idle: float, moves: int,
+                    every: float) -> dict:
+    room = store.create_room()
+    store.set_state(room.code, room.key, step=1)
+    stop = asyncio.Event()
+    clients = [Student(port, room.code) for _k in range(students)]
+    tasks = [asyncio.create_task(c.run(stop)) for c in clients]
+    deadline = time.time() + 300
+    while not all(c.fragment and 1 in c.steps for c in clients):  # every page is on step 1
+        assert time.time() < deadline, "the students' first runs did not finish in 300 s"
+        await asyncio.sleep(0.5)
+    await asyncio.sleep(3)  # the last first runs settle
+    runs0, cpu0, t0 = sum(c.runs for c in clients), server_cpu(pid), time.time()
+    await asyncio.sleep(idle)
+    idle_cpu, idle_s = server_cpu(pid) - cpu0, time.time() - t0
+    idle_runs = sum(c.runs for c in clients) - runs0
+    lags, written = [], {}
+    cpu1, t1 = server_cpu(pid), time.time()
+    for step in range(2, 2 + moves):
+        written[step] = time.time()
+        store.set_state(room.code, room.key, step=step)
+        await asyncio.sleep(every + random.uniform(0, 1))
+    moving_cpu, moving_s = server_cpu(pid) - cpu1, time.time() - t1
+    stop.set()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    missed = 0
+    for c in clients:
+        for step, at in written.items():
+            if step in c.steps:
+                lags.append(c.steps[step] - at)
+            else:
+                missed += 1
+    store.end(room.code, room.key)
+    lags.sort()
+
+    def pct(q):
+        return round(lags[min(len(lags) - 1, int(q * len(lags)))], 3) if lags else None
+
+    return {
+        "students": students,
+        "idle_s": round(idle_s, 1),
+        "idle_server_cpu_s": round(idle_cpu, 2),
+        "cpu_s_per_student_minute_idle": round(idle_cpu / students / (idle_s / 60), 4),
+        "server_cpu_share_idle": round(idle_cpu / idle_s, 3),
+        "fragment_runs_per_student_s": round(idle_runs / students / idle_s, 2),
+        "moving_s": round(moving_s, 1),
+        "cpu_s_per_student_minute_moving": round(moving_cpu / students / (moving_s / 60), 4),
+        "lag_s": {"p50": pct(0.5), "p95": pct(0.95), "max": round(lags[-1], 3) if lags else None,
+                  "n": len(lags), "missed": missed},
+        "errors": sum(len(c.errors) for c in clients),
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--students", type=int, nargs="+", default=[20, 60])
+    ap.add_argument("--idle", type=float, default=60, help="seconds on one step")
+    ap.add_argument("--moves", type=int, default=5)
+    ap.add_argument("--every", type=float, default=8, help="seconds between the teacher's moves")
+    args = ap.parse_args()
+    OUT.mkdir(parents=True, exist_ok=True)
+    db = OUT / "bench_class.sqlite3"
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
+    setting = f"sqlite:///{db}"
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app/main.py", "--server.headless", "true",
+         "--server.port", str(port), "--server.address", "127.0.0.1",
+         "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false"],
+        cwd=ROOT, env={**os.environ, SETTING: setting},
+        stdout=open(OUT / "bench_class_server.log", "w"), stderr=subprocess.STDOUT)  # noqa: SIM115
+    store = open_store(setting)
+    results = []
+    try:
+        for _ in range(600):
+            try:
+                if urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health",
+                                          timeout=1).read() == b"ok":
+                    break
+            except OSError:
+                time.sleep(0.2)
+        for students in args.students:
+            result = asyncio.run(one_class(port, server.pid, store, students, args.idle,
+                                           args.moves, args.every))
+            print(json.dumps(result), flush=True)
+            results.append(result)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        store.close()
+    summary = {"cores": os.cpu_count(), "load_before": os.getloadavg(), "classes": results}
+    (OUT / "bench_class.json").write_text(json.dumps(summary, indent=1))
+
+
+if __name__ == "__main__":
+    main()
