@@ -327,3 +327,49 @@ def test_rescaled_slopes_answer_only_inside_its_answer_box():
     assert len(cells) == len(rescale_summary(assets.load_rescale_results())["cells"]) > 0
     assert any(t.startswith("Non-overlapping, it changes the perplexity by") for t in inside)
     assert not [t for t in outside if "best s = " in t or t.startswith("Non-overlapping, it")]
+
+
+def element_paths(at, kind: str, key: str | None = None, label: str = "") -> list[tuple]:
+    """Tree paths (block indices from the page root) of the elements of class `kind`
+    ("Dataframe", "Button", "Metric"), with widget key `key` when given, and a label that
+    starts with `label`."""
+    found = []
+
+    def walk(node, path):
+        for index, child in (getattr(node, "children", None) or {}).items():
+            walk(child, (*path, index))
+        if (type(node).__name__ == kind and (key is None or getattr(node, "key", None) == key)
+                and str(getattr(node, "label", "")).startswith(label)):
+            found.append(path)
+
+    walk(at._tree, ())
+    return found
+
+
+def test_a_live_run_replaces_its_last_result_in_one_slot(monkeypatch):
+    """The live reach run and the rescaled-slopes run draw their progress bar, then their
+    result, into one single-element slot right after their button, so a new run's progress bar
+    replaces the last run's table or number at once; laid out one after the other (or in a
+    container), the old table stayed on screen, greyed, under the new run's progress bar until
+    the run ended (the block twice)."""
+    from types import SimpleNamespace
+
+    import alibi_viz.reach
+
+    def quick_reach(model, ids, contexts, progress=None):  # the page's call, without the 50 s
+        for done in range(1, len(contexts) + 1):
+            progress(done, len(contexts))
+        return SimpleNamespace(contexts=list(contexts), nll=[1.0] * len(contexts))
+
+    monkeypatch.setattr(alibi_viz.reach, "context_reach", quick_reach)
+    at = run_app("extrapolation", {"length": "128"})
+    at.button(key="xl_reach_run").click().run()
+    assert not at.exception and not at.error
+    (button,) = element_paths(at, "Button", "xl_reach_run")
+    tables = [p for p in element_paths(at, "Dataframe") if p[:len(button) - 1] == button[:-1]]
+    assert tables == [(*button[:-1], button[-1] + 1)]  # the bar's own place, after the button
+    assert not element_paths(at, "ProgressBar")
+    at.button(key="xl_scale_run").click().run()
+    assert not at.exception and not at.error
+    (button,) = element_paths(at, "Button", "xl_scale_run")
+    assert element_paths(at, "Metric", label="ALiBi, s = ") == [(*button[:-1], button[-1] + 1)]

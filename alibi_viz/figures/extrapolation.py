@@ -53,6 +53,39 @@ LOG_Y_RATIO = 8.0  # a log perplexity axis once the largest value is 8x the smal
 MARKER_COLOR = "red"
 
 
+MIN_TICKS = 3  # every axis shows at least this many labelled values
+
+
+def log_ticks(low: float, high: float, min_ticks: int = MIN_TICKS) -> list[float]:
+    """Tick values for a log axis spanning [low, high] (both > 0): 1, 2 and 5 per decade, or
+    every digit, or for a span of less than one digit evenly spaced round values, whichever is
+    the first to give at least `min_ticks` inside the span. Explicit, so that neither plotly
+    nor the page's fitting (which keeps only the powers of ten on a short axis) leaves a
+    perplexity axis of 2 to 46 with the single label "10"."""
+    if not 0 < low < high:
+        raise AlibiVizError(f"log_ticks needs 0 < low < high, got {low!r}, {high!r}.")
+    decades = range(math.floor(math.log10(low)), math.ceil(math.log10(high)) + 1)
+    for digits in ((1,), (1, 2, 5), tuple(range(1, 10))):
+        ticks = [d * 10.0**k for k in decades for d in digits if low <= d * 10.0**k <= high]
+        if len(ticks) >= min_ticks:
+            return ticks
+    step = 10.0 ** math.floor(math.log10((high - low) / min_ticks))
+    for factor in (5, 2, 1, 0.5, 0.2, 0.1):  # the coarsest round step that gives enough ticks
+        ticks = [k * step * factor for k in range(math.ceil(low / (step * factor)),
+                                                  math.floor(high / (step * factor)) + 1)]
+        if len(ticks) >= min_ticks:
+            return [round(t, 12) for t in ticks]
+    return [low, (low * high) ** 0.5, high]
+
+
+def tick_texts(values) -> list[str]:
+    """Tick labels in the page's number format, all with the fewest decimals that write every
+    value exactly ("5", "10", "20"; "2.8", "3.0", "3.2")."""
+    decimals = next((d for d in range(7) if all(abs(v * 10**d - round(v * 10**d)) < 1e-6
+                                                 for v in values)), 6)
+    return [number(v, decimals) for v in values]
+
+
 def model_color(name: str, index: int = 0) -> str:
     return MODEL_COLORS.get(name, OTHER_COLORS[index % len(OTHER_COLORS)])
 
@@ -155,11 +188,16 @@ def perplexity_figure(results: dict, live=(), protocols=None, height: int = 420)
     fig.update_xaxes(type="log", tickvals=ticks, ticktext=[number(n) for n in ticks],
                      title=_("evaluation length (tokens, log2 scale)"),
                      range=[math.log10(lengths[0]) - 0.08, math.log10(lengths[-1]) + 0.08])
+    y_ticks = {}
+    if log_y:  # explicit ticks: a short log axis otherwise kept only "10"
+        values = log_ticks(*line_y)
+        y_ticks = dict(tickvals=values, ticktext=tick_texts(values))
     fig.update_yaxes(type="log" if log_y else "linear", range=y_range, row=1, col=1,
                      title=_("perplexity per token (log scale)") if log_y
-                     else _("perplexity per token"))
+                     else _("perplexity per token"), **y_ticks)
     for col in range(2, len(protocols) + 1):
-        fig.update_yaxes(type="log" if log_y else "linear", range=y_range, row=1, col=col)
+        fig.update_yaxes(type="log" if log_y else "linear", range=y_range, row=1, col=col,
+                         **y_ticks)
     return _one_line_per_model_layout(
         fig, height,
         _("Train short, test long: perplexity vs evaluation length (trained at "
@@ -384,11 +422,13 @@ def rescale_figure(results: dict, height: int = 420) -> go.Figure:
     scales = results["scales"]
     key = [f"{s:.6g}" for s in scales]
     colors = pc.qualitative.Dark2
+    shown = []  # every perplexity drawn, for the shared y ticks
     for k, length in enumerate(results["lengths"]):
         interp = interpolation_scale(results["train_seq_len"], length)
         name = _("{length} tokens").format(length=number(length))
         for col, protocol in enumerate(protocols, start=1):
             values = results["perplexity"][protocol][str(length)]
+            shown += [values[q] for q in key]
             fig.add_trace(go.Scatter(
                 x=scales, y=[values[q] for q in key], mode="lines+markers", name=name,
                 legendgroup=name, showlegend=col == 1, line=dict(color=colors[k % len(colors)]),
@@ -409,10 +449,12 @@ def rescale_figure(results: dict, height: int = 420) -> go.Figure:
             line=dict(color=greys[k], width=3 if scale == 1 else 1.5),
             hovertemplate=label + "<br>" + _("context %{x} tokens<br>loss %{y:.3f} nats/token")
             + "<extra></extra>"), row=1, col=len(protocols) + 1)
+    y_ticks = log_ticks(min(shown), max(shown))  # a short log axis otherwise kept only "10"
     for col in range(1, len(protocols) + 1):
         fig.update_xaxes(type="log", tickvals=scales, ticktext=[scale_label(s) for s in scales],
                          title=_("slope scale s"), row=1, col=col)
-        fig.update_yaxes(type="log", title=_("perplexity") if col == 1 else None, row=1, col=col)
+        fig.update_yaxes(type="log", title=_("perplexity") if col == 1 else None, row=1, col=col,
+                         tickvals=y_ticks, ticktext=tick_texts(y_ticks))
     contexts = results["reach"][key[0]]["contexts"]
     fig.update_xaxes(type="log", tickvals=contexts[::2], ticktext=[number(c) for c in contexts[::2]],
                      title=_("context given (tokens, log2 scale)"), row=1,

@@ -643,31 +643,35 @@ with left:
     st.markdown(_("**Re-run a reach curve live** ({model}, contexts up to {longest} "
                   "tokens).").format(model=model_label(model),
                                      longest=number(max(REACH_LIVE_CONTEXTS))))
-    if st.button(_("Run reach live"), key="xl_reach_run"):
+    clicked = st.button(_("Run reach live"), key="xl_reach_run")
+    # Two single-element slots: the run's progress bar takes the place of the last run's table
+    # (an element replaced by another goes at once; in a container, the old table stayed on
+    # screen, greyed, under the new progress bar until the run ended: the block twice).
+    result_slot, note_slot = st.empty(), st.empty()
+    if clicked:
         path = shipped.get(model)
         if path is None:
-            st.error(_("The model {model} is not shipped.").format(model=model_label(model))
-                     + " " + train_hint(model))
+            result_slot.error(_("The model {model} is not shipped.").format(
+                model=model_label(model)) + " " + train_hint(model))
         else:
-            bar = st.progress(0.0, text=_("context {c} ...").format(c=1))
+            result_slot.progress(0.0, text=_("context {c} ...").format(c=1))
             try:
                 start = time.perf_counter()
                 live = context_reach(
                     eval_model(str(path), ui.model_stamp(str(path))),
                     held_out_ids(LIVE_STREAM_TOKENS, kind), REACH_LIVE_CONTEXTS,
-                    progress=lambda done, total: bar.progress(
+                    progress=lambda done, total: result_slot.progress(
                         done / total, text=_("context {c} done").format(
                             c=number(REACH_LIVE_CONTEXTS[done - 1]))))
                 seconds = time.perf_counter() - start
             except (AlibiVizError, RuntimeError, MemoryError) as exc:
-                bar.empty()
-                st.error(_("The live reach run failed: {error}").format(error=exc))
+                result_slot.error(_("The live reach run failed: {error}").format(error=exc))
             else:
-                bar.progress(1.0, text=_("Done in {seconds} s").format(
-                    seconds=number(seconds, 1)))
-                st.dataframe([{_("context"): int(c), _("loss (nats/token)"): round(float(v), 4)}
-                              for c, v in zip(live.contexts, live.nll, strict=True)],
-                             hide_index=True, key="xl_reach_table")
+                result_slot.dataframe(
+                    [{_("context"): int(c), _("loss (nats/token)"): round(float(v), 4)}
+                     for c, v in zip(live.contexts, live.nll, strict=True)],
+                    hide_index=True, key="xl_reach_table")
+                note_slot.caption(_("Done in {seconds} s").format(seconds=number(seconds, 1)))
 with right:
     distance = st.select_slider(_("Copy distance (tokens)"), LIVE_COPY_DISTANCES, value=64,
                                 key="xl_copy_distance")
@@ -792,25 +796,27 @@ else:
                                  help=_("The live run above's length ({length}) and protocol, "
                                         "on the ALiBi model with every slope times s.").format(
                                      length=number(length)))
-        if st.button(_("Run ALiBi with rescaled slopes"), key="xl_scale_run"):
-            bar = st.progress(0.0, text=_("Scoring {tokens} tokens in windows of {length}...")
-                              .format(tokens=number(cap), length=number(length)))
+        clicked = st.button(_("Run ALiBi with rescaled slopes"), key="xl_scale_run")
+        # single-element slots: the progress bar takes the last run's number's place at once
+        result_slot, note_slot = st.empty(), st.empty()
+        if clicked:
+            result_slot.progress(0.0, text=_("Scoring {tokens} tokens in windows of {length}...")
+                                 .format(tokens=number(cap), length=number(length)))
             try:
                 net = eval_model(str(alibi_folder), ui.model_stamp(str(alibi_folder)))
                 with slope_scale(net, float(scale)):
                     out = evaluate_length(
                         net, length, protocol, tokens=cap, stride=DEFAULT_STRIDE,
                         max_length=length, kind=kind,
-                        progress=lambda done, total: bar.progress(done / total))
+                        progress=lambda done, total: result_slot.progress(done / total))
             except (AlibiVizError, RuntimeError, MemoryError) as exc:
-                bar.empty()
-                st.error(_("The live evaluation failed: {error}").format(error=exc))
+                result_slot.error(_("The live evaluation failed: {error}").format(error=exc))
             else:
-                bar.empty()
-                st.metric(_("ALiBi, s = {scale}, {length} tokens ({protocol})").format(
+                result_slot.metric(_("ALiBi, s = {scale}, {length} tokens ({protocol})").format(
                     scale=scale_label(float(scale)), length=number(length),
                     protocol=protocol_name(protocol)), number(out["ppl"], 3))
-                st.caption(_("{tokens} tokens scored.").format(tokens=number(out["tokens"])))
+                note_slot.caption(_("{tokens} tokens scored.").format(
+                    tokens=number(out["tokens"])))
 
 
 # 6. learnable slopes ------------------------------------------------------------------------
