@@ -217,3 +217,27 @@ def test_students_page_follows_its_own_language(class_store):
     student = run_app("lesson", {"class": code, "lang": "es"})
     assert not student.exception
     assert "Predecir" in texts(student) or "Predice" in texts(student)
+
+
+def test_student_follows_the_myth_on_the_last_step(class_store):
+    """On the last step a student's page shows the teacher's myth, and its fact once the
+    teacher showed it."""
+    room = class_store.create_room()
+    class_store.set_state(room.code, room.key, step=9, myth=2, controls={"myth_shown": False})
+    at = run_app("lesson", {"class": room.code})
+    assert not at.exception and step_header(at).startswith("9.")
+    assert any(m.value.startswith("**Myth 3 of 6:**") for m in at.markdown)
+    assert not any(m.value.startswith("**Fact:**") for m in at.markdown)
+    class_store.set_state(room.code, room.key, step=9, myth=2, controls={"myth_shown": True})
+    at.run()
+    assert any(m.value.startswith("**Fact:**") for m in at.markdown)
+
+
+def test_full_server_is_a_message(class_store):
+    """With every class of the server taken, ?class=new says so, in words."""
+    for _k in range(class_store.max_rooms):
+        class_store.create_room()
+    at = run_app("lesson", {"class": "new"})
+    assert not at.exception
+    assert any("classes are full" in e.value for e in at.error)
+    assert "class" not in at.query_params
