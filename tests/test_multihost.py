@@ -7,8 +7,10 @@ redis-server, the class store of both replicas. The bridge lives in a namespace 
 (the switch), so no firewall rule of this machine sees the traffic; the test's chromium, in
 this machine's namespace, reaches the front host through one more veth into the switch.
 
-Stopping a host means killing every process in its namespace by pid (`ip netns pids`). The
-last test stops everything and checks that no process and no namespace is left.
+Stopping a host means killing every process in its namespace by pid (`ip netns pids`): its
+students come back on the other host, and a class's answers, kept in the store host's Redis,
+are all still counted. The last test stops everything and checks that no process and no
+namespace is left.
 Needs root (namespaces), ip, nginx, redis-server and chromium; skipped with the reason otherwise.
 """
 
@@ -24,11 +26,15 @@ import subprocess
 import sys
 import time
 import urllib.request
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from conftest import CHROMIUM, NGINX, ROOT
+from conftest import CHROMIUM, NGINX, ROOT, wait_for_app
+
+from alibi_viz.classroom import open_store
 
 IP = shutil.which("ip") or "/usr/sbin/ip"
 REDIS = shutil.which("redis-server") or "/usr/bin/redis-server"
@@ -215,16 +221,40 @@ def open_context(browser, hall: Hall, cookie: str | None = None):
     return context
 
 
-def wait_for_run(hall: Hall, page, where: dict[str, int], timeout_s: float = 120) -> dict:
-    """The first run, logged after the mark `where`, of a session not seen before it."""
+def wait_for_run(hall: Hall, page, where: dict[str, int], timeout_s: float = 120,
+                 script: str = "bias") -> dict:
+    """The first run of `script` (the bias explorer unless said), logged after the mark
+    `where`, of a session not seen before it."""
     seen = hall.sessions_before(where)
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        fresh = [run for run in hall.runs(where) if run["session"] not in seen]
+        fresh = [run for run in hall.runs(where)
+                 if run["session"] not in seen and run["page"] == script]
         if fresh:
             return fresh[0]
         page.wait_for_timeout(200)
     raise AssertionError(f"no new session ran within {timeout_s} s")
+
+
+STEP_JS = """(step) => [...document.querySelectorAll('h2')]
+  .some(h => h.innerText.trim().startsWith(step + '.'))"""
+# The lesson's step-3 question (8 heads), as alibi_viz names it (tests/test_browser_class.py).
+HEADS_8 = f"s3-{zlib.crc32(json.dumps([8]).encode()):08x}"
+
+
+def on_step(page, step: int, timeout_ms: float) -> None:
+    page.wait_for_function(STEP_JS, arg=step, timeout=timeout_ms, polling=100)
+
+
+def open_lesson(browser, hall: Hall, host: str, path: str, width=1024, height=768):
+    """A browser on `host` (by its cookie) showing the lesson at `path`, settled."""
+    context = open_context(browser, hall, cookie_for(hall, host))
+    context.set_default_timeout(90_000)
+    page = context.new_page()
+    page.set_default_timeout(90_000)
+    page.goto(hall.url + path)
+    wait_for_app(page, timeout_ms=180_000)
+    return context, page
 
 
 def set_heads(page, heads: int) -> None:
@@ -340,7 +370,32 @@ def test_one_browsers_reruns_stay_on_one_host(hall, browser):
 def test_a_stopped_app_host_s_students_come_back_on_the_other(hall, browser):
     """Every process of one app host killed by pid: its student's page is back, on the other
     host, with the same view (heads 12, length 300, symmetric) within 10 s; the other host's
-    student keeps their session."""
+    student keeps their session. A class (teacher on app2, a student on each host, both
+    answered step 3's question) keeps both answers in the store host's Redis, and the
+    stopped host's student is back on the teacher's step."""
+    contexts = []
+    teacher_context, teacher = open_lesson(browser, hall, "app2", "/lesson?class=new")
+    contexts.append(teacher_context)
+    teacher.wait_for_function("() => location.search.includes('key=')")
+    code = parse_qs(urlsplit(teacher.url).query)["class"][0]
+    pupils = {}
+    for host in ("app1", "app2"):
+        context, pupils[host] = open_lesson(browser, hall, host, f"/lesson?class={code}", 400, 800)
+        contexts.append(context)
+    for step in (2, 3):
+        teacher.locator(".st-key-ls_next button").first.click()
+        on_step(teacher, step, 30_000)
+        for pupil in pupils.values():
+            on_step(pupil, step, 10_000)
+    for pupil in pupils.values():
+        radio = pupil.locator("[class*='st-key-cls_answer_']")
+        radio.locator("label").filter(has_text=re.compile("^Yes$")).click()
+        wait_for_app(pupil)
+    teacher.get_by_text("2 answered").wait_for(timeout=10_000)
+    pupil_reloads = []
+    pupils["app1"].on("framenavigated", lambda frame: frame == pupils["app1"].main_frame
+                      and pupil_reloads.append(1))
+
     victim_context = open_context(browser, hall, cookie_for(hall, "app1"))
     victim = victim_context.new_page()
     where = hall.mark()
@@ -357,21 +412,49 @@ def test_a_stopped_app_host_s_students_come_back_on_the_other(hall, browser):
     survivor.wait_for_function(BIAS_GRID_PANELS, arg=3)
     survivor_session = wait_for_run(hall, survivor, where)["session"]
 
+    victim_reloads = []
+    victim.on("framenavigated", lambda frame: frame == victim.main_frame
+              and victim_reloads.append(1))
     where = hall.mark()
-    stopped_at = time.monotonic()
+    stopped_at, stopped_wall = time.monotonic(), time.time()
     assert kill_host("app1"), "app1 had no process"
     assert ns_pids("app1") == []
     back = wait_for_run(hall, victim, where, timeout_s=FAILOVER_S + 20)
     back_after = time.monotonic() - stopped_at
+    while not victim_reloads:  # nginx's failover script reloads the page (deploy/nginx.conf)
+        assert time.monotonic() - stopped_at < FAILOVER_S + 20, "the page was not reloaded"
+        victim.wait_for_timeout(100)
+    wait_for_app(victim, timeout_ms=60_000)
     victim.wait_for_function(BIAS_GRID_PANELS, arg=12)
     drawn_after = time.monotonic() - stopped_at
     print(f"\nhost app1 stopped: the student's page ran on {back['host']} after "
-          f"{back_after:.1f} s, its chart drawn after {drawn_after:.1f} s")
+          f"{back['t'] - stopped_wall:.1f} s (server's clock), seen by the test after "
+          f"{back_after:.1f} s, its chart drawn and settled after {drawn_after:.1f} s")
     assert back["host"] == "app2"
     assert back_after < FAILOVER_S, f"back after {back_after:.1f} s"
     assert victim.locator(".st-key-be_heads input").input_value() == "12"
     assert victim.locator(".st-key-be_len input").input_value() == "300"
     assert "symmetric" in victim.locator(".st-key-be_mode label:has(input:checked)").inner_text()
+
+    # The class: the stopped host's student is back on step 3, every answer still counted.
+    while not pupil_reloads:
+        assert time.monotonic() - stopped_at < FAILOVER_S + 20, "the student was not reloaded"
+        pupils["app1"].wait_for_timeout(100)
+    wait_for_app(pupils["app1"], timeout_ms=180_000)
+    on_step(pupils["app1"], 3, 10_000)
+    lesson = wait_for_run(hall, pupils["app1"], where, script="lesson")
+    print(f"the class's student of app1: the lesson ran on {lesson['host']} after "
+          f"{lesson['t'] - stopped_wall:.1f} s (server's clock); the test saw the "
+          f"teacher's step there after {time.monotonic() - stopped_at:.1f} s, after checking "
+          f"the other student first")
+    assert lesson["host"] == "app2"
+    assert lesson["t"] - stopped_wall < FAILOVER_S
+    teacher.get_by_text("2 answered").wait_for(timeout=10_000)
+    store = open_store(f"redis://{address('store')}:6379/0")
+    try:
+        assert store.counts(code, HEADS_8).total == 2
+    finally:
+        store.close()
 
     where = hall.mark()
     set_heads(survivor, 5)
@@ -380,8 +463,8 @@ def test_a_stopped_app_host_s_students_come_back_on_the_other(hall, browser):
     while not any(run["session"] == survivor_session for run in hall.runs(where)):
         assert time.monotonic() < deadline, "the survivor's rerun was not logged"
         survivor.wait_for_timeout(200)
-    victim_context.close()
-    survivor_context.close()
+    for context in (victim_context, survivor_context, *contexts):
+        context.close()
 
 
 def test_stop_leaves_no_process_and_no_namespace(hall):
