@@ -12,7 +12,8 @@ Who is who is in the URL, read once when a session first opens the Lesson:
   moves elsewhere looks around until "Back to the class".
 
 Each question of the lesson (`question`, called by the page's `ask`) takes one answer per
-browser session (a random id in the session's state; the store keeps only its HMAC) while the
+browser session (a random id in a cookie that ends with the browser's session, so a reload or a
+failover keeps it; the store keeps only its HMAC) while the
 teacher has not revealed it. The projector shows the live count; on reveal, the class's answers
 beside the computed one. Everything stored is in `alibi_viz.classroom` (what, and for how long);
 every refusal is a `ClassError` whose message is shown as it is, in the page's language.
@@ -41,6 +42,7 @@ from alibi_viz.figures.render import figure_spec
 from alibi_viz.i18n import N_, _, ngettext
 from app import ui
 
+COOKIE = "alibi_viz_class"  # the browser's class id (`session_id`); nothing else is in it
 POLL_S = 1.0        # a student's page asks the store for the teacher's version this often
 COUNT_POLL_S = 1.5  # the projector's "N answered" is read this often
 # The Lesson page's own keys (app_pages/lesson.py): the question a step asked and the one whose
@@ -62,6 +64,7 @@ CHOICES = {
         ("up,up", N_("Both up")), ("up,down", N_("ALiBi up, sinusoidal down"))),
 }
 HEADS = 8  # step 4 asks which of the 8 heads looks furthest back
+COOKIE_JS = "<script>document.cookie = '%s=%s; path=/; SameSite=Strict';</script>"
 CSS = """<style>
 .cls-code { font-size: 64px; font-weight: 700; letter-spacing: 0.12em; line-height: 1.1; }
 .cls-link { font-size: 22px; word-break: break-all; }
@@ -82,8 +85,19 @@ def store():
 
 
 def session_id() -> str:
-    """This browser session's random id: its answers count once per question."""
-    return st.session_state.setdefault("cls_session", secrets.token_urlsafe(18))
+    """This browser's random id for the class: its answers count once per question. Kept in a
+    cookie for the browser's session (`COOKIE`, no expiry date: gone when the browser closes),
+    so a reload, or a replica's failover to another, is the same student with the same
+    answers; the store keeps only its HMAC."""
+    ss = st.session_state
+    if "cls_session" not in ss:
+        given = (getattr(st.context, "cookies", None) or {}).get(COOKIE, "")
+        if re.fullmatch(r"[A-Za-z0-9_-]{24,64}", given):
+            ss["cls_session"] = given
+        else:
+            ss["cls_session"] = secrets.token_urlsafe(18)
+            ss["cls_set_cookie"] = True  # written by the next `panel`
+    return ss["cls_session"]
 
 
 def code() -> str | None:
@@ -196,6 +210,7 @@ def follow() -> None:
     if following and state.version != st.session_state.get("cls_version"):
         apply(state)
     st.session_state.update(cls_follow=following, cls_version=state.version, cls_state=state)
+    session_id()  # read from the browser's cookie, or made now (and written by `panel`)
     with st.sidebar:
         poll(room, state.version)
 
@@ -280,6 +295,8 @@ def panel(step: int, present: bool) -> None:
         st.error(message)
     room = code()
     with st.sidebar:
+        if room and st.session_state.pop("cls_set_cookie", False):
+            st.html(COOKIE_JS % (COOKIE, session_id()), unsafe_allow_javascript=True)
         st.subheader(_("Class"))
         if not room:
             st.button(_("Start a class"), key="cls_start", on_click=start, icon=":material/groups:",

@@ -54,7 +54,8 @@ def on_step(page, step: int, timeout_ms: float) -> None:
 
 def test_students_follow_answer_and_are_counted(class_server, browser):
     """Students follow three step changes within 2 s each; each answers step 3's question;
-    the projector counts every answer once and shows the distribution after the reveal."""
+    a reloaded page still holds its student's answer; the projector counts every answer once
+    and shows the distribution after the reveal."""
     url, store = class_server
     contexts = []
     try:
@@ -93,6 +94,11 @@ def test_students_follow_answer_and_are_counted(class_server, browser):
             radio.locator("label").filter(has_text=re.compile(f"^{choice}$")).click()
             wait_for_app(student)
         teacher.get_by_text(f"{STUDENTS} answered").wait_for(timeout=10_000)
+        students[0].reload()  # the same browser: its answer is still its own, counted once
+        wait_for_app(students[0], timeout_ms=FIRST_LOAD_MS)
+        on_step(students[0], 3, 10_000)
+        mine = students[0].locator("[class*='st-key-cls_answer_'] label:has(input:checked)")
+        assert mine.inner_text().strip() == "Yes"
         teacher.locator("[class*='st-key-cls_reveal_3'] button").first.click()
         wait_for_app(teacher)
         chart = teacher.locator("[class*='st-key-cls_fig_'] .js-plotly-plot, "
