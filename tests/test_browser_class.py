@@ -162,8 +162,8 @@ def open_on(browser, stack, replica: str, path: str, width=1024, height=768):
 
 def test_class_on_two_replicas_survives_a_killed_replica(stack, browser):
     """Students spread over both replicas follow the teacher and answer; SIGKILL the replica
-    of half of them mid-question: every answer is still counted, and its students are back on
-    the teacher's step on the live replica."""
+    of half of them mid-question: every answer is still counted once, and its students are
+    back on the teacher's step on the live replica, their answers still theirs."""
     from alibi_viz.classroom import SQLiteStore
 
     contexts = []
@@ -202,6 +202,8 @@ def test_class_on_two_replicas_survives_a_killed_replica(stack, browser):
                 page.wait_for_timeout(100)
             wait_for_app(page, timeout_ms=FIRST_LOAD_MS)
             on_step(page, 3, 10_000)
+            mine = page.locator("[class*='st-key-cls_answer_'] label:has(input:checked)")
+            assert mine.inner_text().strip() == "Yes"  # the same student (its cookie)
         back = time.monotonic() - killed
         print(f"failover: the killed replica's students back on step 3 after {back:.1f} s")
         teacher.get_by_text(f"{STUDENTS} answered").wait_for(timeout=10_000)
