@@ -277,8 +277,7 @@ def test_handout_states_the_answers_and_the_myths_facts():
     answers = [t for t in texts if "**Answer:**" in t]
     questions, myths = lesson_defines()
     assert len(answers) == questions
-    assert answers[1].endswith("**Answer:** 0 on the diagonal and −5 ten tokens back (hover over "
-                               "the first panel).")
+    assert answers[1].endswith("**Answer:** 0 on the diagonal and −5 ten tokens back.")
     assert all(e.label != "Answer" for e in at.expander)
     assert not [b for b in at.button if b.label in ("Reveal the answer", "Show me")]
     assert sum("**Fact:**" in t for t in texts) == myths
@@ -386,3 +385,29 @@ def test_an_unchanged_question_keeps_its_answer_when_only_the_figure_changes():
     (before,) = answers(at)
     at.slider(key="ls_s2_len").set_value(32).run()
     assert answers(at) == [before] and figures(at)
+
+
+@pytest.mark.parametrize(("lang", "score"), [("en", "score"), ("es", "puntuación"),
+                                             ("ru", "оценка")])
+def test_handout_writes_the_chosen_values_and_no_hover_hint(lang, score):
+    """On paper: each control's value written out under it (the print style sheet hides the
+    widgets), no "hover" hint anywhere (paper has no mouse), and the formula's score in the
+    page's language. The lesson's page itself keeps its hover hints."""
+    from alibi_viz.i18n import set_language, translations
+
+    at = run_app("lesson", {"print": "1", "lang": lang})
+    gettext = translations(lang).gettext
+    texts = [m.value for m in at.markdown] + [c.value for c in at.caption]
+    for label, value in (("Slope m", "1/4"), ("Sequence length", "16"), ("Heads", "8"),
+                         ("Sequence length", "256"), ("Layer", "1"), ("Head", "8"),
+                         ("Protocol", gettext("both"))):
+        assert f"**{gettext(label)}:** {value}" in texts, label
+    hover = gettext("Hover for the values.")
+    assert not [t for t in texts if hover in t or gettext(
+        "Hover over the first panel to read them.") in t]
+    assert not [t for t in texts if re.search("hover|ratón|наведите", t, re.I)]
+    (formula,) = [e.value for e in at.latex]
+    assert rf"\text{{{score}}}_{{ij}}" in formula
+    set_language("en")
+    page = run_app("lesson", {"step": "2", "lang": lang})
+    assert any(hover in c.value for c in page.caption)

@@ -477,7 +477,12 @@ def test_no_figure_text_lies_on_another_outside_the_lesson(screen, server_url, p
 SVG_WIDTHS_JS = """() => [...document.querySelectorAll('.js-plotly-plot .main-svg')]
   .map(svg => svg.getBoundingClientRect().width)"""
 PRINT_STYLE_JS = """() => ({
-  hidden: ['[data-testid="stSidebar"]', '[data-testid="stButton"]', 'header'].map(selector =>
+  hidden: ['[data-testid="stSidebar"]', '[data-testid="stButton"]', 'header',
+           '[data-testid="stMain"] [data-testid="stSlider"]',
+           '[data-testid="stMain"] [data-testid="stNumberInput"]',
+           '[data-testid="stMain"] [data-testid="stSelectbox"]',
+           '[data-testid="stMain"] [data-testid="stRadio"]'].map(selector =>
+    [...document.querySelectorAll(selector)].length > 0 &&
     [...document.querySelectorAll(selector)].every(e => getComputedStyle(e).display === 'none')),
   breaks: [...document.querySelectorAll('[class*="st-key-ls_handout_"]')]
     .map(e => getComputedStyle(e).breakBefore)})"""
@@ -487,7 +492,8 @@ def test_the_handout_prints_one_step_per_sheet_without_the_chrome(screen, server
     """The lesson's handout (?print=1) opened on a laptop in Spanish: no figure text on
     another, every chart no wider than a sheet's text (A4 at the browser's margins, about
     720 px: a chart prints at the width it was drawn), and printed (chromium's own PDF) without
-    the sidebar, header and buttons, each step after the first starting a new sheet."""
+    the sidebar, header, buttons and the controls' widgets (their values are written out, and
+    no hint says to hover), each step after the first starting a new sheet."""
     page = screen(1366, 768)
     page.goto(f"{server_url}/lesson?print=1&lang=es")
     assert overlaps_everywhere(page) == []
@@ -497,7 +503,9 @@ def test_the_handout_prints_one_step_per_sheet_without_the_chrome(screen, server
     assert len(widths) >= 8 and max(widths) <= 720, widths
     page.emulate_media(media="print")
     style = page.evaluate(PRINT_STYLE_JS)
-    assert style == {"hidden": [True, True, True], "breaks": ["auto"] + ["page"] * (STEPS - 1)}
+    assert style == {"hidden": [True] * 7, "breaks": ["auto"] + ["page"] * (STEPS - 1)}
+    text = page.evaluate("() => document.querySelector('[data-testid=stMain]').innerText")
+    assert "ratón" not in text and "Pendiente m: 1/4" in text  # printed: no hover, the value
     pdf = page.pdf(format="A4")
     assert len(re.findall(rb"/Type\s*/Page[^s]", pdf)) >= STEPS
 

@@ -108,6 +108,10 @@ HANDOUT_CSS = """
   [data-testid="stMain"] { margin-left: 0 !important; }
   .block-container { padding: 0 !important; max-width: 100% !important; }
   [data-testid="stPlotlyChart"], .js-plotly-plot { break-inside: avoid; }
+  /* on paper a control is a picture of a widget: the value it holds is written out instead */
+  [data-testid="stMain"] [data-testid="stSlider"], [data-testid="stMain"] [data-testid="stNumberInput"],
+  [data-testid="stMain"] [data-testid="stSelectbox"], [data-testid="stMain"] [data-testid="stRadio"] {
+    display: none !important; }
   [class*="st-key-ls_handout_"]:not(.st-key-ls_handout_1) { break-before: page; }
 }
 </style>
@@ -356,6 +360,13 @@ def in_handout() -> bool:
     return bool(st.session_state.get("ls_print"))
 
 
+def chosen(label: str, value: str) -> None:
+    """In the handout, the value a step's control holds, written out: on paper a widget is a
+    picture of a slider (HANDOUT_CSS hides it in print)."""
+    if in_handout():
+        st.markdown(f"**{label}:** {value}")
+
+
 def navigation_ui(step: int, present: bool) -> None:
     """First / Previous / step indicator / Next / Last. The clicker's keys are shortcuts of
     hidden companion buttons (one key per button in Streamlit), so the visible labels stay
@@ -461,10 +472,14 @@ def step_position(step: int, present: bool) -> None:
         _("The score q·k/√d ignores distance. **ALiBi** subtracts m·(i−j) before the softmax: "
           "no position embeddings, nothing learned."), present)
     if not present:  # on a projector the short text carries the formula
-        st.latex(r"\text{score}_{ij} = \frac{q_i \cdot k_j}{\sqrt{d}} \;-\; m\,(i-j),"
+        # TRANSLATORS: the attention score of query i and key j, in the formula
+        # score_ij = q·k/√d − m(i−j) (one word)
+        score = _("score")
+        st.latex(r"\text{" + score + r"}_{ij} = \frac{q_i \cdot k_j}{\sqrt{d}} \;-\; m\,(i-j),"
                  r"\qquad j \le i")
     slope = st.select_slider(_("Slope m"), SLOPE_CHOICES, value=0.25, key="ls_s1_slope",
                              format_func=ui.labels(SLOPE_CHOICES, slope_label))
+    chosen(_("Slope m"), slope_label(slope))
     content = toy_content_scores(24, seed=3)
     share_with, share_without = recent_share(content, slope, 4), recent_share(content, 0.0, 4)
     verdict = (_("The same") if math.isclose(share_with, share_without, rel_tol=1e-9)
@@ -497,12 +512,14 @@ def step_bias(step: int, present: bool) -> None:
         _("One matrix per head: **B_ij = −m·(i−j)**, 0 on the diagonal, −m per step back, "
           "masked above."), present)
     seq_len = st.slider(_("Sequence length"), 4, 128, 16, key="ls_s2_len")
+    chosen(_("Sequence length"), number(seq_len))
     matrix = alibi_bias(alibi_slopes(8)[[0]], max(seq_len, 11))[0]  # head 1, m = 1/2
     if ask(step, _("For head 1 (m = 1/2), what is the bias on the diagonal, and on the key 10 "
                    "tokens back?"),
-           _("{diagonal} on the diagonal and {back} ten tokens back (hover over the first "
-             "panel).").format(diagonal=number(matrix[10, 10] + 0.0),
-                               back=number(matrix[10, 0])), present):
+           _("{diagonal} on the diagonal and {back} ten tokens back.").format(
+               diagonal=number(matrix[10, 10] + 0.0), back=number(matrix[10, 0]))
+           + ("" if in_handout() else " " + _("Hover over the first panel to read them.")),
+           present):
         show(step_figure("bias", present, seq_len), "bias")
     if not present:
         slopes = alibi_slopes(8)
@@ -510,9 +527,10 @@ def step_bias(step: int, present: bool) -> None:
                      "0 down to −{clip} (clipped there: a key that far down keeps almost no "
                      "weight). Head 1 (m = 1/2) reaches −{clip} {steep} tokens back; head 8 "
                      "(m = 1/256) does not reach it until {gentle} tokens back, far beyond the "
-                     "{seq_len} drawn. Hover for the values.").format(
+                     "{seq_len} drawn.").format(
                          clip=number(CLIP_LOGITS), steep=number(CLIP_LOGITS / slopes[0]),
-                         gentle=number(CLIP_LOGITS / slopes[-1]), seq_len=number(seq_len)))
+                         gentle=number(CLIP_LOGITS / slopes[-1]), seq_len=number(seq_len))
+                   + ("" if in_handout() else " " + _("Hover for the values.")))
         st.caption(_("An encoder would use −m·|i−j| on both sides; then a key d tokens to the "
                      "left and one d tokens to the right get the same bias, so the bias alone "
                      "gives a bidirectional model no sense of direction (T5's learned buckets, "
@@ -534,6 +552,7 @@ def step_slopes(step: int, present: bool) -> None:
         _("Head h gets **m_h = 2^(−8h/n)**: 8 heads → 1/2 … 1/256. Other head counts "
           "interleave a second schedule."), present)
     num_heads = int(st.number_input(_("Heads"), 1, 64, 8, key="ls_s3_heads"))
+    chosen(_("Heads"), number(num_heads))
     slopes = alibi_slopes(num_heads)
     rise = first_slope_rise(slopes)
     answer = (_("Yes: each head's slope is below the one before.") if rise is None else
@@ -566,6 +585,7 @@ def step_decay(step: int, present: bool) -> None:
         present)
     seq_len = st.select_slider(_("Sequence length"), [16, 32, 64, 128, 256, 512, 1024, 2048],
                                value=256, key="ls_s4_len")
+    chosen(_("Sequence length"), number(seq_len))
     far = int(np.argmax(lives))
     if ask(step, _("Which of the 8 heads looks furthest back, and what is its half-life?"),
            _("Head {head}, the gentlest slope (m = 1/{denominator}): a half-life of "
@@ -609,6 +629,8 @@ def step_real_head(step: int, present: bool) -> None:
     head = right.selectbox(_("Head"), list(range(1, info.num_heads + 1)),
                            index=info.num_heads - 1, key="ls_head",
                            help=_("Head 1 has the steepest slope, the last head the gentlest."))
+    chosen(_("Layer"), str(layer))
+    chosen(_("Head"), str(head))
     if not info.slopes:
         st.warning(_("This model reports no ALiBi slopes."))
         return
@@ -671,6 +693,7 @@ def step_extrapolation(step: int, present: bool) -> None:
         choice = st.radio(_("Protocol"), ("both", "nonoverlapping", "sliding"), horizontal=True,
                           key="ls_s6_protocol",
                           format_func=ui.labels(PROTOCOL_LABELS))
+        chosen(_("Protocol"), _(PROTOCOL_LABELS[choice]))
     protocols = ("nonoverlapping", "sliding") if choice == "both" else (choice,)
     if ask(step, _("At {factor}x the training length, does ALiBi's perplexity go up or down? "
                    "And the sinusoidal model's?").format(factor=factor),
