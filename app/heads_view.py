@@ -489,6 +489,8 @@ def _show(prefix: str, loaded: Loaded, text: str, choice: Choice) -> None:
     layer_view(prefix, loaded, text, key, analysis, choice)
     gallery_ui(prefix, loaded)
     st.subheader(_("5. Conformance: is this model applying ALiBi correctly?"))
+    st.markdown(_("A check, on a click, that every head adds the bias ALiBi prescribes: look at "
+                  "the verdict, then at the grid for any head that is not green."))
     conformance_view.show(prefix, loaded.model, loaded.tokenizer, loaded.info, loaded.key)
 
 
@@ -507,6 +509,9 @@ def _layer_view(prefix: str, loaded: Loaded, text: str, choice: Choice, key: tup
     ui.set_url_value("layer", choice.layer + 1)
     name = Path(loaded.folder).name or "model"
     st.subheader(_("1. Every head of layer {layer}").format(layer=choice.layer + 1))
+    st.markdown(_("One panel per head: row i is a query, column j a key it may attend to, the "
+                  "darker the more attention. Look at which heads stay on the diagonal (the "
+                  "last few tokens) and which spread to the left (further back)."))
     grid = grid_figure(analysis, loaded, key, choice.layer, choice.scale)
     ui.show_figure(grid, f"attention_{name}_L{choice.layer + 1}_T{analysis.seq_len}",
                    key=f"{prefix}_fig_grid")
@@ -530,6 +535,9 @@ def _head_view(prefix: str, loaded: Loaded, text: str, choice: Choice, key: tupl
     tag = f"{name}_L{choice.layer + 1}_h{choice.head + 1}_T{T}"
     st.subheader(_("2. Head {head}: content, bias, masked total, attention").format(
         head=choice.head + 1))
+    st.markdown(_("The chosen head's scores split into what the tokens' content says and what "
+                  "the position bias adds, then the attention they give: look at whether the "
+                  "attention follows the bias panel or the content panel."))
     try:
         with st.spinner(_("Splitting the scores into content and bias...")):
             view = decomposition(loaded, text, key, choice.layer, choice.bias_shown, analysis)
@@ -555,23 +563,28 @@ def _head_view(prefix: str, loaded: Loaded, text: str, choice: Choice, key: tupl
                     error=formatted(view.max_abs_error, ".1e")))
 
     st.subheader(_("3. Head statistics"))
+    st.markdown(_("One dot per head, for this text: the slope fitted to its attention against "
+                  "the slope it applies, and how far back it looks. Look at the R² labels: near "
+                  "1 a head follows its bias, near 0 its content decides."))
     stats = with_traces(stats_figure(analysis, key),
                         head_statistics_labels(analysis.stats, choice.layer)
                         + head_statistics_selection(analysis.stats, (choice.layer, choice.head)))
     ui.show_figure(stats, f"head_statistics_{name}_T{T}", key=f"{prefix}_fig_stats")
-    st.markdown(_(
-        "**Fitted slope**: the slope of the straight line that best fits log attention "
-        "against distance, with one intercept per query. For an ALiBi head "
-        "log p_ij = s_ij − m·(i−j) − log Z_i, so the fit returns m whenever the content score "
-        "s is uncorrelated with distance, *however strongly content drives the head*: sitting "
-        "on y = x does not mean a head follows its bias. The label is the fit's **R²**, the "
-        "share of the log-attention variance that distance explains: near 1 the head is its "
-        "bias; near 0 content decides, whatever the slope. **Content reliance** (ALiBi "
-        "models) is the KL divergence, in nats, from the attention the bias alone would give "
-        "(all content scores equal) to the head's attention, averaged over queries: 0 for a "
-        "head that only follows its bias, large when content moves the weight. **Mean "
-        "distance**: how far back, on average, each query looks; the crosses are what the "
-        "bias alone would give for this text length."))
+    with st.expander(_("What the statistics mean: fitted slope, R², content reliance, mean "
+                       "distance")):
+        st.markdown(_(
+            "**Fitted slope**: the slope of the straight line that best fits log attention "
+            "against distance, with one intercept per query. For an ALiBi head "
+            "log p_ij = s_ij − m·(i−j) − log Z_i, so the fit returns m whenever the content score "
+            "s is uncorrelated with distance, *however strongly content drives the head*: sitting "
+            "on y = x does not mean a head follows its bias. The label is the fit's **R²**, the "
+            "share of the log-attention variance that distance explains: near 1 the head is its "
+            "bias; near 0 content decides, whatever the slope. **Content reliance** (ALiBi "
+            "models) is the KL divergence, in nats, from the attention the bias alone would give "
+            "(all content scores equal) to the head's attention, averaged over queries: 0 for a "
+            "head that only follows its bias, large when content moves the weight. **Mean "
+            "distance**: how far back, on average, each query looks; the crosses are what the "
+            "bias alone would give for this text length."))
 
 
 def _select_head(prefix: str, cell) -> None:
@@ -592,6 +605,9 @@ def gallery_ui(prefix: str, loaded: Loaded) -> None:
     """Section 4: every head's strongest behaviour on fixed probe texts, "find me a head"
     buttons, and the chosen head's map with the tokens it attends to highlighted."""
     st.subheader(_("4. Head gallery: what does each head do?"))
+    st.markdown(_("Every head scored on fixed probe texts for a few behaviours (looking at the "
+                  "previous token, copying, matching brackets...): look at which head does what, "
+                  "and click a cell to see its map."))
     try:
         with st.spinner(_("Scoring every head on the probe texts...")):
             behaviour = cached_behaviour(loaded, loaded.key)
@@ -642,7 +658,7 @@ def gallery_ui(prefix: str, loaded: Loaded) -> None:
         st.markdown(where.format(layer=layer + 1, head=head + 1, behaviour=titles[kind],
                                  query=query))
         st.html(highlight_html(labels, attention[query], query))
-        st.caption(_("Scores: {scores}. Definitions: `alibi_viz/models/behaviour.py`.").format(
+        st.caption(_("Scores: {scores}.").format(  # (defined in models/behaviour.py)
             scores="; ".join(behaviour.score_texts(layer, head))))
 
 
@@ -660,6 +676,8 @@ def training_ui(step: int) -> None:
     if curves is None:
         return
     st.subheader(_("Watch heads form during training"))
+    st.markdown(_("The same heads at earlier steps of training: look at when the copying head "
+                  "appears and how suddenly."))
     ui.show_figure(snapshot_fig(step), "training_snapshots", key=_key("mh", "fig_training"))
     layer, head = curves.best_copying_head()
     before, after, share = curves.phase_change()
@@ -702,6 +720,9 @@ def ablation_ui(name: str, prefix: str = "mh", title: str | None = None) -> None
     if not entry:
         return
     st.subheader(title or _("Which heads matter?"))
+    st.markdown(_("Each dot is one head: how much the model's loss rises when that head is "
+                  "switched off, against its slope. Predict, then look at which slopes the "
+                  "costly heads have."))
     summary = ablation_summary(entry)
     ask_ablation(summary)
     ui.show_figure(ablation_fig(name), f"ablation_{name}", key=_key(prefix, "fig_ablation"))

@@ -106,21 +106,27 @@ def key_result_text(at) -> str:
     return next(m.value for m in at.markdown if m.value.startswith("**The key result.**"))
 
 
-def test_key_result_is_the_librarys_with_the_interpolation_note():
+def test_key_result_is_the_librarys_and_leaves_section_5s_answer_to_its_box():
     """The key result is evaluate.key_result's paragraph for the page's text (English prose:
-    ALiBi gains up to 1,024 tokens in sliding windows), followed by the sentence that sets
-    the official repository's pointer to position interpolation beside the shipped sweep."""
+    ALiBi gains up to 1,024 tokens in sliding windows), shown unfolded under the chart. The
+    sentence that sets the official repository's pointer to position interpolation beside the
+    shipped sweep answers section 5's question, so it is not appended here (it spoiled the
+    question from the top of the page) but sits in that question's Answer box."""
     from alibi_viz import paper
     from alibi_viz.evaluate import key_result
     from alibi_viz.models.rescale import interpolation_note
 
     at = run_app("extrapolation")
     text = key_result_text(at)
-    assert text.startswith(key_result(assets.load_extrapolation_results("en")))
+    assert text == key_result(assets.load_extrapolation_results("en"))
     assert "uses context up to about 1,024 tokens (8x its training length)" in text
     parameters = assets.training_info(SHIPPED["alibi"])["parameters"]
-    assert text.endswith(interpolation_note(assets.load_rescale_results(), parameters))
-    assert paper.ALIBI_INTERPOLATION in text and "and nothing beyond" not in text
+    note = interpolation_note(assets.load_rescale_results(), parameters)
+    assert paper.ALIBI_INTERPOLATION in note and note not in text
+    inside = [m.value for box in at.expander if box.label == "Answer" for m in box.markdown]
+    assert note in inside
+    assert [m.value for m in at.markdown].count(note) == 1
+    assert "and nothing beyond" not in text
     assert "the paper's appendix B says the same" not in text and "likewise" not in text
 
 
@@ -253,7 +259,7 @@ def test_learnable_slopes_answer_states_the_shipped_ratios():
     assert f"{summary['steeper']} of the {summary['slopes']} slopes ended steeper" in text
     titles = figure_titles(at)
     assert any(t.startswith("Learned slopes during training") for t in titles)
-    assert any(t.startswith("Learnable against fixed slopes: english prose") for t in titles)
+    assert any(t.startswith("Learnable against fixed slopes: English prose") for t in titles)
 
 
 def test_learned_slopes_figure_draws_every_logged_step():
@@ -373,3 +379,23 @@ def test_a_live_run_replaces_its_last_result_in_one_slot(monkeypatch):
     assert not at.exception and not at.error
     (button,) = element_paths(at, "Button", "xl_scale_run")
     assert element_paths(at, "Metric", label="ALiBi, s = ") == [(*button[:-1], button[-1] + 1)]
+
+
+def test_every_section_opens_with_what_to_look_at():
+    """Each of the lab's seven sections opens with one sentence saying what it shows and what
+    to look at (a markdown right under its heading), and the long explanations fold: the
+    reading notes under an expander whose title carries ALiBi's sliding perplexity at the
+    longest length, the reach's method under one that names its longest context."""
+    at = run_app("extrapolation")
+    leads = [m.value for m in at.markdown if "look at" in m.value or "Look at" in m.value]
+    assert len(leads) >= 7, leads
+    labels = [box.label for box in at.expander]
+    results = assets.load_extrapolation_results("en")
+    curve = results["models"]["alibi"]["perplexity"]["sliding"]
+    from alibi_viz.i18n import number
+    longest = max(curve, key=int)
+    assert any(label.endswith(f"{number(int(longest))} tokens: perplexity "
+                              f"{number(curve[longest], 2)})") for label in labels), labels
+    assert "How the reach is measured (contexts up to 1,024 tokens)" in labels
+    notes = next(box for box in at.expander if box.label.startswith("Every model, protocol"))
+    assert any(m.value.startswith("**How to read it.**") for m in notes.markdown)

@@ -261,3 +261,15 @@ def test_which_heads_matter_draws_the_steep_heads_first():
     points = [(x, y) for trace in fig["data"] for x, y in zip(trace["x"], trace["y"], strict=True)]
     costliest = max(points, key=lambda p: p[1])
     assert costliest[0] == max(x for x, _y in points)  # drawn leftmost on the reversed axis
+
+
+def test_every_section_opens_with_what_to_look_at():
+    """Sections 1 to 5, the training snapshots and which heads matter each open with one
+    sentence saying what they show and what to look at; the statistics' definitions fold
+    under an expander, and no caption names a source file."""
+    at = run_app("model_heads", {"text": SHORT})
+    leads = [m.value for m in at.markdown if "look at" in m.value.lower()]
+    assert len(leads) >= 7, leads
+    box = next(b for b in at.expander if b.label.startswith("What the statistics mean"))
+    assert any(m.value.startswith("**Fitted slope**") for m in box.markdown)
+    assert not [c.value for c in at.caption if "alibi_viz/models/" in c.value]

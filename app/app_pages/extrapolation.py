@@ -259,10 +259,11 @@ def paper_table(results: dict, train_seq_len: int) -> None:
                                    ours=number(cmp["our_factor"], 0)))
 
 
-def reading_notes(results: dict, train_seq_len: int, rescale: dict, parameters: int | None) -> None:
-    """How to read the two panels, with the numbers that back each sentence; the key result
-    (`evaluate.key_result`) with what the shipped slope sweep says of position interpolation
-    (`rescale.interpolation_note`, on a model of `parameters` parameters)."""
+def reading_notes(results: dict, train_seq_len: int) -> None:
+    """How to read the two panels, with the numbers that back each sentence, and what NoPE's
+    curves can and cannot say. (The key result is shown above them, unfolded; what the
+    shipped slope sweep says of position interpolation answers section 5's question and is
+    shown in its answer box.)"""
     stride = results.get("stride", DEFAULT_STRIDE)
     protocols = results.get("protocols", {})
     scored = {p: protocols.get(p, {}).get("tokens") for p in PROTOCOLS}
@@ -295,10 +296,6 @@ def reading_notes(results: dict, train_seq_len: int, rescale: dict, parameters: 
             a1=number(targets["nonoverlapping"][0]), a2=number(targets["nonoverlapping"][1]),
             b1=number(targets["sliding"][0]), b2=number(targets["sliding"][1]))
     st.markdown(text)
-    key = key_result(results) if "alibi" in results["models"] else None
-    if key:
-        note = interpolation_note(rescale, parameters) if rescale and parameters else None
-        st.markdown(key + (" " + note if note else ""))
     if "nope" in results["models"]:
         st.markdown(_(
             "**NoPE** has no position information at all, yet a causal model can still learn "
@@ -348,10 +345,25 @@ def intro_section(train_seq_len: int):
         st.markdown("\n".join(f"- {_(d)}" for d in assets.REMAINING_DIFFERENCES))
 
 
+def details_title(results: dict) -> str:
+    """The folded reading notes' title, with their key number: ALiBi's sliding-window
+    perplexity at the longest length evaluated (or, without it, how many models)."""
+    curve = results["models"].get("alibi", {}).get("perplexity", {}).get("sliding", {})
+    if curve:
+        longest = max(curve, key=int)
+        return _("Every model, protocol by protocol, and the paper's numbers (ALiBi, sliding "
+                 "windows, {length} tokens: perplexity {ppl})").format(
+            length=number(int(longest)), ppl=number(curve[longest], 2))
+    return _("Every model, protocol by protocol, and the paper's numbers")
+
+
 def shipped_results_section(results: dict, train_seq_len: int, alibi_path, kind: str):
     """Section 1's text (the chart is drawn at the end, once a live run may have added its
     star). Returns (the chart's slot, the results, {} if they could not be read)."""
     st.subheader(_("1. Perplexity vs evaluation length (shipped results)"))
+    st.markdown(_("Each model's perplexity (lower is better) on held-out text read in windows "
+                  "of growing length, the training length dashed: look at which curves stay "
+                  "flat or fall past the dashed line and which climb."))
     chart_slot = st.container()  # filled at the end, once a live run may have added its star
     summary_slot = st.container()
     if not results:
@@ -361,17 +373,20 @@ def shipped_results_section(results: dict, train_seq_len: int, alibi_path, kind:
     else:
         with summary_slot:
             try:
-                for protocol in PROTOCOLS:
-                    sentences = extrapolation_summary(results, protocol)
-                    if sentences:
-                        st.markdown(f"**{protocol_name(protocol)}.** " + " ".join(sentences))
-                for sentence in in_distribution_ranking(results):
-                    st.markdown(sentence)
-                reading_notes(results, train_seq_len, assets.load_rescale_results(),
-                              assets.training_info(alibi_path).get("parameters")
-                              if alibi_path else None)
-                beside_the_paper()
-                paper_table(results, train_seq_len)
+                key = key_result(results) if "alibi" in results["models"] else None
+                if key:
+                    st.markdown(key)
+                # the rest folds: protocol by protocol, how to read it, beside the paper
+                with st.expander(details_title(results)):
+                    for protocol in PROTOCOLS:
+                        sentences = extrapolation_summary(results, protocol)
+                        if sentences:
+                            st.markdown(f"**{protocol_name(protocol)}.** " + " ".join(sentences))
+                    for sentence in in_distribution_ranking(results):
+                        st.markdown(sentence)
+                    reading_notes(results, train_seq_len)
+                    beside_the_paper()
+                    paper_table(results, train_seq_len)
                 with st.expander(_("Table and evaluation details")):
                     st.dataframe(results_table(results), hide_index=True, key="xl_table")
                     st.caption(results_details(results))
@@ -387,6 +402,9 @@ def attention_section(info, alibi_error, alibi_path, train_seq_len: int, layer: 
     LONG_FACTOR times it, with its share of attention beyond the training length."""
     st.subheader(_("3. One ALiBi head at {short} and at {long} tokens").format(
         short=number(train_seq_len), long=number(LONG_FACTOR * train_seq_len)))
+    st.markdown(_("The same head reading the same text at the training length and far beyond "
+                  "it: look at whether, past the red dashed lines, it keeps its attention on "
+                  "distances it saw in training."))
     if info is None:
         st.info(alibi_error)
     else:
@@ -446,6 +464,9 @@ VERDICTS = {  # what the paired interval of learnable / fixed says (learnable_sl
 def learnable_slopes_section(kind: str):
     """Section 6: the variant that trains its slopes against the fixed-slope model."""
     st.subheader(_("6. Learnable slopes: does training m_h help?"))
+    st.markdown(_("The shipped model against a copy whose slopes were trained too: predict, "
+                  "then look at the ratio of their perplexities at each length (1 means no "
+                  "difference)."))
     st.markdown(_(
         "The paper fixes the slopes. It also tried training them, and found that trainable slopes "
         "did not yield strong extrapolation (section 3, on its {parameters}M-parameter "
@@ -521,6 +542,8 @@ chart_slot, results = shipped_results_section(results, train_seq_len, alibi_path
 
 # 2. live run ---------------------------------------------------------------------------------
 st.subheader(_("2. Re-run it live"))
+st.markdown(_("One point of the chart above, computed now: choose a model and a length in the "
+              "sidebar, run it, and look at the live number beside the shipped one."))
 protocol, n_tokens, cap = live_controls_ui(length)
 st.caption(_("Re-evaluates {model} at {length} tokens ({protocol}) on the same held-out stream "
              "as the shipped numbers, scoring its first tokens. To stay within seconds a live "
@@ -600,17 +623,21 @@ attention_section(info, alibi_error, alibi_path, train_seq_len, layer, head, kin
 
 # 4. context reach -------------------------------------------------------------------------------
 st.subheader(_("4. How far back do the models really look?"))
-st.markdown(_(
-    "Left: the loss on the same held-out tokens when each model is given at most the last c "
-    "tokens before every one of them (between c − c/16 and c, so at c = {train_seq_len} no "
-    "scored token is past the training length). Where a curve flattens, more context stops "
-    "helping; past the training length (dashes) it may get worse. Right: retrieval. A span of "
-    "held-out text is planted and repeated d tokens later; the gain is how much better the "
-    "repeat is predicted than the same span at the same place when the first copy is replaced "
-    "by other text. Both sit at the same positions, so a model that breaks past its training "
-    "length breaks on both, and the gain measures retrieval, not position. For ALiBi a key d "
-    "tokens back has to beat the bias −m·d, so the gain fades with distance.").format(
-    train_seq_len=number(train_seq_len)))
+st.markdown(_("How much each model's prediction gains from more context (left) and from a copy "
+              "of the text further back (right): look at where each curve stops improving."))
+with st.expander(_("How the reach is measured (contexts up to {longest} tokens)").format(
+        longest=number(max(REACH_CONTEXTS)))):
+    st.markdown(_(
+        "Left: the loss on the same held-out tokens when each model is given at most the last c "
+        "tokens before every one of them (between c − c/16 and c, so at c = {train_seq_len} no "
+        "scored token is past the training length). Where a curve flattens, more context stops "
+        "helping; past the training length (dashes) it may get worse. Right: retrieval. A span of "
+        "held-out text is planted and repeated d tokens later; the gain is how much better the "
+        "repeat is predicted than the same span at the same place when the first copy is replaced "
+        "by other text. Both sit at the same positions, so a model that breaks past its training "
+        "length breaks on both, and the gain measures retrieval, not position. For ALiBi a key d "
+        "tokens back has to beat the bias −m·d, so the gain fades with distance.").format(
+        train_seq_len=number(train_seq_len)))
 reach = assets.load_reach_results()
 if not reach:
     st.info(_("No shipped reach results yet: assets/results/reach.json is written by "
@@ -739,6 +766,8 @@ def rescale_fig():
 
 
 st.subheader(_("5. Rescaled slopes: can ALiBi be made to use a longer context?"))
+st.markdown(_("The shipped ALiBi model with every slope shrunk at inference, so that far keys "
+              "are penalised less: predict, then look at whether its perplexity falls."))
 st.markdown(_(
     "Multiply every slope by s when the model reads a longer input: s = 1 is the model as "
     "trained; s = L_train / L shrinks the slopes by the factor the input grew, so the farthest "
