@@ -146,10 +146,11 @@ def tick_labels(page, index: int) -> list[str]:
 @pytest.mark.parametrize("lang, letters", [("ru", "абвгдеёжзийклмнопрстуфхцчшщъыьэюя"),
                                            ("es", "áéíóúñ")])
 def test_model_heads_in_russian_or_spanish_reads_letters(page, server_url, lang, letters):
-    """/model?lang=ru (es) opens on a paragraph in that language, and the first map's axis
+    """/model?lang=ru (es) on the paragraph in that language (example=prose): the first map's axis
     labels are its letters (a two-byte letter on its first byte, a continuation mark on the
     second), never byte codes such as <0xD0>."""
-    open_page(page, f"{server_url}/model?lang={lang}&tokens=40", charts=3)  # labelled maps
+    # the paragraph: its first 40 tokens hold accented letters (the default sentence's do not)
+    open_page(page, f"{server_url}/model?lang={lang}&tokens=40&example=prose", charts=3)
     labels = tick_labels(page, 0)
     assert labels and not [t for t in labels if "<0x" in t]
     assert any(ch in letters for t in labels for ch in t.lower()), labels[:40]
