@@ -16,7 +16,11 @@ each class size in --students (20 and 60 by default):
     the moment its websocket delivers the step's heading ("3. Slopes"). p50, p95 and max over
     all students and moves, and the server's CPU over the moving window.
 
+With --replicas N, N servers share the store (as `make serve-class` runs them) and the
+students are dealt out among them in turn, as nginx's cookies spread browsers.
+
 usage: .venv/bin/python bench/bench_class.py [--students 20 60] [--idle 60] [--moves 5]
+                                             [--replicas 1]
 Websocket clients rather than browsers, as bench_soak.py: 60 chromium pages cannot run on 2
 cores beside the server, and the server sees the same messages. The clients run on the same
 cores as the server: say what else ran on the machine.
@@ -115,34 +119,34 @@ class Student:
                 poller.cancel()
 
 
-def server_cpu(pid: int) -> float:
-    times = psutil.Process(pid).cpu_times()
-    return times.user + times.system
+def server_cpu(pids: list[int]) -> float:
+    """CPU seconds (user + system) the servers have used so far, together."""
+    return sum(sum(psutil.Process(pid).cpu_times()[:2]) for pid in pids)
 
 
-async def one_class(port: int, pid: int, store, students: int, idle: float, moves: int,
-                    every: float) -> dict:
+async def one_class(ports: list[int], pids: list[int], store, students: int, idle: float,
+                    moves: int, every: float) -> dict:
     room = store.create_room()
     store.set_state(room.code, room.key, step=1)
     stop = asyncio.Event()
-    clients = [Student(port, room.code) for _k in range(students)]
+    clients = [Student(ports[k % len(ports)], room.code) for k in range(students)]
     tasks = [asyncio.create_task(c.run(stop)) for c in clients]
     deadline = time.time() + 300
     while not all(c.fragment and 1 in c.steps for c in clients):  # every page is on step 1
         assert time.time() < deadline, "the students' first runs did not finish in 300 s"
         await asyncio.sleep(0.5)
     await asyncio.sleep(3)  # the last first runs settle
-    runs0, cpu0, t0 = sum(c.runs for c in clients), server_cpu(pid), time.time()
+    runs0, cpu0, t0 = sum(c.runs for c in clients), server_cpu(pids), time.time()
     await asyncio.sleep(idle)
-    idle_cpu, idle_s = server_cpu(pid) - cpu0, time.time() - t0
+    idle_cpu, idle_s = server_cpu(pids) - cpu0, time.time() - t0
     idle_runs = sum(c.runs for c in clients) - runs0
     lags, written = [], {}
-    cpu1, t1 = server_cpu(pid), time.time()
+    cpu1, t1 = server_cpu(pids), time.time()
     for step in range(2, 2 + moves):
         written[step] = time.time()
         store.set_state(room.code, room.key, step=step)
         await asyncio.sleep(every + random.uniform(0, 1))
-    moving_cpu, moving_s = server_cpu(pid) - cpu1, time.time() - t1
+    moving_cpu, moving_s = server_cpu(pids) - cpu1, time.time() - t1
     stop.set()
     await asyncio.gather(*tasks, return_exceptions=True)
     missed = 0
@@ -159,7 +163,7 @@ async def one_class(port: int, pid: int, store, students: int, idle: float, move
         return round(lags[min(len(lags) - 1, int(q * len(lags)))], 3) if lags else None
 
     return {
-        "students": students,
+        "students": students, "replicas": len(ports),
         "idle_s": round(idle_s, 1),
         "idle_server_cpu_s": round(idle_cpu, 2),
         "cpu_s_per_student_minute_idle": round(idle_cpu / students / (idle_s / 60), 4),
@@ -179,40 +183,45 @@ def main() -> None:
     ap.add_argument("--idle", type=float, default=60, help="seconds on one step")
     ap.add_argument("--moves", type=int, default=5)
     ap.add_argument("--every", type=float, default=8, help="seconds between the teacher's moves")
+    ap.add_argument("--replicas", type=int, default=1,
+                    help="servers sharing the store, students dealt out in turn (as nginx does)")
     args = ap.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
     db = OUT / "bench_class.sqlite3"
     for suffix in ("", "-wal", "-shm"):
         Path(f"{db}{suffix}").unlink(missing_ok=True)
     setting = f"sqlite:///{db}"
-    port = free_port()
-    server = subprocess.Popen(
+    ports = [free_port() for _k in range(args.replicas)]
+    servers = [subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", "app/main.py", "--server.headless", "true",
          "--server.port", str(port), "--server.address", "127.0.0.1",
          "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false"],
         cwd=ROOT, env={**os.environ, SETTING: setting},
-        stdout=open(OUT / "bench_class_server.log", "w"), stderr=subprocess.STDOUT)  # noqa: SIM115
+        stdout=open(OUT / f"bench_class_server{k}.log", "w"),  # noqa: SIM115
+        stderr=subprocess.STDOUT) for k, port in enumerate(ports)]
     store = open_store(setting)
     results = []
     try:
-        for _ in range(600):
-            try:
-                if urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health",
-                                          timeout=1).read() == b"ok":
-                    break
-            except OSError:
-                time.sleep(0.2)
+        for port in ports:
+            for _ in range(600):
+                try:
+                    if urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health",
+                                              timeout=1).read() == b"ok":
+                        break
+                except OSError:
+                    time.sleep(0.2)
         for students in args.students:
-            result = asyncio.run(one_class(port, server.pid, store, students, args.idle,
-                                           args.moves, args.every))
+            result = asyncio.run(one_class(ports, [s.pid for s in servers], store, students,
+                                           args.idle, args.moves, args.every))
             print(json.dumps(result), flush=True)
             results.append(result)
     finally:
-        server.terminate()
-        server.wait(timeout=30)
+        for server in servers:
+            server.terminate()
+            server.wait(timeout=30)
         store.close()
     summary = {"cores": os.cpu_count(), "load_before": os.getloadavg(), "classes": results}
-    (OUT / "bench_class.json").write_text(json.dumps(summary, indent=1))
+    (OUT / f"bench_class_{args.replicas}.json").write_text(json.dumps(summary, indent=1))
 
 
 if __name__ == "__main__":
