@@ -494,3 +494,67 @@ def student_question(step, text, answer, room, qid, options) -> bool:
                     else _("You did not answer this question."))
         distribution(step, room, qid, answer)
     return True
+
+
+# ----------------------------------------------------------------------------- myths
+
+MYTH_CHOICES = (("true", N_("True")), ("false", N_("False")))  # every claim is a myth: false
+HIDE_MYTH_REVEAL = "<style>.st-key-ls_myth_reveal { display: none; }</style>"
+
+
+def myth(k: int) -> None:
+    """The class's vote on myth `k` (0-based) of the last step on a projector, under its
+    claim: true or false. The teacher's page counts the votes live and, once the teacher shows
+    the fact, draws them (false is the computed answer: every claim is a myth); a student's page
+    takes a vote instead of revealing the fact itself, and shows the class's votes after the
+    teacher's reveal. Nothing outside a class."""
+    room = code()
+    if not room or st.session_state.get("ls_print"):
+        return
+    qid = f"m{k + 1}"
+    options = [(value, _(label)) for value, label in MYTH_CHOICES]
+    labels = dict(options)
+    try:
+        if teacher_key():
+            revealed = qid in store().state(room).revealed
+            if st.session_state.get("ls_myth_shown") and not revealed:
+                store().reveal(room, teacher_key(), qid)
+                revealed = True
+            if revealed:
+                myth_votes(room, qid, options)
+            else:
+                live_count(room, qid, i18n.get_language())
+            return
+        state = st.session_state.get("cls_state") or store().state(room)
+        mine = store().my_answer(room, session_id(), qid)
+        if qid in state.revealed:
+            st.markdown(_("**Your answer:** {choice}").format(choice=labels[mine]) if mine in labels
+                        else _("You did not answer this question."))
+            myth_votes(room, qid, options)
+            return
+        st.html(HIDE_MYTH_REVEAL)  # the teacher reveals the fact, for everyone at once
+        widget = f"cls_answer_{qid}_{state.round(qid)}"
+        if widget not in st.session_state and mine in labels:
+            st.session_state[widget] = mine
+        st.radio(_("Your answer"), list(labels), key=widget, index=None, horizontal=True,
+                 format_func=labels.__getitem__, on_change=give_myth_vote, args=(qid, widget))
+    except ClassError as exc:
+        st.error(str(exc))
+
+
+def give_myth_vote(qid: str, widget: str) -> None:
+    value = st.session_state.get(widget)
+    if value is None:
+        return
+    try:
+        store().answer(code(), session_id(), qid, value,
+                       choices=[v for v, _label in MYTH_CHOICES])
+    except ClassError as exc:
+        say(str(exc))
+
+
+def myth_votes(room: str, qid: str, options: list[tuple[str, str]]) -> None:
+    counts = store().counts(room, qid, [v for v, _label in options])
+    fig = answer_distribution_figure([label for _v, label in options],
+                                     [counts.by_choice.get(v, 0) for v, _l in options], right=1)
+    ui.show_figure(figure_spec(fig, fit=False), "class_votes", key=f"cls_fig_{qid}")
