@@ -31,3 +31,24 @@ def test_learnable_figure_title_writes_english_with_a_capital():
         pytest.skip("no shipped learnable-slopes results")
     fig = learnable_perplexity_figure(results, "en")
     assert "English prose" in fig.layout.title.text and "english" not in fig.layout.title.text
+
+
+@pytest.mark.parametrize(("code", "named"), [("en", "on English prose by"),
+                                             ("es", "en prosa en inglés"),
+                                             ("ru", "(текст: английская проза)")])
+def test_interpolation_note_names_the_text_as_a_sentence_does(code, named):
+    """The rescaled-slopes note on /extrapolation names the sweep's text inside its sentence:
+    "English prose" in English, lower case in Spanish and Russian (it wrote "Английская проза"
+    mid-sentence)."""
+    from alibi_viz import assets
+    from alibi_viz.models.rescale import interpolation_note
+
+    results = assets.load_rescale_results()
+    if not results or results.get("kind") != "en":
+        pytest.skip("no shipped rescale sweep on English prose")
+    i18n.set_language(code)
+    try:
+        note = interpolation_note(results, 1_829_952)
+    finally:
+        i18n.set_language("en")
+    assert note is not None and named in note, note

@@ -197,4 +197,4 @@ def interpolation_note(results: dict, parameters: int, factors=(8, 32)) -> str |
              "parameters, with no further training, s = L_train / L changes the non-overlapping "
              "perplexity on {text} by {changes}, against s = 1 (section 5).").format(
         interpolation=paper.ALIBI_INTERPOLATION, parameters=significant(parameters / 1e6, 2),
-        text=_(data.TEXT_KINDS[results["kind"]]), changes=changes)
+        text=data.text_kind_in_sentence(results["kind"]), changes=changes)
