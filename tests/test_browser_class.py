@@ -171,7 +171,8 @@ def test_class_on_two_replicas_survives_a_killed_replica(stack, browser):
         context, teacher = open_on(browser, stack, "r1", "/lesson?class=new")
         contexts.append(context)
         teacher.wait_for_function("() => location.search.includes('key=')")
-        code = parse_qs(urlsplit(teacher.url).query)["class"][0]
+        query = parse_qs(urlsplit(teacher.url).query)
+        code, key = query["class"][0], query["key"][0]
         store = SQLiteStore(stack.run_dir / "data" / "class.sqlite3")
         students = []
         for k in range(STUDENTS):
@@ -210,6 +211,9 @@ def test_class_on_two_replicas_survives_a_killed_replica(stack, browser):
         heads_8 = f"s3-{zlib.crc32(json.dumps([8]).encode()):08x}"  # step 3's question, 8 heads
         assert store.counts(code, heads_8).total == STUDENTS
         assert back < FAILOVER_S + 10
+        log = (stack.run_dir / "logs" / "access.log").read_text()
+        assert "/lesson" in log and key not in log and code not in log  # nothing of the class
+        assert "127.0.0.1" not in log  # nor the students' addresses
     finally:
         for context in contexts:
             context.close()
