@@ -413,6 +413,15 @@ def live_count(room: str, qid: str, lang: str) -> None:
     st.html(f'<div class="cls-count">{answered_text(total)}</div>')
 
 
+def show_answers(fig, filename: str, qid: str) -> None:
+    """The class's answers as drawn (its texts are sized for a projector already), as wide as
+    its column: also on a phone, where a figure fitted to a page's width would scroll sideways
+    and hide the counts (ui.PHONE_WIDTH_PX)."""
+    spec = figure_spec(fig, fit=False)
+    spec["layout"]["meta"] = {"fitted_width": ui.PHONE_WIDTH_PX}
+    ui.show_figure(spec, filename, key=f"cls_fig_{qid}")
+
+
 def distribution(step: int, room: str, qid: str, answer: str) -> None:
     """The class's answers beside the computed one (after the reveal)."""
     options = choices(step)
@@ -420,7 +429,7 @@ def distribution(step: int, room: str, qid: str, answer: str) -> None:
     labels = [label for _v, label in options]
     fig = answer_distribution_figure(labels, [counts.by_choice.get(v, 0) for v, _l in options],
                                      right_choice(labels, answer))
-    ui.show_figure(figure_spec(fig, fit=False), "class_answers", key=f"cls_fig_{qid}")
+    show_answers(fig, "class_answers", qid)
 
 
 def question(step: int, text: str, answer: str, present: bool) -> bool | None:
@@ -557,4 +566,4 @@ def myth_votes(room: str, qid: str, options: list[tuple[str, str]]) -> None:
     counts = store().counts(room, qid, [v for v, _label in options])
     fig = answer_distribution_figure([label for _v, label in options],
                                      [counts.by_choice.get(v, 0) for v, _l in options], right=1)
-    ui.show_figure(figure_spec(fig, fit=False), "class_votes", key=f"cls_fig_{qid}")
+    show_answers(fig, "class_votes", qid)
