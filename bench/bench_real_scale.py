@@ -1,7 +1,7 @@
 """Benchmark: a new text on /inspect at the size people bring (issue 40).
 
     .venv/bin/python bench/bench_real_scale.py [--lengths 512 2048] [--threads 2] [--no-check]
-                                                [--falcon]
+                                                [--falcon] [--repeat N]
 
 The model: BLOOM with bloom-560m's public config (24 layers, 16 heads, hidden 1,024,
 vocabulary 250,880, 559M parameters), random weights, built once with save_pretrained and kept
@@ -32,6 +32,7 @@ import argparse
 import gc
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -155,10 +156,26 @@ def run_cell(folder: Path, op: str, tokens: int, threads: int, tree: str) -> dic
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def median_row(cells: list[dict]) -> dict:
+    """One row of `cells` (one operation's rounds): the median seconds and CPU seconds, the
+    largest peak, every round's seconds in `rounds`; the first error if any round failed."""
+    failed = [c for c in cells if "error" in c]
+    if failed:
+        return failed[0]
+    row = dict(cells[0])
+    for key in ("seconds", "cpu_seconds"):
+        row[key] = round(statistics.median(c[key] for c in cells), 2)
+    row["peak_above_loaded_mib"] = max(c["peak_above_loaded_mib"] for c in cells)
+    row["rounds"] = [c["seconds"] for c in cells]
+    return row
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--lengths", type=int, nargs="+", default=[512, 2048])
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--repeat", type=int, default=1,
+                   help="rounds of the body, new text and before cells, in turn (medians)")
     p.add_argument("--no-check", action="store_true", help="skip the conformance check cell")
     p.add_argument("--falcon", action="store_true", help="also the Falcon-RW-1B shape, bf16")
     p.add_argument("--tree", default=str(OUT / "before"),
@@ -185,8 +202,15 @@ def main() -> None:
     for name, folder in models.items():
         for tokens in args.lengths:
             body = None
-            for op in ("body", "new text", "before"):
-                row = run_cell(folder, op, tokens, args.threads, args.tree)
+            ops = ("body", "new text", "before")
+            # --repeat N: the three cells in turn, N rounds (so that a slow minute of the
+            # machine falls on every cell alike); each cell's median over its rounds
+            runs = {op: [] for op in ops}
+            for _round in range(args.repeat):
+                for op in ops:
+                    runs[op].append(run_cell(folder, op, tokens, args.threads, args.tree))
+            for op in ops:
+                row = median_row(runs[op])
                 row["model"] = name
                 rows.append(row)
                 if "error" in row:
@@ -195,7 +219,9 @@ def main() -> None:
                     continue
                 body = row["seconds"] if op == "body" else body
                 ratio = f"{row['seconds'] / body:.2f}x" if body else "-"
-                print(f"| {name} | {tokens} | {op} | {row['passes']} | {row['shown']} | {row['seconds']} | "
+                seconds = (f"{row['seconds']} ({' / '.join(map(str, row['rounds']))})"
+                           if len(row["rounds"]) > 1 else row["seconds"])
+                print(f"| {name} | {tokens} | {op} | {row['passes']} | {row['shown']} | {seconds} | "
                       f"{row['cpu_seconds']} | {ratio} | {row['peak_above_loaded_mib']} |",
                       flush=True)
         for op in () if args.no_check else ("check", "check before"):
