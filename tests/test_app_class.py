@@ -241,3 +241,24 @@ def test_full_server_is_a_message(class_store):
     assert not at.exception
     assert any("classes are full" in e.value for e in at.error)
     assert "class" not in at.query_params
+
+
+def test_class_votes_on_a_myth(class_store):
+    """On the last step a student votes true or false on the teacher's myth (the fact's own
+    reveal button is hidden on a student's page); the teacher's page counts the vote, and
+    showing the fact draws the class's votes, false marked, on both pages."""
+    at_t, code, _key = teacher(class_store, step=9)
+    student = run_app("lesson", {"class": code})
+    assert any(".st-key-ls_myth_reveal { display: none; }" in h.proto.body
+               for h in student.get("html"))
+    answer_radio(student).set_value("false").run()
+    assert class_store.counts(code, "m1").by_choice == {"false": 1}
+    at_t.run()
+    assert "1 answered" in texts(at_t)
+    at_t.button(key="ls_myth_reveal").click().run()
+    assert not at_t.exception and "m1" in class_store.state(code).revealed
+    chart = next(f for f in figures(at_t) if "The class" in f["layout"]["title"]["text"])
+    assert list(chart["data"][0]["x"]) == [0, 1] and chart["data"][0]["y"][1] == "✓ False"
+    student.run()
+    assert "**Your answer:** False" in texts(student) and "cls_fig_m1" in figure_keys(student)
+    assert any(m.value.startswith("**Fact:**") for m in student.markdown)

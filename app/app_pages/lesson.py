@@ -802,6 +802,7 @@ def show_myths(myths: list, present: bool) -> None:
         k = min(st.session_state.get("ls_myth", 0), len(myths) - 1)
         _key, claim, truth, demo = myths[k]
         st.markdown(_("**Myth {k} of {n}:** {claim}").format(k=k + 1, n=len(myths), claim=claim))
+        class_view.myth(k)  # in a class: the class's vote, shown with the fact
         if not st.session_state.get("ls_myth_shown"):
             st.markdown(_("True or false? Vote, then reveal."))
             st.button(_("Reveal the answer"), key="ls_myth_reveal", type="primary",
