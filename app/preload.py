@@ -45,6 +45,7 @@ import plotly.graph_objects as go
 import plotly.io
 import plotly.subplots
 import pyarrow
+import redis  # the class store's client (alibi_viz.classroom), when a class runs on Redis
 import safetensors
 import safetensors.torch
 import streamlit.runtime.scriptrunner
