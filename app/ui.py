@@ -278,8 +278,15 @@ TOUCH_JS = """<script>
     plot.on('plotly_afterplot', () => calm(plot));  // drawn anew by a rerun (Plotly.react)
     calm(plot);
   };
-  const scan = () => document.querySelectorAll('.js-plotly-plot').forEach(watch);
-  new MutationObserver(scan).observe(document.body, {childList: true, subtree: true});
+  // One scan a frame at most: a rerun adds hundreds of nodes, each a mutation record
+  let queued = false;
+  const scan = () => {
+    queued = false;
+    document.querySelectorAll('.js-plotly-plot').forEach(watch);
+  };
+  new MutationObserver(() => {
+    if (!queued) { queued = true; requestAnimationFrame(scan); }
+  }).observe(document.body, {childList: true, subtree: true});
   scan();
 })();
 </script>"""
