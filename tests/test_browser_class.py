@@ -48,6 +48,21 @@ def open_page(browser, url: str, width: int = 1024, height: int = 768):
     return context, page
 
 
+def click(page, selector: str, timeout_ms: float = 60_000) -> None:
+    """Click the visible button under `selector`. A page that has just rerun may still hold a
+    copy of the element from the run before, hidden, ahead of the live one in the document;
+    when no visible copy comes, the page's screenshot and every copy's state are kept."""
+    buttons = page.locator(f"{selector} button")
+    try:
+        buttons.filter(visible=True).first.click(timeout=timeout_ms)
+    except Exception:
+        screenshot(page, "class_click_failed")
+        states = buttons.evaluate_all(
+            "bs => bs.map(b => [b.innerText, b.getBoundingClientRect().height,"
+            " getComputedStyle(b).visibility, b.closest('[data-stale]')?.dataset.stale])")
+        raise AssertionError(f"no visible {selector} button: {states}") from None
+
+
 def on_step(page, step: int, timeout_ms: float) -> None:
     page.wait_for_function(HEADER_JS, arg=step, timeout=timeout_ms, polling=100)
 
@@ -74,7 +89,7 @@ def test_students_follow_answer_and_are_counted(class_server, browser):
             on_step(student, 1, 10_000)
         lags = []
         for step in (2, 3, 4):
-            teacher.locator(".st-key-ls_next button").first.click()
+            click(teacher, ".st-key-ls_next")
             on_step(teacher, step, 30_000)
             moved = time.monotonic()
             for student in students:
@@ -85,7 +100,7 @@ def test_students_follow_answer_and_are_counted(class_server, browser):
         # Each student waits for the others: only the first student's lag is the follow lag
         firsts = lags[::STUDENTS]
         assert max(firsts) <= FOLLOW_S, firsts
-        teacher.locator(".st-key-ls_prev button").first.click()  # back to step 3: heads question
+        click(teacher, ".st-key-ls_prev")  # back to step 3: heads question
         on_step(teacher, 3, 30_000)
         for k, student in enumerate(students):
             on_step(student, 3, FOLLOW_S * 1000 + 5_000)
@@ -99,7 +114,7 @@ def test_students_follow_answer_and_are_counted(class_server, browser):
         on_step(students[0], 3, 10_000)
         mine = students[0].locator("[class*='st-key-cls_answer_'] label:has(input:checked)")
         assert mine.inner_text().strip() == "Yes"
-        teacher.locator("[class*='st-key-cls_reveal_3'] button").first.click()
+        click(teacher, "[class*='st-key-cls_reveal_3']")
         wait_for_app(teacher)
         chart = teacher.locator("[class*='st-key-cls_fig_'] .js-plotly-plot, "
                                 "[class*='cls_fig_'] .main-svg").first
@@ -181,7 +196,7 @@ def test_class_on_two_replicas_survives_a_killed_replica(stack, browser):
             contexts.append(context)
             students.append(student)
         for step in (2, 3):
-            teacher.locator(".st-key-ls_next button").first.click()
+            click(teacher, ".st-key-ls_next")
             on_step(teacher, step, 30_000)
             for student in students:
                 on_step(student, step, FOLLOW_S * 1000 + 5_000)
