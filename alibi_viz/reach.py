@@ -238,6 +238,41 @@ def span_losses(model, ids, first: int, repeat: int, span: int) -> tuple[float, 
             float(nll[repeat - 1:repeat - 1 + span].mean()))
 
 
+def copy_heads(model, stream: np.ndarray, distance: int, span: int = COPY_SPAN
+               ) -> tuple[np.ndarray, tuple[float, float, float]]:
+    """Which heads copy one planted span of held-out text `distance` tokens back: the first
+    sample of `copy_sequences(stream, distance, span, samples=1)`. Returns ((layers, heads)
+    `copy_attention` on it, (loss on the first copy, on the repeat, on the control's span at
+    the repeat's place), nats per token)."""
+    ids, controls, first, repeat = copy_sequences(stream, distance, span, samples=1)
+    values = copy_attention(model, ids[0].numpy(), first, repeat, span)
+    first_loss, repeat_loss = span_losses(model, ids[0].numpy(), first, repeat, span)
+    _first, control_loss = span_losses(model, controls[0].numpy(), first, repeat, span)
+    return values, (first_loss, repeat_loss, control_loss)
+
+
+@dataclass
+class SpanCopy:
+    """A user's own planted span, measured (`own_span`). span: its tokens; distance: repeat
+    start - first start; first, repeat: mean loss on each copy (nats per token); heads:
+    (layers, heads) `copy_attention`, None for a one-token span (no token after a twin)."""
+
+    span: int
+    distance: int
+    first: float
+    repeat: float
+    heads: np.ndarray | None
+
+
+def own_span(model, tokenizer, text: str, span: str) -> SpanCopy:
+    """The loss on both copies of `span` planted before and after `text` (`plant_span`), and
+    which heads copy it. Raises AlibiVizError as `plant_span` does."""
+    ids, first, repeat, n = plant_span(tokenizer, text, span)
+    first_loss, repeat_loss = span_losses(model, ids, first, repeat, n)
+    heads = copy_attention(model, ids, first, repeat, n) if n > 1 else None
+    return SpanCopy(n, repeat - first, first_loss, repeat_loss, heads)
+
+
 # ----------------------------------------------------------------------------- shipped results
 
 def reach_summary(reach: dict, train_seq_len: int, tolerance: float = 0.01) -> list[str]:
