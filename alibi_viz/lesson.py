@@ -6,11 +6,22 @@ clicker's keys and the page's buttons move it; the page keeps it between reruns
     cursor = LessonCursor(steps=9, myths=6, step=3, question_open=True)
     cursor.forward(present=True)    # on a projector: step 3's answer (and figure) appears
     cursor.forward(present=True)    # then step 4
+
+And the lesson's small computations that need no page: the slope control's labels, step 1's
+verdict, how a projector splits a long answer, the context myth's table of the paper's numbers,
+the parameters myth's sentence (app/lesson_steps.py draws them).
 """
 
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import dataclass
+
+import numpy as np
+
+from alibi_viz import paper
+from alibi_viz.i18n import N_, _, number
 
 
 @dataclass
@@ -71,3 +82,64 @@ def embedding_norm_parameters(model) -> int:
     difference between the shipped ALiBi (BLOOM) and RoPE (GPT-NeoX) models' counts."""
     norm = getattr(getattr(model, "transformer", None), "word_embeddings_layernorm", None)
     return sum(p.numel() for p in norm.parameters()) if norm is not None else 0
+
+
+def slope_label(m: float) -> str:
+    """How the lesson writes a slope m of its slope control: "0 (no position)", "1/4", "1"."""
+    return _("0 (no position)") if m == 0 else f"1/{round(1 / m)}" if m < 1 else "1"
+
+
+def share_verdict(with_bias: float, without_bias: float) -> str:
+    """Step 1's verdict on the last keys' share of the attention (fractions 0..1) with the bias
+    against without it: "More", "Less" or "The same" (the first word of its answer, which a
+    class's choices match)."""
+    if math.isclose(with_bias, without_bias, rel_tol=1e-9):
+        return _("The same")
+    return _("More") if with_bias > without_bias else _("Less")
+
+
+def split_answer(answer: str, sentences: int = 2) -> tuple[str, str]:
+    """(the first sentence, the rest) of an answer of more than `sentences` sentences, else
+    (answer, ""): what a projector shows at once, and what it folds away under the figure."""
+    parts = re.split(r"(?<=[.!?])\s+(?=[A-ZÁÉÍÓÚÑ¿А-ЯЁ(])", answer.strip())
+    if len(parts) <= sentences:
+        return answer, ""
+    return parts[0], " ".join(parts[1:])
+
+
+def half_formed(scores) -> int:
+    """Index of the first of a head's saved scores (shape (snapshots,), in training order) that
+    reaches half its final score: when step 8's copying head formed."""
+    scores = np.asarray(scores)
+    return int(np.argmax(scores >= scores[-1] / 2))
+
+
+def paper_context_rows() -> list[dict]:
+    """The context myth's table: the paper's ALiBi perplexities (L = 1,024) by evaluation
+    length, in non-overlapping windows (Table 3) and with a sliding window of stride 1 (Table
+    15), "—" where a table has no such length. Column names are English, marked for
+    translation (the page's table translates them)."""
+    lengths = sorted(set(paper.TABLE3_ALIBI) | set(paper.TABLE15_ALIBI_L1024))
+    return [{N_("evaluation length (tokens)"): n,
+             N_("non-overlapping windows (Table 3)"): paper.TABLE3_ALIBI.get(n, "—"),
+             N_("sliding window, stride 1 (Table 15)"): paper.TABLE15_ALIBI_L1024.get(n, "—")}
+            for n in lengths]
+
+
+def parameters_sentence(extra: int, norm: int) -> str | None:
+    """The parameters myth's sentence under its table: `extra` parameters the ALiBi model has
+    beyond the RoPE one, `norm` those of its embedding LayerNorm (`embedding_norm_parameters`).
+    When they are equal, the LayerNorm is named as the whole difference; None when the models
+    have as many parameters."""
+    if extra and extra == norm:
+        return _("Neither model has a position parameter. ALiBi's has {extra} more "
+                 "parameters in all: BLOOM, the architecture it is built on, "
+                 "normalises the token embeddings with a LayerNorm (a weight and a "
+                 "bias for each of its {hidden} dimensions: 2 × {hidden} = {extra}), "
+                 "which GPT-NeoX, RoPE's, does not have.").format(
+            extra=number(extra), hidden=number(norm // 2))
+    if extra:
+        return _("Neither model has a position parameter; the {extra} parameters "
+                 "between them are in other layers of their architectures.").format(
+            extra=number(abs(extra)))
+    return None

@@ -1,6 +1,8 @@
-"""The lesson's cursor (alibi_viz.lesson.LessonCursor): what the clicker's next and back do,
-step by step and myth by myth, outside and inside presentation mode."""
+"""The lesson's library (alibi_viz.lesson): the cursor (LessonCursor), what the clicker's next
+and back do, step by step and myth by myth, outside and inside presentation mode; and the small
+computations the steps show (labels, verdicts, the myths' table and sentence)."""
 
+import numpy as np
 import pytest
 
 from alibi_viz.lesson import LessonCursor
@@ -116,3 +118,70 @@ def test_the_shipped_models_differ_in_parameters_only_by_blooms_embedding_layern
     extra = sum(p.numel() for p in alibi.parameters()) - sum(p.numel() for p in rope.parameters())
     assert extra == embedding_norm_parameters(alibi) == 2 * alibi.config.hidden_size
     assert embedding_norm_parameters(rope) == 0
+
+
+def test_slope_labels_write_no_bias_fractions_and_one():
+    """The slope control's labels: 0 is "no position", a slope below 1 its fraction, 1 itself."""
+    from alibi_viz.lesson import slope_label
+
+    assert [slope_label(m) for m in (0.0, 1 / 256, 0.25, 1.0)] == [
+        "0 (no position)", "1/256", "1/4", "1"]
+
+
+def test_share_verdict_compares_with_and_without_the_bias():
+    """Step 1's verdict: more or less of the attention with the bias, "The same" within
+    rounding (m = 0 gives the same share by two computations)."""
+    from alibi_viz.lesson import share_verdict
+
+    assert share_verdict(0.61, 0.2) == "More"
+    assert share_verdict(0.1, 0.2) == "Less"
+    assert share_verdict(0.3, 0.3 * (1 + 1e-12)) == "The same"
+
+
+def test_split_answer_keeps_the_first_sentence_of_a_long_answer():
+    """A projector shows the first sentence of an answer of 3+ sentences and folds the rest;
+    a sentence starting with a Spanish "¿" or a Russian capital counts, "m = 0.5" does not
+    split; an answer of up to 2 sentences stays whole."""
+    from alibi_viz.lesson import split_answer
+
+    assert split_answer("One. Two.") == ("One. Two.", "")
+    assert split_answer("One m = 0.5 here. Two! ¿Tres? Четыре.") == (
+        "One m = 0.5 here.", "Two! ¿Tres? Четыре.")
+    assert split_answer("Uno. Dos. Tres.", sentences=3) == ("Uno. Dos. Tres.", "")
+
+
+def test_half_formed_is_the_first_snapshot_at_half_the_final_score():
+    """Step 8's answer: the first saved score reaching half the last one, even if a later one
+    dips below it again."""
+    from alibi_viz.lesson import half_formed
+
+    assert half_formed([0.0, 0.1, 0.5, 0.3, 0.8, 1.0]) == 2
+    assert half_formed(np.array([0.7, 0.2, 1.0])) == 0
+
+
+def test_paper_context_rows_hold_both_tables_by_length():
+    """The context myth's table: one row per evaluation length of Table 3 or Table 15 (L =
+    1,024), in order, each table's number where it has that length, "—" where not."""
+    from alibi_viz import paper
+    from alibi_viz.lesson import paper_context_rows
+
+    rows = paper_context_rows()
+    lengths = [row["evaluation length (tokens)"] for row in rows]
+    assert lengths == sorted(set(paper.TABLE3_ALIBI) | set(paper.TABLE15_ALIBI_L1024))
+    for row, n in zip(rows, lengths, strict=True):
+        assert row["non-overlapping windows (Table 3)"] == paper.TABLE3_ALIBI.get(n, "—")
+        assert row["sliding window, stride 1 (Table 15)"] == paper.TABLE15_ALIBI_L1024.get(n, "—")
+    assert "—" in {v for row in rows for v in row.values()}  # the tables' lengths differ
+
+
+def test_parameters_sentence_names_the_layernorm_only_when_it_is_the_whole_difference():
+    """The parameters myth: 2h extra parameters that are BLOOM's embedding LayerNorm are named
+    as such (2 × h = 2h); any other difference is said to lie in other layers; none, no
+    sentence."""
+    from alibi_viz.lesson import parameters_sentence
+
+    named = parameters_sentence(1024, 1024)
+    assert "1,024 more parameters" in named and "2 × 512 = 1,024" in named
+    other = parameters_sentence(-300, 1024)
+    assert "LayerNorm" not in other and "the 300 parameters between them" in other
+    assert parameters_sentence(0, 1024) is None
