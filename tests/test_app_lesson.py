@@ -254,18 +254,26 @@ def test_handout_shows_every_step_with_its_answer():
     assert not keys & {"ls_next", "ls_prev", "ls_key_next"}
 
 
-LESSON_PAGE = Path(__file__).resolve().parents[1] / "app" / "app_pages" / "lesson.py"
+LESSON_STEPS = Path(__file__).resolve().parents[1] / "app" / "lesson_steps.py"
 
 
 def lesson_defines() -> tuple[int, int]:
-    """(questions, myths) as the lesson page's code defines them: its calls of `ask` (one
-    predict-then-reveal question each) and its MYTHS constant."""
-    tree = ast.parse(LESSON_PAGE.read_text())
+    """(questions, myths) as the lesson's code defines them: the calls of `ask` in its steps'
+    module (one predict-then-reveal question each) and its myths' demonstrations."""
+    from app.lesson_steps import MYTHS
+
+    tree = ast.parse(LESSON_STEPS.read_text())
     questions = sum(isinstance(node, ast.Call) and getattr(node.func, "id", None) == "ask"
                     for node in ast.walk(tree))
-    myths = next(node.value.value for node in tree.body if isinstance(node, ast.Assign)
-                 and getattr(node.targets[0], "id", None) == "MYTHS")
-    return questions, myths
+    return questions, MYTHS
+
+
+def test_every_myth_has_its_demonstration():
+    """The last step's myths and their demonstrations are one list: a key each, in order."""
+    from app.lesson_steps import DEMOS, MYTHS, myths
+
+    assert [key for key, _claim, _fact in myths()] == list(DEMOS)
+    assert MYTHS == len(DEMOS)
 
 
 def test_handout_states_the_answers_and_the_myths_facts():
