@@ -183,7 +183,7 @@ def in_handout() -> bool:
 
 def chosen(label: str, value: str) -> None:
     """In the handout, the value a step's control holds, written out: on paper a widget is a
-    picture of a slider (the page's HANDOUT_CSS hides it in print)."""
+    picture of a slider (the page's lesson_handout.css hides it in print)."""
     if in_handout():
         st.markdown(f"**{label}:** {value}")
 

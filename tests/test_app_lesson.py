@@ -419,3 +419,20 @@ def test_handout_writes_the_chosen_values_and_no_hover_hint(lang, score):
     set_language("en")
     page = run_app("lesson", {"step": "2", "lang": lang})
     assert any(hover in c.value for c in page.caption)
+
+
+def test_the_files_the_page_reads_beside_it_are_package_data():
+    """The Lesson page's style sheets and clicker script (read beside the page at run time) are
+    matched by pyproject's package data for app/, so a wheel ships them with the page."""
+    import fnmatch
+    import tomllib
+
+    root = Path(__file__).resolve().parents[1]
+    patterns = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"][
+        "package-data"]["app"]
+    page = (root / "app" / "app_pages" / "lesson.py").read_text()
+    read = re.findall(r'page_file\(str\(HERE / "([\w.]+)"\)\)', page)
+    assert read, "the page reads no file beside it"
+    for name in read:
+        assert (root / "app" / "app_pages" / name).is_file(), name
+        assert any(fnmatch.fnmatch(f"app_pages/{name}", p) for p in patterns), name

@@ -4,12 +4,12 @@ Presentation mode (URL present=1) is built for a 1024x768 projector: the sidebar
 collapsed, each step shows a short text and one figure sized to fit the screen, and the step
 poses its question first and reveals the answer (computed from the step's own figure) on a
 click. A presenter's clicker moves the lesson (PageDown/PageUp, the arrow keys, Space, Home,
-End: `CLICKER_JS`), whatever control has the focus, except while typing in a text box; its
+End: lesson_clicker.js), whatever control has the focus, except while typing in a text box; its
 next key reveals a step's answer first, then moves on, so a clicker alone shows every figure.
 
 The handout (URL print=1) is every step on one page, each question with its answer and every
 myth with its fact and demonstration, for the browser's Print (paper, or a PDF file): the
-print style sheet (`HANDOUT_CSS`) hides the sidebar and the buttons and starts each step on
+print style sheet (lesson_handout.css) hides the sidebar and the buttons and starts each step on
 a new sheet.
 
 The steps themselves are drawn by app/lesson_steps.py; this page moves between them.
@@ -17,6 +17,7 @@ The steps themselves are drawn by app/lesson_steps.py; this page moves between t
 
 import html
 import json
+from pathlib import Path
 
 import streamlit as st
 
@@ -57,46 +58,24 @@ STEPS = (  # translated where shown: _(STEPS[k])
 # Each step's view (app/lesson_steps.py): its text, controls, question and figure.
 STEP_VIEWS = (step_position, step_bias, step_slopes, step_decay, step_real_head,
               step_extrapolation, step_reach, step_copying, step_misconceptions)
-PRESENT_CSS = """
-<style>
-[data-testid="stMarkdownContainer"] p, [data-testid="stMarkdownContainer"] li {
-    font-size: 21px; line-height: 1.4; }
-[data-testid="stCaptionContainer"] { font-size: 18px; }
-h1 { font-size: 30px !important; padding: 0 !important; }
-h2 { font-size: 26px !important; padding: 0.2rem 0 !important; }
-.block-container { padding-top: 3.6rem !important; padding-bottom: 1rem !important;
-                   padding-left: 1.2rem !important;
-                   padding-right: 1.2rem !important; max-width: 100% !important; }
-.katex { font-size: 1.25em; }
-[data-testid="stMain"] input, [data-testid="stMain"] [data-baseweb="select"] div {
-    font-size: 20px !important; }
-[data-testid="stTable"] th, [data-testid="stTable"] td { font-size: 20px !important; }
-</style>
-"""
+
+
+@st.cache_resource(show_spinner=False)
+def page_file(path: str) -> str:
+    """A file kept beside this page (its style sheets, the clicker's script), read once a
+    server: the page's script itself runs again on every rerun."""
+    return Path(path).read_text(encoding="utf-8")
+
+
+HERE = Path(__file__).parent
+# Presentation mode's larger fonts and narrower margins, for a 1024x768 projector.
+PRESENT_CSS = "\n<style>\n" + page_file(str(HERE / "lesson_present.css")) + "</style>\n"
 # The handout is a column as wide as a sheet's text (A4 or Letter at the browser's default
 # margins: about 720 px), on screen too: a chart keeps the width it was drawn at when printed,
 # so one drawn across a laptop's page was cut at the sheet's edge. Printed, it keeps only the
 # lesson (no sidebar, header, buttons, links or chart toolbars), never splits a chart, and
 # starts every step after the first on a new sheet.
-HANDOUT_CSS = """
-<style>
-.block-container { max-width: 736px !important; }
-.ls-print { font-size: 16px; padding: 6px 14px; margin: 4px 0 12px; cursor: pointer; }
-@media print {
-  [data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"], header,
-  [data-testid="stToolbar"], [data-testid="stDecoration"], [data-testid="stButton"],
-  [data-testid="stPageLink"], .modebar-container, .ls-print { display: none !important; }
-  [data-testid="stMain"] { margin-left: 0 !important; }
-  .block-container { padding: 0 !important; max-width: 100% !important; }
-  [data-testid="stPlotlyChart"], .js-plotly-plot { break-inside: avoid; }
-  /* on paper a control is a picture of a widget: the value it holds is written out instead */
-  [data-testid="stMain"] [data-testid="stSlider"], [data-testid="stMain"] [data-testid="stNumberInput"],
-  [data-testid="stMain"] [data-testid="stSelectbox"], [data-testid="stMain"] [data-testid="stRadio"] {
-    display: none !important; }
-  [class*="st-key-ls_handout_"]:not(.st-key-ls_handout_1) { break-before: page; }
-}
-</style>
-"""
+HANDOUT_CSS = "\n<style>\n" + page_file(str(HERE / "lesson_handout.css")) + "</style>\n"
 PRINT_BUTTON = '<button class="ls-print" onclick="window.print()">%s</button>'
 # The clicker's keys (a presenter's clicker sends PageDown/PageUp, some send the arrows), each
 # with a hidden companion button that the script below clicks.
@@ -109,37 +88,7 @@ PREV_KEYS = ("PageUp", "ArrowLeft")
 # slider just dragged means the slider, and moving the step instead lost the reveal). A clicker
 # sends PageDown/PageUp, so it always pages. Streamlit's own button shortcuts stop when a widget
 # has focus, so a teacher who touched a control lost the clicker without seeing why.
-CLICKER_JS = """<script>
-(() => {
-  if (window.__alibiVizClicker) return;
-  window.__alibiVizClicker = true;
-  const companions = %s;
-  window.addEventListener("keydown", (event) => {
-    const name = companions[event.key];
-    if (!name || event.ctrlKey || event.altKey || event.metaKey || event.repeat) return;
-    const target = event.target || document.body;
-    const tag = (target.tagName || "").toLowerCase();
-    const type = (target.type || "").toLowerCase();
-    const paging = event.key === "PageDown" || event.key === "PageUp";
-    if (target.isContentEditable || tag === "textarea") return;
-    if (tag === "input" && !["number", "range", "checkbox", "radio"].includes(type)
-        && !(target.getAttribute("role") === "combobox" || target.readOnly)) return;
-    if (tag === "input" && type === "number" && !paging) return;
-    const slider = target.getAttribute && target.getAttribute("role") === "slider";
-    if ((slider || type === "range") && event.key.startsWith("Arrow")) return;
-    if (tag === "button" && event.key === " ") return;  // Space presses a focused button
-    const button = document.querySelector(".st-key-" + name + " button");
-    if (!button) return;
-    event.preventDefault();
-    event.stopImmediatePropagation();
-    if (button.disabled) return;
-    if (document.activeElement && document.activeElement !== document.body) {
-      document.activeElement.blur();
-    }
-    button.click();
-  }, true);
-})();
-</script>"""
+CLICKER_JS = "<script>\n" + page_file(str(HERE / "lesson_clicker.js")) + "</script>"
 
 
 # ----------------------------------------------------------------------------- controls
@@ -258,7 +207,7 @@ def navigation_ui(step: int, present: bool) -> None:
             "right: 64px; top: 14px; font-size: 14px; color: #6b6b6b; z-index: 1000000; } "
             # a phone has no keys, and there the hint lay on the sidebar's button
             "@media (max-width: 640px) { .ls-keys-help { display: none; } }</style>"
-            + keys_help + CLICKER_JS % json.dumps(companions),
+            + keys_help + CLICKER_JS.replace("__COMPANIONS__", json.dumps(companions)),
             unsafe_allow_javascript=True)
 
 
