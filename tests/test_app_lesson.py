@@ -425,6 +425,7 @@ def test_the_files_the_page_reads_beside_it_are_package_data():
     """The Lesson page's style sheets and clicker script (read beside the page at run time) are
     matched by pyproject's package data for app/, so a wheel ships them with the page."""
     import fnmatch
+
     import tomllib
 
     root = Path(__file__).resolve().parents[1]
