@@ -399,3 +399,30 @@ def test_every_section_opens_with_what_to_look_at():
     assert "How the reach is measured (contexts up to 1,024 tokens)" in labels
     notes = next(box for box in at.expander if box.label.startswith("Every model, protocol"))
     assert any(m.value.startswith("**How to read it.**") for m in notes.markdown)
+
+
+def test_plant_your_own_span_reports_what_reach_own_span_measures():
+    """Measure, under "Plant your own span", writes the span's length in tokens, the distance
+    between its copies and the loss on each copy that `reach.own_span` measures on the chosen
+    model, and draws its copy-heads figure; a one-token span draws none (no token follows a
+    twin)."""
+    from alibi_viz.i18n import number
+    from alibi_viz.models.loading import load_model
+    from alibi_viz.reach import own_span
+
+    at = run_app("extrapolation")
+    at.button(key="xl_span_run").click().run()
+    assert not at.exception and not at.error
+    model, tokenizer, _info = load_model(str(SHIPPED[assets.DEFAULT_MODEL]))
+    found = own_span(model, tokenizer, at.text_area(key="xl_between").value,
+                     at.text_input(key="xl_span").value)
+    box = next(b for b in at.expander if b.label == "Plant your own span")
+    (text,) = [m.value for m in box.markdown if m.value.startswith("ALiBi: the span is")]
+    assert (f"the span is {number(found.span)} tokens and its copies are "
+            f"{number(found.distance)} tokens apart") in text
+    assert (f"Loss {number(found.first, 2)} nats/token on the first copy, "
+            f"{number(found.repeat, 2)} on the repeat") in text
+    assert "xl_fig_copy_own" in figure_keys(at)
+    at.text_input(key="xl_span").set_value("r").run()
+    at.button(key="xl_span_run").click().run()
+    assert not at.exception and not at.error and "xl_fig_copy_own" not in figure_keys(at)
