@@ -95,6 +95,10 @@ import textwrap
 import time
 import warnings
 
+from alibi_viz import i18n
+from alibi_viz.alibi import SCHEDULES
+from alibi_viz.errors import AlibiVizError
+
 SCHEMA = "alibi-viz.conformance/1"
 DTYPE_NAMES = ("float32", "bfloat16", "float16")
 DEFAULT_REPORT_TOKENS, MAX_REPORT_TOKENS = 256, 2048
@@ -177,8 +181,6 @@ def _tokens(text: str) -> int:
 
 def _expected(text: str):
     """--expected: a schedule name, or comma-separated positive slopes."""
-    from alibi_viz.alibi import SCHEDULES
-
     if text in SCHEDULES:
         return text
     try:
@@ -208,7 +210,7 @@ def _quiet() -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     warnings.filterwarnings("ignore")
-    import transformers
+    import transformers  # heavy (seconds): only once a command runs, never for --help
 
     transformers.logging.set_verbosity_error()
     transformers.logging.disable_progress_bar()
@@ -328,9 +330,8 @@ def human_report(report: dict, summary: bool | None = None) -> str:
 def _sdpa_first(model: str) -> None:
     """--attn sdpa on an architecture without an sdpa path: refuse from its config, before the
     weights load (seconds). Anything unclear is left to the loader and the check."""
-    from alibi_viz.errors import AlibiVizError
-
     try:
+        # heavy: transformers, and torch through the loader; not imported for --help
         import transformers
         from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
 
@@ -353,9 +354,9 @@ def check(model: str, dtype: str = "float32", attn: str | None = None, decode: b
     start = time.perf_counter()
     if attn == "sdpa":
         _sdpa_first(model)
+    # heavy: torch, transformers and the models, imported once a check runs, not for --help
     import torch
 
-    from alibi_viz import i18n
     from alibi_viz.models.conformance import check_alibi
     from alibi_viz.models.loading import load_model
 
@@ -372,6 +373,7 @@ def check(model: str, dtype: str = "float32", attn: str | None = None, decode: b
 
 def _versions() -> dict:
     """{alibi_viz, torch, transformers} versions (alibi_viz None when not installed)."""
+    # importlib.metadata (50 ms), torch, transformers: once a command has run, not for --help
     from importlib.metadata import PackageNotFoundError, version
 
     import torch
@@ -392,10 +394,9 @@ def write_html_report(args) -> dict:
     start = time.perf_counter()
     if args.attn == "sdpa":
         _sdpa_first(args.model)
+    # heavy: torch, the models and the report's plotly, imported once a report runs
     import torch
 
-    from alibi_viz import i18n
-    from alibi_viz.errors import AlibiVizError
     from alibi_viz.models.conformance import check_alibi
     from alibi_viz.models.loading import load_model
     from alibi_viz.report import write_report
@@ -445,7 +446,7 @@ def _one_line(exc: BaseException) -> str:
 def _error_text(exc: BaseException, model: str | None = None) -> str:
     """The error in one line; code to paste (the loader's conversion recipe) follows it as a
     block of its own lines, ready for a Python prompt, FOLDER set to MODEL's folder."""
-    from alibi_viz.models.loading import CONVERT_CODE
+    from alibi_viz.models.loading import CONVERT_CODE  # heavy (torch): only on an error
 
     text = str(exc)
     if CONVERT_CODE not in text:
@@ -469,8 +470,6 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as exc:  # --help
         return int(exc.code or 0)
     _quiet()
-    from alibi_viz.errors import AlibiVizError
-
     try:
         if args.command == "report":
             written = write_html_report(args)
