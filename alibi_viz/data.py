@@ -108,7 +108,7 @@ CORPUS_BUILD_DIR = ASSETS_DIR.parent / "corpus"  # local build (git-ignored), `m
 
 def make_tokenizer():
     """The byte-level tokenizer of every shipped model: `ByT5Tokenizer(extra_ids=0)`, 259 ids."""
-    from transformers import ByT5Tokenizer
+    from transformers import ByT5Tokenizer  # heavy: transformers only when a tokenizer is made
 
     return ByT5Tokenizer(extra_ids=0)
 

@@ -55,7 +55,7 @@ def spacing(values, dtype) -> np.ndarray:
 def bloom_bias(num_heads: int, seq_len: int, dtype) -> torch.Tensor:
     """The bias BLOOM adds, from transformers' build_alibi_tensor: m_h * j, (heads, seq_len),
     in `dtype` as the model holds it."""
-    from transformers.models.bloom.modeling_bloom import build_alibi_tensor
+    from transformers.models.bloom.modeling_bloom import build_alibi_tensor  # heavy: at first use
 
     num_heads, seq_len = check_num_heads(num_heads), check_seq_len(seq_len)
     mask = torch.ones(1, seq_len, dtype=torch.long)
@@ -166,7 +166,7 @@ def precision_lens(num_heads: int, seq_len: int, dtype="bfloat16", form: str = "
         exact = -slopes32.double()[:, None] * (seq_len - 1 - j)
         added = exact.float().to(dtype).double()
     else:
-        from transformers.models.falcon.modeling_falcon import build_alibi_tensor
+        from transformers.models.falcon.modeling_falcon import build_alibi_tensor  # heavy
 
         scale = 1.0 / math.sqrt(head_dim)
         mask = torch.ones(1, seq_len, dtype=torch.long)

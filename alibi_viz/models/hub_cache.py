@@ -104,6 +104,7 @@ class CachedModel:
 def _assess(folder: Path) -> tuple[str, str, bool, str]:
     """(architecture, positional, runnable, reason) of a snapshot folder, from its files; the
     reason in the current language."""
+    # heavy: transformers (about a second), only when the cache is listed
     from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
 
     config_file = folder / "config.json"
@@ -142,6 +143,7 @@ def list_cached_models(cache_dir=None) -> list[CachedModel]:
     first (what `org/name` alone loads), then the others newest first; [] when there is no
     cache. Uses huggingface_hub.scan_cache_dir (no network). The reasons are in the
     current language."""
+    # heavy: huggingface_hub's cache scanner (0.1 s), only when the cache is listed
     from huggingface_hub import scan_cache_dir
     from huggingface_hub.errors import CacheNotFound
 

@@ -45,6 +45,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from safetensors import safe_open
 
 from alibi_viz import assets
 from alibi_viz.alibi import SCHEDULES, alibi_slopes, check_int
@@ -59,6 +60,7 @@ from alibi_viz.models.hub_cache import (
     resolve_repo,
 )
 from alibi_viz.models.pretrained import from_pretrained
+from alibi_viz.positional import sinusoidal_table
 
 MODEL_ROOT_ENV = "ALIBI_VIZ_MODEL_ROOT"  # only folders inside this root can be loaded
 ALLOW_CUSTOM_ENV = "ALIBI_VIZ_ALLOW_CUSTOM_PATHS"  # "0": only shipped models can be loaded
@@ -295,7 +297,7 @@ def _check_folder(folder: Path, given) -> None:
 def _read_config(folder: Path):
     """(AutoConfig, weights file named by config.json or None), refusing custom code and
     configs that point at pickle files."""
-    from transformers import AutoConfig
+    from transformers import AutoConfig  # heavy: transformers only when a model is loaded
 
     try:
         raw = json.loads((folder / "config.json").read_text(encoding="utf-8"))
@@ -321,6 +323,7 @@ def _read_config(folder: Path):
 
 
 def _check_causal_lm(config) -> None:
+    # heavy: transformers only when a model is loaded
     from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
 
     model_type = getattr(config, "model_type", "")
@@ -373,8 +376,6 @@ def _check_weights(folder: Path, explicit: str | None, repo: str | None = None) 
     explicit: the weights file config.json names (`transformers_weights`), if any. repo: the
     cached repo id the folder is the snapshot of (`cached_repo`), if any.
     """
-    from safetensors import safe_open
-
     files = _safetensors_files(folder)
     if not files:
         pickles = sorted(p.name for p in folder.iterdir() if p.suffix in PICKLE_SUFFIXES)
@@ -473,7 +474,7 @@ def load_model(path, device="cpu", device_map=None, max_seq_len: int | None = No
     message for the user: missing path, no config.json, unsupported model type, pickle-only or
     corrupt weights, tokenizer missing, accelerate missing, ...
     """
-    from transformers import AutoTokenizer
+    from transformers import AutoTokenizer  # heavy: transformers only when a model is loaded
 
     folder = resolve_model_path(path, allow_custom)
     repo = cached_repo(path, folder)
@@ -610,8 +611,6 @@ def table_kind(weight) -> str:
     """What an absolute position table holds: "none" (all zeros: no position information),
     "sinusoidal" (proportional to the sinusoidal formula of Vaswani et al., as in the shipped
     sinusoidal model) or "learned"."""
-    from alibi_viz.positional import sinusoidal_table
-
     table = weight.detach().float().cpu().numpy()  # (positions, dim)
     if not table.any():
         return "none"
@@ -651,13 +650,13 @@ def model_alibi_slopes(model) -> np.ndarray | None:
     heads = int(config.num_attention_heads)
     ones = torch.ones(1, 2, dtype=torch.long)  # one sequence of two keys: bias at j=1 is m
     if config.model_type == "bloom":
-        from transformers.models.bloom.modeling_bloom import build_alibi_tensor
+        from transformers.models.bloom.modeling_bloom import build_alibi_tensor  # heavy
         return build_alibi_tensor(ones, heads, torch.float32)[:, 0, 1].double().numpy()
     if config.model_type == "falcon" and config.alibi:
-        from transformers.models.falcon.modeling_falcon import build_alibi_tensor
+        from transformers.models.falcon.modeling_falcon import build_alibi_tensor  # heavy
         return build_alibi_tensor(ones, heads, torch.float32)[:, 0, 1].double().numpy()
     if config.model_type == "mpt":
-        from transformers.models.mpt.modeling_mpt import build_mpt_alibi_tensor
+        from transformers.models.mpt.modeling_mpt import build_mpt_alibi_tensor  # heavy
         # MptModel.forward calls it with the default alibi_bias_max=8 whatever the config says;
         # two keys: values m*(j - 1), so key 0 holds -m.
         return -build_mpt_alibi_tensor(heads, 2)[:, 0, 0].double().numpy()
@@ -676,7 +675,7 @@ def matching_schedules(slopes, model_type: str = "") -> tuple[str, ...]:
 def falcon_bf16_error(num_heads: int, seq_len: int = 2048) -> float:
     """Largest |bias_bf16 - m*j| over heads and keys j < seq_len, for Falcon's bfloat16 builder
     against exact official slopes (before its 1/sqrt(d) scaling)."""
-    from transformers.models.falcon.modeling_falcon import build_alibi_tensor
+    from transformers.models.falcon.modeling_falcon import build_alibi_tensor  # heavy
 
     built = build_alibi_tensor(torch.ones(1, seq_len, dtype=torch.long), num_heads, torch.float32)
     exact = alibi_slopes(num_heads)[:, None] * np.arange(seq_len)[None, :]  # (H, L)

@@ -73,6 +73,7 @@ def tiny_model(kind: str = "bloom", heads: int = 4, seed: int = 0, layers: int =
     init: the weights' initializer_range; default 0.3 (content logits of order 1 beside the
     bias) up to hidden 128, then 0.3 sqrt(128 / hidden), so that wide models amplify rounding
     through their layers no more than narrow ones (as trained models do not either)."""
+    # heavy: transformers (about a second), only when a zoo model is built
     from transformers import AutoModelForCausalLM, BloomConfig, FalconConfig, MptConfig
 
     if kind not in KINDS:
