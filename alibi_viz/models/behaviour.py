@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from alibi_viz.alibi import implied_attention_map
 from alibi_viz.errors import AlibiVizError
 from alibi_viz.i18n import N_, _, number
 from alibi_viz.models.heads import (
@@ -42,6 +43,7 @@ from alibi_viz.models.heads import (
     attention_maps_of_ids,
     check_attention,
     head_statistics,
+    special_prefix,
     token_labels,
 )
 
@@ -150,8 +152,6 @@ def token_position(tokenizer, text: str, char: int) -> int:
     character `char` of `text`: the count of tokens of text[:char + 1], minus one. Exact for
     a byte tokenizer; for BPE it follows how the prefix is cut, which is close enough to
     find a bracket or a newline."""
-    from alibi_viz.models.heads import special_prefix
-
     ids = tokenizer(text[: char + 1], add_special_tokens=False)["input_ids"]
     return len(special_prefix(tokenizer)) + len(ids) - 1
 
@@ -250,8 +250,6 @@ class HeadBehaviour:
 
 
 def _bias_only(slope: float, T: int) -> np.ndarray:
-    from alibi_viz.alibi import implied_attention_map
-
     return implied_attention_map([slope], T)[0]
 
 

@@ -123,6 +123,7 @@ from alibi_viz.alibi import SCHEDULES, alibi_slopes, check_int, round_to_bfloat1
 from alibi_viz.errors import AlibiVizError
 from alibi_viz.i18n import N_, _, formatted, ngettext
 from alibi_viz.models import layer_slopes
+from alibi_viz.models.loading import model_alibi_slopes
 
 VERDICTS = ("conforms", "scaled", "sign_flipped", "schedule", "permuted", "offset", "missing",
             "clipped", "inconclusive")
@@ -371,8 +372,6 @@ def builder_finding(model) -> Finding | None:
     for architectures without a builder, and for per-layer slopes. MPT's builder is called
     as transformers' MptModel calls it (alibi_bias_max 8, whatever the config says; that
     difference is reported by `mpt_bias_max_note`, not here)."""
-    from alibi_viz.models.loading import model_alibi_slopes
-
     config = model.config
     kind = config.model_type
     if kind not in BUILDERS or (kind == "falcon" and not getattr(config, "alibi", False)):
@@ -385,7 +384,7 @@ def builder_finding(model) -> Finding | None:
     except Exception as exc:  # noqa: BLE001 (a broken builder is a finding, not a crash)
         built, error = None, f"{type(exc).__name__}: {exc}"
     name, function = BUILDERS[kind]
-    import transformers
+    import transformers  # heavy: only for a model whose builder is compared
 
     fields = dict(name=name, function=function, version=transformers.__version__)
     if built is None or built.shape != rule.shape or not np.isfinite(built).all():
