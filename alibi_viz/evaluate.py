@@ -33,8 +33,9 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from tqdm import tqdm
 
-from alibi_viz import data
+from alibi_viz import data, paper
 from alibi_viz.alibi import check_int, check_seq_len
 from alibi_viz.assets import (
     ASSETS_DIR,
@@ -50,7 +51,9 @@ from alibi_viz.assets import (
 from alibi_viz.errors import AlibiVizError
 from alibi_viz.i18n import MINUS, N_, _, number, percent
 from alibi_viz.models import layer_slopes
+from alibi_viz.models.pretrained import from_pretrained
 from alibi_viz.models.scoring import next_token_nll
+from alibi_viz.train import write_model_card
 
 PROTOCOLS = ("nonoverlapping", "sliding")
 # What the page calls each protocol (English msgids; protocol_name translates).
@@ -211,9 +214,7 @@ def load_eval_model(folder: Path, for_attentions: bool = False):
     """A shipped model in eval mode. sdpa where the architecture supports it (same logits as
     eager up to rounding, much less memory at 4096 tokens); eager for BLOOM or when the caller
     needs attention probabilities."""
-    from transformers import AutoConfig
-
-    from alibi_viz.models.pretrained import from_pretrained
+    from transformers import AutoConfig  # heavy: transformers only when a model is loaded
 
     config = AutoConfig.from_pretrained(folder, local_files_only=True)
     attn = "eager" if for_attentions or config.model_type == "bloom" else "sdpa"
@@ -272,8 +273,6 @@ def evaluate_all(models: dict[str, Path], lengths=LENGTHS, nonoverlapping_tokens
     `sliding_tokens` targets that follow the first max(lengths) tokens, so at every length each
     scored token sees between length - stride + 1 and length tokens of context.
     """
-    from tqdm import tqdm
-
     lengths = sorted(int(n) for n in lengths)
     score_from = max(lengths)
     stream = evaluation_stream(max(nonoverlapping_tokens, score_from - 1 + sliding_tokens), kind)
@@ -412,8 +411,6 @@ def paper_comparison(results: dict, train_seq_len: int) -> dict:
     "paper_long", "paper_ratio", "ours_short", "ours_long", "ours_ratio"}]}, one row per
     method of the paper's table (T5 bias included); our numbers are None where the results
     lack them or this project has no such model."""
-    from alibi_viz import paper
-
     paper_factor = paper.TABLE2_LONG / paper.TABLE2_TRAIN_LEN
     longer = [n for n in results["lengths"] if n > train_seq_len]
     our_length = min(longer, key=lambda n: abs(n / train_seq_len - paper_factor))
@@ -621,8 +618,6 @@ def key_result(results: dict, name: str = "alibi") -> str | None:
     sliding windows say of the context `name` uses (`context_use_sentence`), what its
     non-overlapping curve does over the same lengths, and the paper's own sliding-window row
     beside it (Table 15, the ALiBi model trained at L = 512). None without the data."""
-    from alibi_viz import paper
-
     use = useful_context(results, name)
     if use is None:
         return None
@@ -745,8 +740,6 @@ def merge_results(old: dict, new: dict) -> dict:
 
 
 def main(argv=None) -> None:
-    from alibi_viz.train import write_model_card
-
     p = argparse.ArgumentParser(prog="python -m alibi_viz.evaluate",
                                 description="Perplexity of the shipped models at 128..4096 tokens.")
     p.add_argument("--models", nargs="*", help="names under assets/models (default: all)")

@@ -41,6 +41,7 @@ from alibi_viz.models.behaviour import twin_next_attention
 from alibi_viz.models.heads import attention_maps_of_ids, mean_mass_beyond, special_prefix
 from alibi_viz.models.scoring import next_token_nll
 from alibi_viz.results.reach import ReachResult
+from alibi_viz.train import write_model_card
 
 COPY_SPAN = 16  # tokens in each planted span
 COPY_PREFIX = 16  # held-out tokens before the first copy, so it is read in context too
@@ -470,8 +471,6 @@ def main(argv=None) -> None:
         f.write(json.dumps(results, indent=1) + "\n")
     print(f"wrote {args.out}")
     if args.out == str(REACH_PATH):  # the shipped results: the model cards quote them
-        from alibi_viz.train import write_model_card
-
         for folder in models.values():
             write_model_card(folder)
 

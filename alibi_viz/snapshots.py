@@ -34,6 +34,10 @@ import torch
 from alibi_viz import data
 from alibi_viz.assets import DEFAULT_MODEL, MODELS_DIR, SNAPSHOT_RESULTS_PATH, load_snapshot_results
 from alibi_viz.errors import AlibiVizError
+from alibi_viz.models.behaviour import BEHAVIOURS, behaviour_scores
+from alibi_viz.models.loading import describe_model
+from alibi_viz.models.pretrained import from_pretrained
+from alibi_viz.train import validation_loss
 
 SNAPSHOT_TOKENS = 8192  # held-out tokens per kind scored at every snapshot
 SNAPSHOT_PREFIX = "step-"
@@ -60,9 +64,7 @@ def snapshot_folders(name: str = DEFAULT_MODEL) -> dict[int, Path]:
 
 def load_snapshot(folder: Path):
     """(model in float32, eval mode, eager attention; tokenizer) of one snapshot folder."""
-    from transformers import AutoTokenizer
-
-    from alibi_viz.models.pretrained import from_pretrained
+    from transformers import AutoTokenizer  # heavy: transformers only when a snapshot loads
 
     model = from_pretrained(folder, attn_implementation="eager", dtype=torch.float32)
     return model.eval(), AutoTokenizer.from_pretrained(folder, local_files_only=True)
@@ -71,17 +73,12 @@ def load_snapshot(folder: Path):
 def heldout_loss(model, kind: str, seq_len: int, tokens: int = SNAPSHOT_TOKENS) -> float:
     """Mean next-token loss (nats) on the first `tokens` held-out tokens of `kind`, in
     non-overlapping windows of seq_len + 1 (`train.validation_loss` on the held-out text)."""
-    from alibi_viz.train import validation_loss
-
     return validation_loss(model, data.heldout_ids(kind, max_tokens=tokens + 1), seq_len,
                            windows=tokens // seq_len)
 
 
 def measure(name: str = DEFAULT_MODEL, seq_len: int = 128, log=print) -> dict:
     """Measure every snapshot of `name`: what assets/results/snapshots.json holds."""
-    from alibi_viz.models.behaviour import BEHAVIOURS, behaviour_scores
-    from alibi_viz.models.loading import describe_model
-
     folders = snapshot_folders(name)
     if not folders:
         raise AlibiVizError(f"No training snapshots under {snapshot_root(name)}: train with "

@@ -29,6 +29,7 @@ machine load, the exact command), training.log and README.md (the model card;
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import math
 import os
@@ -43,11 +44,18 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from alibi_viz import data
+from alibi_viz import assets, data
 from alibi_viz.alibi import alibi_slopes
-from alibi_viz.assets import REMAINING_DIFFERENCES, SHIPPED
+from alibi_viz.assets import (
+    REMAINING_DIFFERENCES,
+    SHIPPED,
+    load_extrapolation_results,
+    load_learnable_slopes_results,
+    load_reach_results,
+)
 from alibi_viz.errors import AlibiVizError
 from alibi_viz.models import layer_slopes
+from alibi_viz.models.pretrained import from_pretrained
 from alibi_viz.models.scoring import next_token_nll
 from alibi_viz.positional import sinusoidal_table
 from alibi_viz.results import learnable_slopes
@@ -93,7 +101,7 @@ class TrainConfig:
 def model_config(arch: str, layers: int, heads: int, hidden: int):
     """A transformers config for `arch` (one of ARCHS): 259-id byte vocabulary, no dropout,
     tied input/output embeddings, 4x GELU(tanh) MLP."""
-    from transformers import BloomConfig, GPT2Config, GPTNeoXConfig
+    from transformers import BloomConfig, GPT2Config, GPTNeoXConfig  # heavy: at first use
 
     common = dict(vocab_size=data.VOCAB_SIZE, pad_token_id=data.PAD_ID, eos_token_id=data.EOS_ID,
                   bos_token_id=data.EOS_ID, tie_word_embeddings=True)
@@ -116,7 +124,7 @@ def model_config(arch: str, layers: int, heads: int, hidden: int):
 def build_model(arch: str, layers: int, heads: int, hidden: int, attn_implementation: str):
     """A randomly initialised causal LM for `arch`. The sinusoidal and nope models get their
     fixed position table here (sinusoidal formula / zeros) with requires_grad off."""
-    from transformers import AutoModelForCausalLM
+    from transformers import AutoModelForCausalLM  # heavy: at first use
 
     config = model_config(arch, layers, heads, hidden)
     model = AutoModelForCausalLM.from_config(config, attn_implementation=attn_implementation)
@@ -156,8 +164,6 @@ def snapshot_schedule(cfg: TrainConfig) -> set[int]:
 def save_snapshot(model, root: Path, step: int, valid_stream, seq_len: int, seconds: float):
     """An fp16 copy of `model` after `step` updates in root/step-NNNNN (save_pretrained, eager
     attention, the tokenizer beside it), with snapshot.json: step, held-out loss, seconds."""
-    import copy
-
     folder = root / f"step-{step:05d}"
     snap = copy.deepcopy(model).half()
     snap.config._attn_implementation = "eager"
@@ -485,8 +491,6 @@ def _reach_lines(name: str, reach: dict) -> list[str]:
 def _variant_lines(info: dict) -> list[str]:
     """The learnable-slope variant: what differs from the shipped ALiBi model, how it loads,
     how far its slopes moved, and its perplexity beside the fixed-slope model's."""
-    from alibi_viz.assets import load_learnable_slopes_results
-
     if not info.get("learn_slopes"):
         return []
     initial, final = info["initial_slopes"], info["final_slopes"]
@@ -535,10 +539,8 @@ def write_model_card(folder: Path, results: dict | None = None) -> None:
     """(Re)write folder/README.md from training.json, the shipped extrapolation results per
     kind of held-out text (or `results`, {kind: the dict `alibi_viz.evaluate` writes}) and the
     shipped reach results; rows for this folder's model name."""
-    from alibi_viz.assets import MODELS_DIR, load_extrapolation_results, load_reach_results
-
     folder = Path(folder)
-    shipped = folder.resolve().parent == MODELS_DIR.resolve()  # the shipped results are its own
+    shipped = folder.resolve().parent == assets.MODELS_DIR.resolve()  # the shipped results are its own
     if results is None:
         results = ({kind: load_extrapolation_results(kind) for kind in data.CORPUS_KINDS}
                    if shipped else {})
@@ -646,8 +648,6 @@ def parse_args(argv=None) -> TrainConfig:
 def halve(folder: Path) -> dict:
     """Store a trained model's weights in fp16 (what `--save-dtype float16` does at the end of
     training), re-measure its held-out loss as stored, and update its training.json."""
-    from alibi_viz.models.pretrained import from_pretrained
-
     folder = Path(folder)
     info = json.loads((folder / "training.json").read_text())
     model = from_pretrained(folder, attn_implementation="eager", dtype=torch.float32)

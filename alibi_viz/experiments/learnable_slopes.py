@@ -6,6 +6,7 @@ that runs). The slopes' hook is `alibi_viz.models.layer_slopes`; what the result
 
 from __future__ import annotations
 
+import argparse
 import json
 import time
 
@@ -62,8 +63,6 @@ def compare(variant, fixed, train_seq_len: int, kinds=None, factors=COMPARE_FACT
 
 
 def main(argv=None) -> None:
-    import argparse
-
     p = argparse.ArgumentParser(prog="python -m alibi_viz.models.layer_slopes",
                                 description="The learnable-slope variant against the shipped "
                                             "ALiBi model -> assets/results/learnable-slopes.json.")

@@ -17,13 +17,21 @@ h x head_dim .. (h + 1) x head_dim.
 
 from __future__ import annotations
 
+import argparse
+import json
+import time
 from contextlib import contextmanager
 
 import numpy as np
 import torch
 
+from alibi_viz import assets, data
+from alibi_viz.assets import shipped_models, shipped_train_seq_len
 from alibi_viz.errors import AlibiVizError
+from alibi_viz.evaluate import load_eval_model
 from alibi_viz.i18n import _
+from alibi_viz.models.heads import attention_maps_of_ids, head_statistics
+from alibi_viz.models.loading import describe_model
 from alibi_viz.models.scoring import next_token_nll
 
 OUTPUT_PROJECTIONS = (  # (layers attribute path, projection attribute path inside a layer)
@@ -111,8 +119,6 @@ ABLATION_WINDOWS = 32  # held-out windows of the training length each head is ab
 def heldout_windows(windows: int = ABLATION_WINDOWS, seq_len: int = 128) -> np.ndarray:
     """(windows, seq_len + 1) consecutive windows of the shipped held-out text of the four
     kinds, interleaved in their training shares (`data.heldout_mixture_ids`)."""
-    from alibi_viz import data
-
     ids = data.heldout_mixture_ids(max_tokens=windows * seq_len + 1)
     return np.stack([ids[i * seq_len:(i + 1) * seq_len + 1] for i in range(windows)])
 
@@ -121,13 +127,6 @@ def measure_shipped(log=print) -> dict:
     """Head ablation of every shipped model on `heldout_windows()`, beside each head's slope:
     the applied ALiBi slope, or for the other models the decay fitted to its attention on the
     same text (`heads.head_statistics`). What assets/results/ablation.json holds."""
-    import time
-
-    from alibi_viz.assets import shipped_models, shipped_train_seq_len
-    from alibi_viz.evaluate import load_eval_model
-    from alibi_viz.models.heads import attention_maps_of_ids, head_statistics
-    from alibi_viz.models.loading import describe_model
-
     out = {"command": "python -m alibi_viz.models.ablation", "torch": torch.__version__,
            "windows": ABLATION_WINDOWS, "models": {}}
     for name, folder in shipped_models().items():
@@ -152,19 +151,14 @@ def measure_shipped(log=print) -> dict:
 
 
 def main(argv=None) -> None:
-    import argparse
-    import json
-
-    from alibi_viz.assets import ABLATION_PATH
-
     p = argparse.ArgumentParser(prog="python -m alibi_viz.models.ablation",
                                 description="Head ablation of the shipped models -> "
                                             "assets/results/ablation.json.")
     p.add_argument("--threads", type=int, default=2)
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
-    ABLATION_PATH.write_text(json.dumps(measure_shipped(), indent=1) + "\n")
-    print(f"wrote {ABLATION_PATH}")
+    assets.ABLATION_PATH.write_text(json.dumps(measure_shipped(), indent=1) + "\n")
+    print(f"wrote {assets.ABLATION_PATH}")
 
 
 if __name__ == "__main__":

@@ -18,11 +18,18 @@ hold the same cached model object.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
+import json
+import time
 from contextvars import ContextVar
 
+import numpy as np
+
+from alibi_viz import assets, paper
+from alibi_viz.assets import DEFAULT_MODEL, shipped_models, shipped_train_seq_len
 from alibi_viz.errors import AlibiVizError
-from alibi_viz.i18n import _
+from alibi_viz.i18n import _, significant
 from alibi_viz.results.reach import ReachResult
 
 _SCALE: ContextVar[float] = ContextVar("alibi_viz_slope_scale", default=1.0)
@@ -30,7 +37,7 @@ SCALE_RANGE = (1 / 64, 4.0)  # the scales a page accepts
 
 
 def _install() -> None:
-    from transformers.models.bloom import modeling_bloom
+    from transformers.models.bloom import modeling_bloom  # heavy: only when a scale is applied
 
     original = modeling_bloom._get_alibi_slopes
     if getattr(original, "_alibi_viz_scaled", False):
@@ -81,10 +88,7 @@ def rescale_sweep(model, train_seq_len: int, kind: str = SWEEP_KIND, scales=SWEE
                   factors=SWEEP_FACTORS, log=print) -> dict:
     """Perplexity (both protocols, on evaluate's targets) at each length factor x train_seq_len
     and the reach curve, for each slope scale: what assets/results/rescale.json holds."""
-    import time
-
-    import numpy as np
-
+    # heavy: torch, through data, evaluate and reach; this module imports none at its top
     from alibi_viz import data
     from alibi_viz.evaluate import PROTOCOLS, confidence_interval, evaluate_length
     from alibi_viz.reach import REACH_CONTEXTS, context_reach
@@ -117,12 +121,9 @@ def rescale_sweep(model, train_seq_len: int, kind: str = SWEEP_KIND, scales=SWEE
 
 
 def main(argv=None) -> None:
-    import argparse
-    import json
-
+    # heavy: torch, once the sweep runs (not for --help)
     import torch
 
-    from alibi_viz.assets import DEFAULT_MODEL, RESCALE_PATH, shipped_models, shipped_train_seq_len
     from alibi_viz.evaluate import load_eval_model
 
     p = argparse.ArgumentParser(prog="python -m alibi_viz.models.rescale",
@@ -133,8 +134,8 @@ def main(argv=None) -> None:
     torch.set_num_threads(args.threads)
     folder = shipped_models()[DEFAULT_MODEL]
     results = rescale_sweep(load_eval_model(folder), shipped_train_seq_len(folder))
-    RESCALE_PATH.write_text(json.dumps(results, indent=1) + "\n")
-    print(f"wrote {RESCALE_PATH}")
+    assets.RESCALE_PATH.write_text(json.dumps(results, indent=1) + "\n")
+    print(f"wrote {assets.RESCALE_PATH}")
 
 
 if __name__ == "__main__":
@@ -179,9 +180,9 @@ def interpolation_note(results: dict, parameters: int, factors=(8, 32)) -> str |
     s = L_train / L makes to the non-overlapping perplexity at each of `factors` times the
     training length, against s = 1, on a model of `parameters` parameters. None when the sweep
     lacks one of those cells."""
-    from alibi_viz import data, paper
+    # heavy: torch, through data and evaluate; this module imports none at its top
+    from alibi_viz import data
     from alibi_viz.evaluate import relative_change
-    from alibi_viz.i18n import significant
 
     summary = rescale_summary(results)
     train = results["train_seq_len"]
