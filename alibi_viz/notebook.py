@@ -34,8 +34,11 @@ import math
 import numpy as np
 import plotly.graph_objects as go
 
+from alibi_viz.alibi import alibi_slopes
 from alibi_viz.display import HOVER_CELL_BUDGET, IMAGE_PIXEL_BUDGET, stack_view
 from alibi_viz.errors import AlibiVizError
+from alibi_viz.figures.bias import bias_grid_figure
+from alibi_viz.figures.render import figure, fit_texts, wrap_text
 from alibi_viz.i18n import _, plotly_separators
 
 NOTEBOOK_WIDTH_PX = 900        # texts are fitted to this width (a JupyterLab cell, sidebar open)
@@ -49,8 +52,6 @@ COLORBAR_PX = 90               # a colour bar and its title, beside the plot
 def fitted(fig: go.Figure, width: int = NOTEBOOK_WIDTH_PX) -> go.Figure:
     """`fig` with the language's number marks and its texts fitted to `width` px (changed in
     place, as `render.figure_spec` does for the pages); returns it."""
-    from alibi_viz.figures.render import fit_texts
-
     if fig.layout.separators is None:
         fig.update_layout(separators=plotly_separators())
     fit_texts(fig, width)
@@ -60,8 +61,6 @@ def fitted(fig: go.Figure, width: int = NOTEBOOK_WIDTH_PX) -> go.Figure:
 def _subtitled(fig: go.Figure, text: str, width: int = NOTEBOOK_WIDTH_PX) -> go.Figure:
     """`fig` (fitted) with plain `text` as its title's subtitle, broken to `width` px (one
     line per line of `text`) with room made for it above the plot."""
-    from alibi_viz.figures.render import wrap_text
-
     size = 13
     shown, lines = wrap_text(html.escape(text, quote=False).replace("\n", "<br>"), size,
                              width - 20, max_lines=8)
@@ -74,7 +73,7 @@ def _info(model, info):
     """The model's ModelInfo: the one given (what load_model returned), else described now."""
     if info is not None:
         return info
-    from alibi_viz.models.loading import describe_model
+    from alibi_viz.models.loading import describe_model  # heavy: torch, for a model only
 
     return describe_model(model)
 
@@ -102,8 +101,6 @@ def layer_slider_figure(figs: list[go.Figure], layers: list[int]) -> go.Figure:
     layer), the first shown and a slider under the plot to pick the others: plotly's own
     `sliders` (restyle "visible", relayout the title), so it needs no server and no widget
     library, in a notebook as in a saved HTML file. figs are fitted already."""
-    from alibi_viz.figures.render import figure
-
     specs = [fig.to_dict() for fig in figs]
     data, spans = [], []
     for i, spec in enumerate(specs):
@@ -138,7 +135,7 @@ def attention_layers_figure(maps, tokens: list[str], layers: list[int], *, slope
     The layers share `pixel_budget` image pixels and `hover_budget` hover cells (each layer at
     most what a page gives one figure); labelled heatmaps only while every layer's panels
     together stay small (`figures.heads.use_labels`)."""
-    from alibi_viz.figures.heads import attention_grid_figure, use_labels
+    from alibi_viz.figures.heads import attention_grid_figure, use_labels  # heavy: torch
 
     if not layers:
         raise AlibiVizError(_("Nothing to draw: choose at least one layer."))
@@ -188,6 +185,7 @@ def show_heads(model, tokenizer, text: str, layer: int | None = None, *,
     scale: "log" (log10 attention, where ALiBi's linear decay is a straight gradient) or
     "linear". info: the ModelInfo load_model returned (else the model is described again).
     What was cut from the text, if anything, is the figure's subtitle."""
+    # heavy: torch, imported with the first model's figure (show_bias needs none)
     from alibi_viz.models.heads import attention_maps
     from alibi_viz.models.loading import train_seq_len
 
@@ -207,9 +205,6 @@ def show_bias(num_heads: int, seq_len: int, mode: str = "causal", *,
     (the Bias explorer's grid): slopes from `alibi_slopes(num_heads, schedule, max_bias)`; mode
     "causal" (-m(i-j) under the causal mask) or "symmetric" (-m|i-j|); scale as
     `figures.bias.bias_grid_figure` takes it. Drawn at display resolution whatever seq_len."""
-    from alibi_viz.alibi import alibi_slopes
-    from alibi_viz.figures.bias import bias_grid_figure
-
     slopes = alibi_slopes(num_heads, schedule, max_bias)
     return fitted(bias_grid_figure(slopes, seq_len, mode, scale=scale))
 
@@ -229,6 +224,7 @@ def show_check(check, *, width: int = NOTEBOOK_WIDTH_PX) -> go.Figure:
 
     check: what `check_alibi(model, tokenizer)` returns (an AlibiCheck). width: the width in
     px the texts are fitted to."""
+    # heavy: torch, imported with the first model's figure (show_bias needs none)
     from alibi_viz.figures.heads import verdict_grid_figure
     from alibi_viz.models.conformance import AlibiCheck
 
@@ -247,6 +243,7 @@ def show_gallery(model, tokenizer, *, info=None, behaviour=None,
     info: the ModelInfo load_model returned; behaviour: scores computed already (HeadBehaviour),
     to draw them without running the probes again. width: the width in px the texts are
     fitted to."""
+    # heavy: torch, imported with the first model's figure (show_bias needs none)
     from alibi_viz.figures.heads import behaviour_grid_figure
     from alibi_viz.models.behaviour import behaviour_scores
 

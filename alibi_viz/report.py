@@ -38,8 +38,19 @@ import time
 from pathlib import Path
 
 import numpy as np
+import plotly.io as pio
+from PIL import Image
+from plotly.offline import get_plotlyjs
 
+from alibi_viz import i18n
+from alibi_viz.data import long_example
 from alibi_viz.errors import AlibiVizError
+from alibi_viz.figures.heads import model_slopes_figure
+from alibi_viz.models.behaviour import BEHAVIOUR_TITLES, BEHAVIOURS, behaviour_scores
+from alibi_viz.models.conformance import check_alibi
+from alibi_viz.models.heads import attention_maps
+from alibi_viz.models.loading import localized, model_info_rows, train_seq_len, training_of
+from alibi_viz.notebook import attention_layers_figure, fitted, show_check, show_gallery
 
 REPORT_WIDTH_PX = 960          # figures are fitted to this width (the page's column)
 DEFAULT_TOKENS = 256           # tokens of the sample text
@@ -131,8 +142,6 @@ def _palette_png(uri: str) -> str:
     """A PNG data URI re-encoded with at most 256 colours (exact when the image has that few;
     the attention mosaics hold the 256 of the colour scale plus grey and white, merged into
     their nearest neighbours): about half the bytes of the RGB PNG."""
-    from PIL import Image
-
     image = Image.open(io.BytesIO(base64.b64decode(uri.split(",", 1)[1]))).convert("RGB")
     pixels = np.asarray(image).reshape(-1, 3).astype(np.uint32)
     # each colour as one number 0xRRGGBB: sorted as the (r, g, b) rows would be, and a
@@ -154,8 +163,6 @@ def _palette_png(uri: str) -> str:
 def figure_json(fig) -> str:
     """A plotly figure as the JSON plotly.js reads (arrays base64-encoded, images paletted),
     safe inside a <script> element."""
-    import plotly.io as pio
-
     spec = json.loads(pio.to_json(fig, validate=False))
     for trace in spec["data"]:
         source = trace.get("source")
@@ -175,8 +182,6 @@ class _Figures:
     def html(self, fig, fit: bool = True) -> str:
         """The div and JSON block of `fig`, its texts fitted to the report's width first
         (fit=False: fitted already)."""
-        from alibi_viz.notebook import fitted
-
         self.count += 1
         target = f"figure-{self.count}"
         if fit:
@@ -188,8 +193,6 @@ class _Figures:
 
 def plotly_js_gzip() -> str:
     """plotly.js (the version plotly.py ships), gzip-compressed and base64-encoded."""
-    from plotly.offline import get_plotlyjs
-
     return base64.b64encode(gzip.compress(get_plotlyjs().encode("utf-8"), compresslevel=9,
                                           mtime=0)).decode("ascii")
 
@@ -197,8 +200,6 @@ def plotly_js_gzip() -> str:
 # ----------------------------------------------------------------------------- sections
 
 def _model_section(info, training: dict) -> str:
-    from alibi_viz.models.loading import localized, model_info_rows
-
     rows = [{"property": r["property"], "value": r["value"]}
             for r in model_info_rows(info, training)]
     parts = ["<h2>1. The model</h2>", table(rows)]
@@ -211,8 +212,6 @@ def _model_section(info, training: dict) -> str:
 
 
 def _slopes_section(info, figures: _Figures) -> str:
-    from alibi_viz.figures.heads import model_slopes_figure
-
     parts = ["<h2>2. Slopes against the standard schedules</h2>"]
     if not info.slopes:
         parts.append(f"<p>No ALiBi slopes: this model encodes position with "
@@ -228,8 +227,6 @@ def _slopes_section(info, figures: _Figures) -> str:
 
 
 def _check_section(check, error: str | None, figures: _Figures) -> str:
-    from alibi_viz.notebook import show_check
-
     parts = ["<h2>3. Conformance: is this model applying ALiBi correctly?</h2>"]
     if check is None:
         parts.append(f"<p>The conformance check did not run: {_e(error)}</p>")
@@ -276,9 +273,6 @@ def _check_section(check, error: str | None, figures: _Figures) -> str:
 
 
 def _gallery_section(behaviour, error: str | None, figures: _Figures) -> str:
-    from alibi_viz.models.behaviour import BEHAVIOUR_TITLES, BEHAVIOURS
-    from alibi_viz.notebook import show_gallery
-
     parts = ["<h2>4. Head gallery: what does each head do?</h2>"]
     if behaviour is None:
         parts.append(f"<p>The probes could not run: {_e(error)}</p>")
@@ -302,8 +296,6 @@ def _gallery_section(behaviour, error: str | None, figures: _Figures) -> str:
 
 def _attention_section(result, info, train_seq_len, source: str, figures: _Figures,
                        checked_attn: str | None = None) -> str:
-    from alibi_viz.notebook import attention_layers_figure
-
     T = len(result.tokens)
     path = "the eager attention path (the one that returns probabilities)"
     if checked_attn not in (None, "eager"):
@@ -336,12 +328,6 @@ def report_html(model, tokenizer, info, *, name: str, text: str | None = None,
     decode, attn: passed to check_alibi, unless `check` (an AlibiCheck) or `check_error` (why
     it could not run) is given. versions: shown in the header. A check or probe that cannot run on this model leaves its section
     saying why; loading errors are the caller's."""
-    from alibi_viz import i18n
-    from alibi_viz.models.behaviour import behaviour_scores
-    from alibi_viz.models.conformance import check_alibi
-    from alibi_viz.models.heads import attention_maps
-    from alibi_viz.models.loading import train_seq_len, training_of
-
     start = time.perf_counter()
     previous = i18n.get_language()
     i18n.set_language("en")
@@ -349,8 +335,6 @@ def report_html(model, tokenizer, info, *, name: str, text: str | None = None,
         training = training_of(info)
         length = train_seq_len(info, training)
         if text is None:
-            from alibi_viz.data import long_example
-
             text = long_example(kind="python")
             text_source = text_source or "A held-out Python module (shipped with alibi-viz)"
         text_source = text_source or "The given text"

@@ -41,6 +41,7 @@ from alibi_viz.evaluate import (
 from alibi_viz.figures.render import ATTENTION_COLORSCALE, causal_map_panel, explicit_colorscale
 from alibi_viz.i18n import N_, _, ngettext, number, significant
 from alibi_viz.models.heads import check_attention
+from alibi_viz.models.rescale import interpolation_scale, scale_label
 from alibi_viz.results.learnable_slopes import cell
 
 # One fixed colour per shipped model (plotly's D3 palette), so a model keeps its colour.
@@ -413,8 +414,6 @@ def rescale_figure(results: dict, height: int = 420) -> go.Figure:
     """The shipped ALiBi model with every slope times s (`models.rescale`): perplexity against s
     at each evaluated length, one panel per protocol, a star at s = L_train / L (position
     interpolation); right, the reach curve for each s."""
-    from alibi_viz.models.rescale import interpolation_scale, scale_label
-
     protocols = list(results["perplexity"])
     fig = make_subplots(rows=1, cols=len(protocols) + 1, horizontal_spacing=0.13,
                         subplot_titles=[*(_(PROTOCOL_TITLES[p]) for p in protocols),

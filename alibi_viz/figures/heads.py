@@ -22,6 +22,7 @@ import html
 import math
 
 import numpy as np
+import plotly.colors as pc
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
@@ -33,6 +34,7 @@ from alibi_viz.figures.render import (
     CHAR_EM,
     MASK_COLOR,
     PAGE_WIDTH_PX,
+    causal_map_panel,
     explicit_colorscale,
     figure,
     matrix_grid_figure,
@@ -41,11 +43,14 @@ from alibi_viz.figures.render import (
     wrap_text,
 )
 from alibi_viz.i18n import N_, _, ngettext, number, significant
+from alibi_viz.models.behaviour import BEHAVIOUR_TITLES, BEHAVIOURS
+from alibi_viz.models.conformance import VERDICT_TITLES
 from alibi_viz.models.heads import (
     CONTINUATION,
     DECOMPOSITION_PARTS,
     DecompositionView,
     HeadStatistics,
+    check_attention,
 )
 
 LABEL_MAX_TOKENS = 48        # up to this many tokens, maps are heatmaps with token labels
@@ -365,8 +370,6 @@ def decomposition_figure(view: DecompositionView, head: int, *, slope: float | N
 # ----------------------------------------------------------------------------- (c) statistics
 
 def _layer_colors(layers: int) -> list[str]:
-    import plotly.colors as pc
-
     return pc.sample_colorscale("Viridis", np.linspace(0.0, 0.85, max(2, layers)))[:layers]
 
 
@@ -647,8 +650,6 @@ def behaviour_grid_figure(behaviour, selected: tuple[int, int] | None = None,
     """A layer x head grid, each cell coloured by the head's strongest behaviour
     (`HeadBehaviour.strongest`), every score in the hover; `selected` (layer, head), 0-based,
     is outlined. Clicking a cell selects a point whose customdata is (layer, head), 0-based."""
-    from alibi_viz.models.behaviour import BEHAVIOUR_TITLES, BEHAVIOURS
-
     titles = {b: _(BEHAVIOUR_TITLES[b]) for b in BEHAVIOURS}
     strongest = behaviour.strongest()
     layers, heads = strongest.shape
@@ -733,9 +734,6 @@ def ablation_figure(increase, slope, slope_kind: str, height: int = 380) -> go.F
 
 def single_map_figure(attention, title: str, height: int = 380) -> go.Figure:
     """One causal attention map (T, T) as a kit panel: pooled to at most 256 px, exact hover."""
-    from alibi_viz.figures.render import causal_map_panel
-    from alibi_viz.models.heads import check_attention
-
     fig = make_subplots(rows=1, cols=1)
     causal_map_panel(fig, 1, 1, check_attention(attention), max_px=256, hover_cells=64,
                      cmax=1.0)
@@ -807,8 +805,6 @@ VERDICT_COLORS = {"conforms": "#2ca02c", "scaled": "#ff7f0e", "sign_flipped": "#
 def verdict_grid_figure(check, height: int | None = None) -> go.Figure:
     """Layer x head grid of a conformance check (`conformance.AlibiCheck`): each cell coloured
     by its verdict, with expected vs applied slope and the detail on hover."""
-    from alibi_viz.models.conformance import VERDICT_TITLES
-
     layers, heads = len(check.heads), len(check.heads[0])
     fig = go.Figure()
     for verdict, color in VERDICT_COLORS.items():
@@ -845,8 +841,6 @@ def verdict_grid_figure(check, height: int | None = None) -> go.Figure:
 def _head_error_lines(error: np.ndarray, max_points: int) -> tuple[np.ndarray, list]:
     """(sampled key positions, one line per head of `error` (H, T) in logits against key
     position): the error lines of the precision lens's two figures."""
-    import plotly.colors as pc
-
     heads, T = error.shape
     pos = np.unique(np.linspace(0, T - 1, min(T, max_points)).round().astype(int))
     colors = pc.sample_colorscale("Turbo", np.linspace(0.05, 0.95, max(2, heads)))
