@@ -250,7 +250,7 @@ def show_gallery(model, tokenizer, *, info=None, behaviour=None,
     if behaviour is None:
         _check_tokenizer(tokenizer, "show_gallery")
         info = _info(model, info)
-        behaviour = behaviour_scores(model, tokenizer, slopes=info.applied_slopes)
+        behaviour = behaviour_scores(model, tokenizer, slopes=info.config_slopes)
     fig = behaviour_grid_figure(behaviour)
     fig.update_layout(title=_("Each head's strongest behaviour (hover a head for its scores)"),
                       clickmode="none")

@@ -218,7 +218,7 @@ def _slopes_section(info, figures: _Figures) -> str:
                      f"<b>{_e(info.positional)}</b> ({_e(info.bias_form)}).</p>")
         return "\n".join(parts)
     try:
-        fig = model_slopes_figure(info.slopes, info.applied_slopes, name=info.architecture)
+        fig = model_slopes_figure(info.slopes, info.config_slopes, name=info.architecture)
     except AlibiVizError as exc:
         parts.append(f"<p>{_e(exc)}</p>")
     else:
@@ -349,7 +349,7 @@ def report_html(model, tokenizer, info, *, name: str, text: str | None = None,
             check_error = (f"this model encodes position with {info.positional}: there is no "
                            "ALiBi bias to check.")
         try:
-            behaviour = behaviour_scores(model, tokenizer, slopes=info.applied_slopes)
+            behaviour = behaviour_scores(model, tokenizer, slopes=info.config_slopes)
         except (AlibiVizError, RuntimeError) as exc:
             behaviour, behaviour_error = None, str(exc)
         result = attention_maps(model, tokenizer, text, max_tokens=max_tokens, info=info)

@@ -91,7 +91,7 @@ def measure(name: str = DEFAULT_MODEL, seq_len: int = 128, log=print) -> dict:
         t0 = time.perf_counter()
         model, tokenizer = load_snapshot(folder)
         record = json.loads((folder / "snapshot.json").read_text())
-        behaviour = behaviour_scores(model, tokenizer, describe_model(model).applied_slopes)
+        behaviour = behaviour_scores(model, tokenizer, describe_model(model).config_slopes)
         out["steps"].append(step)
         out["valid_loss"].append(record["valid_loss"])
         out["seconds"].append(record["seconds"])

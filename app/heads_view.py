@@ -336,7 +336,7 @@ def analysis_key(loaded: Loaded, text: str, max_tokens: int) -> tuple:
 def cached_analysis(_loaded: Loaded, _text: str, key: tuple, lang: str, _split_layers=(),
                     _bias_shown: str = "textbook", _progress=None):
     return analyze_heads(_loaded.model, _loaded.tokenizer, _text, max_tokens=key[2],
-                         slopes=_loaded.info.applied_slopes, info=_loaded.info,
+                         slopes=_loaded.info.config_slopes, info=_loaded.info,
                          split_layers=_split_layers, bias_shown=_bias_shown, progress=_progress)
 
 
@@ -433,7 +433,7 @@ def gallery_map_figure(_attention, model_key: tuple, cell: tuple, title: str):
 @st.cache_data(max_entries=4, show_spinner=False)
 def cached_behaviour(_loaded: Loaded, model_key: tuple):
     """Behaviour scores of every head (fixed probes, so keyed by the model alone)."""
-    return behaviour_scores(_loaded.model, _loaded.tokenizer, slopes=_loaded.info.applied_slopes)
+    return behaviour_scores(_loaded.model, _loaded.tokenizer, slopes=_loaded.info.config_slopes)
 
 
 # ----------------------------------------------------------------------------- views
@@ -564,8 +564,8 @@ def _head_view(prefix: str, loaded: Loaded, text: str, choice: Choice, key: tupl
 
     st.subheader(_("3. Head statistics"))
     st.markdown(_("One dot per head, for this text: the slope fitted to its attention against "
-                  "the slope it applies, and how far back it looks. Look at the R² labels: near "
-                  "1 a head follows its bias, near 0 its content decides."))
+                  "its slope from the config, and how far back it looks. Look at the R² labels: "
+                  "near 1 a head follows its bias, near 0 its content decides."))
     stats = with_traces(stats_figure(analysis, key),
                         head_statistics_labels(analysis.stats, choice.layer)
                         + head_statistics_selection(analysis.stats, (choice.layer, choice.head)))
@@ -730,7 +730,7 @@ def ablation_ui(name: str, prefix: str = "mh", title: str | None = None) -> None
                  "of held-out text of the training length; {slope_kind}. Command: `python -m "
                  "alibi_viz.models.ablation`.").format(
         windows=number(results["windows"]),
-        slope_kind=_("slope: the ALiBi slope the model applies") if entry["slope_kind"] == "applied"
+        slope_kind=_("slope: the ALiBi slope from the config") if entry["slope_kind"] == "applied"
         else _("slope: the decay fitted to the head's attention on the same text")))
 
 

@@ -91,7 +91,7 @@ def test_falcon_departures_are_warned(tmp_path):
     assert not at.exception
     assert any("adds the ALiBi bias twice" in w for w in warnings(at))
     names = [t.get("name") for t in figures(at)[0]["data"]]
-    assert "per-token slope as applied (eager)" in names
+    assert "per-token slope from the config (eager)" in names
 
 
 def test_model_without_alibi_explains_its_positions(tmp_path):

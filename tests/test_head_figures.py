@@ -230,18 +230,18 @@ def test_decomposition_rejects_a_head_out_of_range():
         decomposition_figure(decomposition_view(fake_decomposition(2, 10)), head=5)
 
 
-def stats(effective, configured) -> HeadStatistics:
-    effective = np.asarray(effective, dtype=float)
-    zeros = np.zeros_like(effective)
+def stats(fitted, config) -> HeadStatistics:
+    fitted = np.asarray(fitted, dtype=float)
+    zeros = np.zeros_like(fitted)
     return HeadStatistics(mean_distance=zeros + 3, entropy=zeros, local_share=zeros,
-                          fitted_slope=effective, slope_fit_r2=zeros + 1,
-                          applied_slope=None if configured is None else np.asarray(configured, float),
+                          fitted_slope=fitted, slope_fit_r2=zeros + 1,
+                          config_slope=None if config is None else np.asarray(config, float),
                           k=8, max_distance=10)
 
 
-def test_statistics_plot_effective_against_configured_with_identity_line():
-    """ALiBi: log-log scatter of fitted vs applied slope with y = x; non-positive fits
-    are counted in the title instead of drawn."""
+def test_statistics_plot_fitted_against_config_slopes_with_identity_line():
+    """ALiBi: log-log scatter of the fitted slope vs the slope from the config with y = x;
+    non-positive fits are counted in the title instead of drawn."""
     fig = head_statistics_figure(stats([[0.5, -0.1]], [[0.5, 0.25]]), 20, selected=(0, 0))
     scatter = next(t for t in fig.data if t.name == "layer 1")
     assert list(scatter.x) == [0.5] and list(scatter.y) == [0.5]
@@ -251,15 +251,15 @@ def test_statistics_plot_effective_against_configured_with_identity_line():
 
 
 def test_statistics_without_slopes_plot_per_head():
-    """Without applied slopes (not ALiBi) the fitted slope is drawn per head, linear."""
+    """Without slopes from the config (not ALiBi) the fitted slope is drawn per head, linear."""
     fig = head_statistics_figure(stats([[0.1, 0.2, -0.3]], None), 20)
     assert list(fig.data[0].x) == [1, 2, 3]
     assert fig.layout.yaxis.type != "log"
     assert not any(t.name == "bias alone" for t in fig.data)
 
 
-def test_slopes_figure_shows_applied_slopes_only_when_different():
-    """Falcon-like applied slopes get their own trace; equal ones do not."""
+def test_slopes_figure_shows_config_slopes_only_when_different():
+    """Falcon-like per-token slopes from the config get their own trace; equal ones do not."""
     slopes = alibi_slopes(8)
     same = model_slopes_figure(slopes, slopes)
     falcon = model_slopes_figure(slopes, 2 * slopes / 4)

@@ -455,7 +455,7 @@ def test_mean_distance_matches_the_bias_only_formula():
     expected = np.mean([mean_distance(slopes, context=i + 1) for i in range(T)], axis=0)
     np.testing.assert_allclose(stats.mean_distance[0], expected, rtol=1e-4)
     np.testing.assert_allclose(stats.fitted_slope[0], slopes, rtol=1e-4)
-    np.testing.assert_array_equal(stats.applied_slope, slopes[None])
+    np.testing.assert_array_equal(stats.config_slope, slopes[None])
 
 
 def test_uniform_attention_statistics():
@@ -468,7 +468,7 @@ def test_uniform_attention_statistics():
     assert stats.local_share[0, 0] == pytest.approx((np.minimum(rows + 1, k + 1) / (rows + 1)).mean(), rel=1e-5)
     assert stats.mean_distance[0, 0] == pytest.approx((rows / 2).mean(), rel=1e-5)
     assert stats.fitted_slope[0, 0] == pytest.approx(0.0, abs=1e-6)
-    assert stats.applied_slope is None
+    assert stats.config_slope is None
 
 
 def test_local_share_counts_keys_on_both_sides_within_k():
@@ -489,8 +489,8 @@ def test_heads_without_content_follow_their_fitted_slope(tokenizer, kind):
     model = tiny_model(kind, initializer_range=1e-4)
     info = describe_model(model)
     result = attention_maps(model, tokenizer, TEXT[:60])
-    stats = head_statistics(result, info.applied_slopes)
-    np.testing.assert_allclose(stats.fitted_slope, stats.applied_slope, rtol=0.02)
+    stats = head_statistics(result, info.config_slopes)
+    np.testing.assert_allclose(stats.fitted_slope, stats.config_slope, rtol=0.02)
 
 
 def test_statistics_shapes_from_a_real_model(models, tokenizer):
@@ -572,7 +572,7 @@ def test_content_kl_of_attending_to_itself_is_log_of_the_normaliser():
 
 
 def test_content_kl_needs_slopes():
-    """Without applied slopes there is no bias-only reference, so no KL."""
+    """Without slopes from the config there is no bias-only reference, so no KL."""
     assert head_statistics([np.eye(5, dtype=np.float32)[None]]).content_kl is None
 
 

@@ -110,12 +110,13 @@ def test_mpt_slopes_are_what_its_forward_adds(heads):
 
 @pytest.mark.parametrize("heads", [4, 6, 12])
 def test_falcon_slopes_are_bf16_builder_slopes(heads):
-    """Falcon's slopes are its bfloat16 builder's, and the eager applied slope is 2m/sqrt(d)."""
+    """Falcon's slopes are its bfloat16 builder's, and its slope from the config, per token on
+    the eager logits, is 2m/sqrt(d)."""
     model = tiny_model("falcon", hidden_size=48, num_attention_heads=heads)
     info = describe_model(model)
     alibi = _runtime_bias(model)["alibi"].view(heads, -1)
     np.testing.assert_allclose(info.slopes, alibi[:, 1].double().numpy(), rtol=0)
-    np.testing.assert_allclose(info.applied_slopes, 2 * np.array(info.slopes) / np.sqrt(48 // heads))
+    np.testing.assert_allclose(info.config_slopes, 2 * np.array(info.slopes) / np.sqrt(48 // heads))
 
 
 @pytest.mark.parametrize(("kind", "heads", "schedule"), [

@@ -41,7 +41,7 @@ def assert_same(analysis, ref) -> None:
     assert analysis.tokens == result.tokens and analysis.seq_len == len(result.tokens)
     assert analysis.truncated == result.truncated
     for name in ("mean_distance", "entropy", "local_share", "fitted_slope", "slope_fit_r2",
-                 "applied_slope", "content_kl"):
+                 "config_slope", "content_kl"):
         got, want = getattr(analysis.stats, name), getattr(stats, name)
         assert (got is None) == (want is None), name
         if want is not None:
@@ -75,16 +75,16 @@ def test_one_pass_gives_what_every_map_at_once_gave(kind):
 
 
 def test_shipped_models_read_the_same_in_one_pass():
-    """Every shipped model at 300 tokens, its first and last layer split, applied slopes."""
+    """Every shipped model at 300 tokens, its first and last layer split, slopes from the config."""
     torch.set_num_threads(1)
     for folder in assets.shipped_models().values():
         model, tokenizer, info = load_model(folder)
         split = (0, info.num_layers - 1) if model.config.model_type in RECOMPUTE else ()
         analysis = analyze_heads(model, tokenizer, TEXT * 3, max_tokens=300, info=info,
-                                 slopes=info.applied_slopes, split_layers=split,
+                                 slopes=info.config_slopes, split_layers=split,
                                  bias_shown=heads.BIAS_SHOWN)
         assert analysis.seq_len == 300
-        assert_same(analysis, reference(model, tokenizer, TEXT * 3, info.applied_slopes, split,
+        assert_same(analysis, reference(model, tokenizer, TEXT * 3, info.config_slopes, split,
                                         max_tokens=300))
 
 

@@ -40,7 +40,7 @@ def test_shipped_numbers_are_those_of_the_snapshot(results, step):
     k = results["steps"].index(step)
     assert heldout_loss(model, "python", results["seq_len"]) == pytest.approx(
         results["heldout_loss"]["python"][k], abs=1e-4)
-    scores = behaviour_scores(model, tokenizer, describe_model(model).applied_slopes)
+    scores = behaviour_scores(model, tokenizer, describe_model(model).config_slopes)
     assert np.allclose(scores.scores["induction"], results["scores"]["induction"][k], atol=1e-4)
 
 

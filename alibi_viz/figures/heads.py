@@ -8,7 +8,7 @@ Four builders, in the order a page shows them:
 * `decomposition_figure`: one head, one row: content q·k/sqrt(d) | positional bias | masked
   total (what the softmax sees) | attention. Heatmaps with token labels for short inputs,
   kit panels (`render.image_panel`) with a sampled hover grid for long ones.
-* `head_statistics_figure`: fitted vs applied slope (log-log, y = x line) and mean
+* `head_statistics_figure`: fitted slope vs the slope from the config (log-log, y = x line) and mean
   attention distance per head, for every layer.
 * `model_slopes_figure`: a model's slopes against the standard schedules.
 
@@ -374,13 +374,13 @@ def _layer_colors(layers: int) -> list[str]:
 
 
 LABEL_PX = 10  # font of the R² labels
-# The fitted-vs-applied panel on a page: one of three panels of a page-wide figure (px).
+# The fitted-vs-config slope panel on a page: one of three panels of a page-wide figure (px).
 SLOPE_PANEL_PX = (150, 240)
 
 
-def _slope_range(applied: np.ndarray, fitted: np.ndarray) -> tuple[float, float]:
-    """Both axes of the fitted-vs-applied panel (log): every positive slope, with room."""
-    finite = applied[np.isfinite(applied) & (applied > 0)]
+def _slope_range(config: np.ndarray, fitted: np.ndarray) -> tuple[float, float]:
+    """Both axes of the fitted-vs-config slope panel (log): every positive slope, with room."""
+    finite = config[np.isfinite(config) & (config > 0)]
     ys = fitted[np.isfinite(fitted) & (fitted > 0)]
     low = min(finite.min(), ys.min() if ys.size else finite.min()) / 1.5
     high = max(finite.max(), ys.max() if ys.size else finite.max()) * 1.5
@@ -419,27 +419,27 @@ def head_statistics_figure(stats: HeadStatistics, seq_len: int,
     """Panels over every (layer, head): fitted slope, mean distance and (ALiBi) content
     reliance.
 
-    Left, for models with applied slopes (ALiBi): the fitted slope against the applied
-    slope, log-log, with the line y = x, one layer's points labelled with their fit's R^2 in
+    Left, for models with slopes from the config (ALiBi): the fitted slope against the slope
+    from the config (`HeadStatistics.config_slope`), log-log, with the line y = x, one layer's points labelled with their fit's R^2 in
     the layer's colour (`head_statistics_labels`; every point's R^2 is in its hover). For an
     ALiBi
     head log p = content - m d - log Z, so the row-centred fit returns m whenever content is
     uncorrelated with distance, however much content moves the attention: a point on y = x
     with a low R^2 is a head whose content does the work. Heads whose fit is not positive
-    cannot sit on a log axis; their number is in the figure's title. Without applied slopes: the
+    cannot sit on a log axis; their number is in the figure's title. Without config slopes: the
     fitted slope per head. Middle: mean attention distance per head, one line per layer,
     and (ALiBi) what the bias alone would give at this length. Right (ALiBi): content
     reliance, KL(attention || bias-only attention) per head. selected: (layer, head),
     0-based, ringed in every panel. labelled_layer: the layer whose R² labels are drawn, or
     None for none (a page adds the chosen head's layer's, as it adds the rings).
     """
-    fitted, applied = stats.fitted_slope, stats.applied_slope
+    fitted, config = stats.fitted_slope, stats.config_slope
     layers, heads = fitted.shape
-    alibi = applied is not None
+    alibi = config is not None
     reliance = stats.content_kl is not None
     positive = np.isfinite(fitted) & (fitted > 0)
     hidden = int((~positive).sum()) if alibi else 0
-    left_title = (_("fitted vs applied slope (labels: fit R²)") if alibi
+    left_title = (_("fitted slope vs slope from the config (labels: fit R²)") if alibi
                   else _("fitted slope per head"))
     titles = [left_title, _("mean attention distance")]
     if reliance:
@@ -458,11 +458,11 @@ def head_statistics_figure(stats: HeadStatistics, seq_len: int,
         style = dict(color=colors[layer], size=8)
         if alibi:
             keep = positive[layer]
-            x, y = applied[layer][keep], fitted[layer][keep]
+            x, y = config[layer][keep], fitted[layer][keep]
             fig.add_trace(go.Scatter(
                 x=x, y=y, customdata=custom[keep], mode="markers", marker=style,
                 name=layer_name.format(n=layer + 1), legendgroup=str(layer),
-                hovertemplate=where + _("applied m=%{x:.4g}") + "<br>"
+                hovertemplate=where + _("m from the config=%{x:.4g}") + "<br>"
                               + _("fitted m=%{y:.4g}") + fit + "<br>"
                               + _("KL from bias alone %{customdata[5]:.3f} nats")
                               + "<extra></extra>"), row=1, col=1)
@@ -490,15 +490,15 @@ def head_statistics_figure(stats: HeadStatistics, seq_len: int,
                 hovertemplate=where + _("KL from bias alone %{y:.3f} nats") + fit
                               + "<extra></extra>"), row=1, col=3)
     if alibi:
-        low, high = _slope_range(applied, fitted)
+        low, high = _slope_range(config, fitted)
         fig.add_trace(go.Scatter(x=[low, high], y=[low, high], mode="lines", name="y = x",
                                  line=dict(color="grey", dash="dash"), hoverinfo="skip"),
                       row=1, col=1)
-        fig.update_xaxes(type="log", title=_("applied slope m (per token)"), row=1, col=1,
+        fig.update_xaxes(type="log", title=_("slope m from the config (per token)"), row=1, col=1,
                          exponentformat="power")
         fig.update_yaxes(type="log", title=_("fitted slope"), row=1, col=1,
                          exponentformat="power")
-        reference = bias_only_mean_distance(applied[0], seq_len)
+        reference = bias_only_mean_distance(config[0], seq_len)
         fig.add_trace(go.Scatter(
             x=head_ids, y=reference, mode="markers", name=_("bias alone"),
             marker=dict(symbol="x", color="black", size=9),
@@ -531,13 +531,14 @@ def head_statistics_figure(stats: HeadStatistics, seq_len: int,
 
 # ----------------------------------------------------------------------------- (d) slopes
 
-def model_slopes_figure(slopes, effective=None, schedules=SCHEDULES, max_bias: float = 8.0,
+def model_slopes_figure(slopes, config_slopes=None, schedules=SCHEDULES, max_bias: float = 8.0,
                         name: str | None = None) -> go.Figure:
     """A model's slopes m_h (markers) against the standard schedules (thin lines), log2 y.
 
     slopes: (heads,), or (layers, heads) for a model whose layers have their own (one marker
-    series per layer). effective: the per-token slope the model's eager attention really
-    applies, drawn too when it differs from `slopes` (Falcon: 2m/sqrt(d)). name: the model's
+    series per layer). config_slopes: the per-token slope the model's eager attention applies
+    as the config and the model's code predict it (`ModelInfo.config_slopes`), drawn too when
+    it differs from `slopes` (Falcon: 2m/sqrt(d)). name: the model's
     name ("this model").
     """
     name = _("this model") if name is None else name
@@ -565,13 +566,14 @@ def model_slopes_figure(slopes, effective=None, schedules=SCHEDULES, max_bias: f
             hovertemplate=_("head %{x}") + "<br>m=%{y:.5g}<br>log2 m=%{customdata:.3f}"
                           "<extra></extra>"))
     slopes = rows.reshape(-1) if slopes.ndim == 1 else slopes
-    if effective is not None:
-        effective = np.asarray(effective, dtype=np.float64)
-        if not np.allclose(effective, slopes, rtol=1e-6):
+    if config_slopes is not None:
+        config_slopes = np.asarray(config_slopes, dtype=np.float64)
+        if not np.allclose(config_slopes, slopes, rtol=1e-6):
             fig.add_trace(go.Scatter(
-                x=np.tile(heads, effective.size // n_heads), y=effective.reshape(-1), mode="markers", name=_("per-token slope as applied (eager)"),
+                x=np.tile(heads, config_slopes.size // n_heads), y=config_slopes.reshape(-1),
+                mode="markers", name=_("per-token slope from the config (eager)"),
                 marker=dict(size=9, color="#d62728", symbol="diamond"),
-                hovertemplate=_("head %{x}") + "<br>" + _("applied slope=%{y:.5g}")
+                hovertemplate=_("head %{x}") + "<br>" + _("slope from the config=%{y:.5g}")
                               + "<extra></extra>"))
     fig.update_yaxes(type="log", title=_("slope m (log scale)"), exponentformat="power")
     fig.update_xaxes(title=_("head h"), dtick=max(1, n_heads // 16))
@@ -598,18 +600,18 @@ BEHAVIOUR_COLORS = {
 
 
 def head_statistics_labels(stats: HeadStatistics, layer: int) -> list:
-    """The fit's R² beside each point of `layer` in the fitted-vs-applied panel of
+    """The fit's R² beside each point of `layer` in the fitted-vs-config slope panel of
     `head_statistics_figure`, in the layer's colour, as trace dicts (a page adds them for the
     chosen head's layer, as it adds the rings): each on the side where it lies on no other
     label and off the tick labels, or left out (`_label_sides`). Four layers' labels of the
-    same slopes lay on each other. No traces for a model without applied slopes."""
-    applied, fitted = stats.applied_slope, stats.fitted_slope
-    if applied is None:
+    same slopes lay on each other. No traces for a model without config slopes."""
+    config, fitted = stats.config_slope, stats.fitted_slope
+    if config is None:
         return []
     keep = np.isfinite(fitted[layer]) & (fitted[layer] > 0)
-    x, y = applied[layer][keep], fitted[layer][keep]
+    x, y = config[layer][keep], fitted[layer][keep]
     texts = [number(r, 2) for r in stats.slope_fit_r2[layer][keep]]
-    sides = _label_sides(x, y, texts, _slope_range(applied, fitted))
+    sides = _label_sides(x, y, texts, _slope_range(config, fitted))
     placed = [k for k, side in enumerate(sides) if side]
     color = _layer_colors(fitted.shape[0])[layer]
     return [{"type": "scatter", "mode": "text", "x": x[placed], "y": y[placed],
@@ -625,15 +627,15 @@ def head_statistics_selection(stats: HeadStatistics, selected: tuple[int, int] |
     if selected is None:
         return []
     layer, head = selected
-    applied = stats.applied_slope
-    alibi = applied is not None
+    config = stats.config_slope
+    alibi = config is not None
     ring = {"symbol": "circle-open", "size": 18, "color": "red", "line": {"width": 2}}
     base = {"type": "scatter", "mode": "markers", "marker": ring, "hoverinfo": "skip",
             "showlegend": False}
     traces = []
     fitted = stats.fitted_slope
     if not alibi or (fitted[layer, head] > 0 and np.isfinite(fitted[layer, head])):
-        x = applied[layer, head] if alibi else head + 1
+        x = config[layer, head] if alibi else head + 1
         traces.append({**base, "x": [x], "y": [fitted[layer, head]],
                        "name": _("selected head"), "showlegend": True,
                        "xaxis": "x", "yaxis": "y"})
@@ -702,9 +704,10 @@ def behaviour_selection(selected: tuple[int, int] | None) -> list:
 
 def ablation_figure(increase, slope, slope_kind: str, height: int = 380) -> go.Figure:
     """Which heads matter (`models.ablation`): each head's loss increase when its output is
-    zeroed (nats per token) against its slope (log axis, steepest at the left): the applied
-    ALiBi slope, or for a model without one the decay fitted to its attention. One colour per
-    layer."""
+    zeroed (nats per token) against its slope (log axis, steepest at the left): the ALiBi
+    slope from the config (slope_kind "applied", the name assets/results/ablation.json keeps),
+    or for a model without one the decay fitted to its attention (slope_kind "fitted"). One
+    colour per layer."""
     increase = np.asarray(increase, dtype=float)  # (layers, heads)
     slope = np.asarray(slope, dtype=float)
     layers, heads = increase.shape

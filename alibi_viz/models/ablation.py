@@ -125,8 +125,9 @@ def heldout_windows(windows: int = ABLATION_WINDOWS, seq_len: int = 128) -> np.n
 
 def measure_shipped(log=print) -> dict:
     """Head ablation of every shipped model on `heldout_windows()`, beside each head's slope:
-    the applied ALiBi slope, or for the other models the decay fitted to its attention on the
-    same text (`heads.head_statistics`). What assets/results/ablation.json holds."""
+    the ALiBi slope from the config (`ModelInfo.config_slopes`; slope_kind "applied"), or for
+    the other models the decay fitted to its attention on the same text
+    (`heads.head_statistics`; slope_kind "fitted"). What assets/results/ablation.json holds."""
     out = {"command": "python -m alibi_viz.models.ablation", "torch": torch.__version__,
            "windows": ABLATION_WINDOWS, "models": {}}
     for name, folder in shipped_models().items():
@@ -135,8 +136,8 @@ def measure_shipped(log=print) -> dict:
         info = describe_model(model)
         windows = heldout_windows(seq_len=shipped_train_seq_len(folder))
         base, increase = head_ablation(model, windows, info.num_heads)
-        if info.applied_slopes is not None:
-            slope = np.broadcast_to(np.asarray(info.applied_slopes), increase.shape)
+        if info.config_slopes is not None:
+            slope = np.broadcast_to(np.asarray(info.config_slopes), increase.shape)
             slope_kind = "applied"
         else:
             maps = attention_maps_of_ids(model, windows[0, :-1])

@@ -258,7 +258,8 @@ def behaviour_scores(model, tokenizer, slopes=None, seed: int = 0) -> HeadBehavi
 
     Probes: CODE_PROBE (local, previous token, sink, delimiters, newlines, 90% span, content),
     a random token sequence repeated twice (induction), and one token repeated (sink control).
-    slopes: per-head slopes as applied (ALiBi models) for content_kl and the bias-only span.
+    slopes: per-head slopes from the config (ALiBi models: `ModelInfo.config_slopes`) for
+    content_kl and the bias-only span.
     """
     code = attention_maps(model, tokenizer, CODE_PROBE)
     pairs = token_pairs(tokenizer, CODE_PROBE, matching_pairs(CODE_PROBE))

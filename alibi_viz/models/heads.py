@@ -14,7 +14,7 @@ Three entry points, in the order a page uses them:
   transformers untouched) and checked against the model's own probabilities.
 * `head_statistics(maps, slopes)`: per layer and head, mean attention distance, entropy, share
   of attention within k tokens, and a slope fitted to how the attention decays
-  with distance, beside the slope the model applies.
+  with distance, beside the slope from the config (`ModelInfo.config_slopes`).
 
 For the pages, `analyze_heads` and `decomposition_view` run the first two once and keep only
 display-resolution arrays (`display.stack_view`: a few MB instead of layers x heads x T^2).
@@ -713,7 +713,8 @@ class HeadStatistics:
                       back m whenever the content s is uncorrelated with distance, however much
                       content moves the attention: a slope on y = x with a low R^2 says content
                       does the work. Read it with content_kl.
-    applied_slope: the slopes passed in, broadcast to (layers, heads); None if none given.
+    config_slope:     the slopes passed in (for ALiBi, `ModelInfo.config_slopes`: predicted
+                      from the config), broadcast to (layers, heads); None if none given.
     content_kl:       (with slopes) KL(p || q) in nats, q the attention the configured bias
                       alone gives (causal, all content scores equal), averaged over queries:
                       0 for a head that only follows its bias, large when content decides.
@@ -724,7 +725,7 @@ class HeadStatistics:
     local_share: np.ndarray
     fitted_slope: np.ndarray
     slope_fit_r2: np.ndarray
-    applied_slope: np.ndarray | None
+    config_slope: np.ndarray | None
     k: int
     max_distance: int
     content_kl: np.ndarray | None = None
@@ -831,7 +832,7 @@ def _as_maps(maps) -> list[np.ndarray]:
     return maps
 
 
-def _applied_slopes(slopes, layers: int, heads: int) -> np.ndarray | None:
+def _config_slopes(slopes, layers: int, heads: int) -> np.ndarray | None:
     """`slopes` ((heads,) or (layers, heads)) as a float64 (layers, heads) array; None for
     None; AlibiVizError for another shape."""
     if slopes is None:
@@ -847,8 +848,9 @@ def head_statistics(maps, slopes=None, k: int = 8, max_distance: int | None = No
     """Statistics of every head from its attention maps (see HeadStatistics).
 
     maps:   one (heads, T, T) array per layer (or an AttentionResult).
-    slopes: applied slopes (`ModelInfo.applied_slopes`) to set beside the fitted ones: (heads,) or (layers, heads);
-            for ALiBi models pass `info.applied_slopes`, the slope the eager path applies.
+    slopes: slopes from the config to set beside the fitted ones: (heads,) or (layers, heads);
+            for ALiBi models pass `info.config_slopes`, the slope the eager path applies as
+            the config and the model's code predict it.
     k:      distance for `local_share`.
     """
     maps = _as_maps(maps)
@@ -856,11 +858,11 @@ def head_statistics(maps, slopes=None, k: int = 8, max_distance: int | None = No
     heads, T, _keys = maps[0].shape
     k = check_int(k, "k", 0, 1 << 24)
     max_distance = max(1, T // 2) if max_distance is None else check_int(max_distance, "max_distance", 1, 1 << 24)
-    applied = _applied_slopes(slopes, layers, heads)
+    config = _config_slopes(slopes, layers, heads)
 
     distance = _distance(T)                                       # (T, T)
     buffer = torch.empty(heads, T, T)                             # one layer's, reused
-    kl = np.zeros((layers, heads)) if applied is not None else None
+    kl = np.zeros((layers, heads)) if config is not None else None
     mean_distance = np.zeros((layers, heads))
     entropy = np.zeros((layers, heads))
     local_share = np.zeros((layers, heads))
@@ -874,11 +876,11 @@ def head_statistics(maps, slopes=None, k: int = 8, max_distance: int | None = No
         entropy[layer] = entropy_rows.mean(1).numpy()
         local_share[layer] = _band_sum(p, k).double().mean(1).numpy()
         if kl is not None:
-            kl[layer] = _kl_from_bias(p, applied[layer], distance_rows, entropy_rows,
+            kl[layer] = _kl_from_bias(p, config[layer], distance_rows, entropy_rows,
                                       buffer).numpy()
         fitted[layer], r2[layer] = fit_decay_slope(attn, max_distance)
     return HeadStatistics(mean_distance=mean_distance, entropy=entropy, local_share=local_share,
-                          fitted_slope=fitted, slope_fit_r2=r2, applied_slope=applied,
+                          fitted_slope=fitted, slope_fit_r2=r2, config_slope=config,
                           k=k, max_distance=max_distance, content_kl=kl)
 
 
@@ -893,7 +895,7 @@ def stack_statistics(per_layer: list[HeadStatistics]) -> HeadStatistics:
 
     return HeadStatistics(mean_distance=rows("mean_distance"), entropy=rows("entropy"),
                           local_share=rows("local_share"), fitted_slope=rows("fitted_slope"),
-                          slope_fit_r2=rows("slope_fit_r2"), applied_slope=rows("applied_slope"),
+                          slope_fit_r2=rows("slope_fit_r2"), config_slope=rows("config_slope"),
                           k=first.k, max_distance=first.max_distance,
                           content_kl=rows("content_kl"))
 
@@ -1003,13 +1005,13 @@ def analyze_heads(model, tokenizer, text, max_tokens: int | None = None, slopes=
     if (LAYER_ARRAYS + DECOMPOSITION_ARRAYS) * facts.heads * 4 * T**2 > budget:
         split_layers = ()  # the split does not fit beside the maps: decomposition_views cuts it
     hover_side = max(2, int(math.sqrt(hover_cells / facts.heads)))
-    applied = _applied_slopes(slopes, facts.layers, facts.heads)
+    config = _config_slopes(slopes, facts.layers, facts.heads)
     modules = attention_modules(model, facts.layers)
     owner, inputs = threading.get_ident(), {}
     stats, views, splits = {}, {}, {}
 
     def reduce(layer: int, maps: np.ndarray) -> None:  # one layer's (heads, T, T) float32
-        stats[layer] = head_statistics([maps], slopes=None if applied is None else applied[layer])
+        stats[layer] = head_statistics([maps], slopes=None if config is None else config[layer])
         views[layer] = stack_view(maps, pixel_budget=pixel_budget, hover_side=hover_side,
                                   reduce="max")
         if progress is not None:

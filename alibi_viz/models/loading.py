@@ -25,9 +25,9 @@ architectures of transformers the bias is added differently from the paper's
 * Falcon (`alibi=True`) builds `m * j` in bfloat16 (slopes rounded to 8 bits, the product
   rounded again), scales it by 1/sqrt(d), and its eager path adds it twice: once inside
   `(QK^T + alibi) / sqrt(d)` and once more through the attention mask. The probabilities the
-  eager path returns therefore use an applied slope of `2 * m / sqrt(d)`, while the sdpa
-  path (what generation uses by default) adds it once, `m / sqrt(d)`. Both are flagged in
-  `ModelInfo.warnings`.
+  eager path returns therefore use a slope of `2 * m / sqrt(d)` per token
+  (`ModelInfo.config_slopes`), while the sdpa path (what generation uses by default) adds it
+  once, `m / sqrt(d)`. Both are flagged in `ModelInfo.warnings`.
 
 Large models: pass `device_map="auto"`, which is handed to `from_pretrained` unchanged and
 needs the optional package `accelerate` (`pip install accelerate`); layers that do not fit on
@@ -156,7 +156,10 @@ class ModelInfo:
                                            # (alibi-viz's learnable-slope variant, layer_slopes)
     slope_schedule: str | None = None                  # alibi_slopes schedule they match, or None
     matching_schedules: tuple[str, ...] = ()            # every schedule they match
-    applied_slopes: tuple | None = None  # per-token bias on the eager logits, shaped as slopes
+    config_slopes: tuple | None = None  # the per-token slope the eager logits carry, as the
+                                        # config and the model's code predict it (Falcon:
+                                        # 2m/sqrt(d)), shaped as slopes; the conformance
+                                        # check measures it (HeadCheck.measured_slope)
     declared_context: int | None = None  # context length the config declares, if known
     max_positions: int | None = None    # hard input limit (an absolute position table), else None
     warnings: tuple[str, ...] = ()      # departures from the paper, to flag in the app
@@ -169,9 +172,10 @@ class ModelInfo:
         """True when every layer has its own slopes (slopes is (layers, heads))."""
         return bool(self.slopes) and isinstance(self.slopes[0], tuple)
 
-    def slopes_of(self, layer: int, applied: bool = False) -> tuple[float, ...] | None:
-        """(heads,) slopes of one layer (0-based): as the builder makes them, or as applied."""
-        slopes = self.applied_slopes if applied else self.slopes
+    def slopes_of(self, layer: int, config_slopes: bool = False) -> tuple[float, ...] | None:
+        """(heads,) slopes of one layer (0-based): as the builder makes them, or (config_slopes)
+        per token on the eager logits as the config predicts them."""
+        slopes = self.config_slopes if config_slopes else self.slopes
         if slopes is None:
             return None
         return slopes[layer] if self.per_layer else slopes
@@ -694,8 +698,8 @@ def bias_form(model) -> str:
         return N_("+m*(j-(L-1)) added to QK^T*softmax_scale (row-constant form of -m*(i-j)), not "
                   "scaled")
     if config.model_type == "falcon" and config.alibi:
-        return N_("eager: (QK^T + m*j)/sqrt(d) + m*j/sqrt(d), the bias added twice (applied "
-                  "slope 2m/sqrt(d)); sdpa adds it once (m/sqrt(d)); m*j built in bfloat16")
+        return N_("eager: (QK^T + m*j)/sqrt(d) + m*j/sqrt(d), the bias added twice (a slope of "
+                  "2m/sqrt(d) per token); sdpa adds it once (m/sqrt(d)); m*j built in bfloat16")
     scheme = positional_scheme(model)
     if scheme == "rope":
         return N_("no additive bias: rotary embeddings rotate q and k, so position is inside QK^T")
@@ -729,7 +733,8 @@ def _nested(values: np.ndarray) -> tuple:
 
 
 def _alibi_details(model, slopes: np.ndarray, head_dim: int) -> tuple[np.ndarray, list, dict]:
-    """(applied slopes on the eager logits, warnings, extra facts) for an ALiBi model."""
+    """(per-token slopes on the eager logits as the config predicts them, warnings, extra
+    facts) for an ALiBi model."""
     config, heads = model.config, slopes.shape[-1]
     warnings, extra = [], {}
     if config.model_type == "falcon":
@@ -788,13 +793,13 @@ def describe_model(model, path: str = "", notes=(), declared_context: int | None
         max_positions=learned_positions(model),
         notes=tuple(notes))
     if slopes is not None:
-        effective, warnings, extra = _alibi_details(model, slopes, head_dim)
+        config_slopes, warnings, extra = _alibi_details(model, slopes, head_dim)
         schedules = matching_schedules(slopes, config.model_type)
         if not schedules:
             warnings.append(Message(N_("The slopes match none of the official, MPT or geometric "
                                        "schedules.")))
         info.update(slopes=_nested(slopes), slope_schedule=schedules[0] if schedules else None,
-                    matching_schedules=schedules, applied_slopes=_nested(effective),
+                    matching_schedules=schedules, config_slopes=_nested(config_slopes),
                     warnings=tuple(warnings), extra=extra)
     elif scheme == "alibi":
         info.update(warnings=(Message(N_("'{type}' uses ALiBi, but alibi-viz cannot read its "
@@ -853,8 +858,9 @@ def model_info_rows(info: ModelInfo, training: dict | None = None) -> list[dict]
                      for i, row in enumerate(info.slopes)]
         else:
             rows.append((_("slopes m"), _slope_list(info.slopes)))
-        if info.applied_slopes is not None and not np.allclose(info.applied_slopes, info.slopes):
-            rows.append((_("slopes as applied"), _slope_list(np.ravel(info.applied_slopes))))
+        if info.config_slopes is not None and not np.allclose(info.config_slopes, info.slopes):
+            rows.append((_("slopes from the config, per token on the eager logits"),
+                         _slope_list(np.ravel(info.config_slopes))))
     length = train_seq_len(info, training)
     known = isinstance((training or {}).get("train_seq_len"), int)
     rows.append((_("training length"), (tokens(length) + ("" if known else

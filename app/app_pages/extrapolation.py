@@ -284,7 +284,7 @@ def reach_section(info, path, model: str, train_seq_len: int, kind: str):
     view.reach_method_ui(train_seq_len, max(REACH_CONTEXTS))
     view.reach_results_ui(assets.load_reach_results(), train_seq_len)
     if info is not None and info.slopes:
-        view.win_half_ui(tuple(info.applied_slopes or info.slopes), LONG_FACTOR * train_seq_len)
+        view.win_half_ui(tuple(info.config_slopes or info.slopes), LONG_FACTOR * train_seq_len)
     left, right = st.columns(2)
     with left:
         st.markdown(_("**Re-run a reach curve live** ({model}, contexts up to {longest} "

@@ -133,8 +133,8 @@ def cache_ui(allowed: bool) -> tuple[str, str | None]:
 
 
 @ui.cached_figure(max_entries=16)
-def slopes_fig(slopes: tuple, effective: tuple | None, name: str):
-    return model_slopes_figure(slopes, effective, name=name)
+def slopes_fig(slopes: tuple, config_slopes: tuple | None, name: str):
+    return model_slopes_figure(slopes, config_slopes, name=name)
 
 
 def markdown_text(text: str) -> str:
@@ -187,7 +187,7 @@ def info_ui(loaded) -> None:
                          "added to the scores unscaled."), icon="✅")
     if info.slopes:
         try:
-            fig = slopes_fig(info.slopes, info.applied_slopes, info.architecture)
+            fig = slopes_fig(info.slopes, info.config_slopes, info.architecture)
         except AlibiVizError as exc:
             st.info(str(exc))
         else:
