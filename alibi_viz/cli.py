@@ -47,10 +47,12 @@ length (default 256); --dtype, --attn and --no-decode as for `check`. Exit statu
 (whatever the verdict: the report says it), 2 a usage, load or write error (one line on
 stderr).
 
-JSON report, schema "alibi-viz.conformance/1" (layers and heads are 0-based; numbers that are
-not finite, NaN or infinite outputs, are null):
+JSON report, schema "alibi-viz.conformance/2" (layers and heads are 0-based; numbers that are
+not finite, NaN or infinite outputs, are null). /2 renamed each head's applied_slope of /1 to
+measured_slope (the slope the probe measured, apart from the slope the config predicts);
+nothing else changed:
 
-    schema          "alibi-viz.conformance/1"
+    schema          "alibi-viz.conformance/2"
     model           MODEL as given; path: the folder it resolved to
     architecture    e.g. "BloomForCausalLM"; model_type: e.g. "bloom"
     dtype, attn     what was checked: "float32" ..., "eager" or "sdpa"
@@ -71,13 +73,15 @@ not finite, NaN or infinite outputs, are null):
                     counts ({verdict: heads} of what no explanation covers), logits and attention
                     (the decode or padding differences)
     expected_form   the form the expected slopes take, in words
-    schedule        the standard schedule the applied slopes follow, or null
+    schedule        the standard schedule the measured slopes follow, or null
     probe_length    tokens in the probe
     thresholds      every tolerance used: dtype, read_dtype, eps, schedule_rounding, slope_rtol,
                     slope_atol, offset_tol, min_log_prob, min_queries, decode_rtol,
                     attention_tol (alibi_viz.models.conformance.Thresholds)
-    heads           one object per head: layer, head, ok, verdict, expected_slope,
-                    applied_slope, ratio, offset, clip_at (or null), detail, reach
+    heads           one object per head: layer, head, ok, verdict, expected_slope (from the
+                    config, by alibi-viz's own rule), measured_slope (what the probe read),
+                    ratio (measured / expected), offset, clip_at (or null), detail, reach,
+                    resolution
     decode          null with --no-decode, else logits, layers (per layer), padding_logits,
                     padding_layers, logits_tolerance, attention_tolerance, ok, padding_ok
     notes           list of English sentences
@@ -99,7 +103,7 @@ from alibi_viz import i18n
 from alibi_viz.alibi import SCHEDULES
 from alibi_viz.errors import AlibiVizError
 
-SCHEMA = "alibi-viz.conformance/1"
+SCHEMA = "alibi-viz.conformance/2"
 DTYPE_NAMES = ("float32", "bfloat16", "float16")
 DEFAULT_REPORT_TOKENS, MAX_REPORT_TOKENS = 256, 2048
 EXIT_CONFORMS, EXIT_DOES_NOT_CONFORM, EXIT_ERROR, EXIT_INCONCLUSIVE = 0, 1, 2, 3
@@ -248,10 +252,10 @@ def markdown_report(report: dict) -> str:
     lines += ["", f"{len(report['heads']) - len(failing)} of {len(report['heads'])} heads "
               "conform."]
     if failing:
-        lines += ["", "| layer | head | verdict | expected | applied | ratio | detail |",
+        lines += ["", "| layer | head | verdict | expected | measured | ratio | detail |",
                   "|---:|---:|---|---:|---:|---:|---|"]
         lines += [f"| {h['layer'] + 1} | {h['head'] + 1} | {h['verdict']} | "
-                  f"{_number(h['expected_slope'])} | {_number(h['applied_slope'])} | "
+                  f"{_number(h['expected_slope'])} | {_number(h['measured_slope'])} | "
                   f"{_number(h['ratio'])} | {h['detail'].replace('|', '/') or '-'} |"
                   for h in failing[:MARKDOWN_HEADS]]
         if len(failing) > MARKDOWN_HEADS:
@@ -296,10 +300,10 @@ def human_report(report: dict, summary: bool | None = None) -> str:
         lines.append("heads:")
     if listed:
         lines.append(f"  {'layer':>5} {'head':>4}  {'verdict':<12} {'expected':>10} "
-                     f"{'applied':>10} {'ratio':>7} {'offset':>8} {'clip':>5}  detail")
+                     f"{'measured':>10} {'ratio':>7} {'offset':>8} {'clip':>5}  detail")
     for h in listed:
         lines.append(f"  {h['layer'] + 1:>5} {h['head'] + 1:>4}  {h['verdict']:<12} "
-                     f"{_number(h['expected_slope']):>10} {_number(h['applied_slope']):>10} "
+                     f"{_number(h['expected_slope']):>10} {_number(h['measured_slope']):>10} "
                      f"{_number(h['ratio']):>7} {_number(h['offset']):>8} "
                      f"{h['clip_at'] if h['clip_at'] is not None else '-':>5}  {h['detail']}")
     decode = report["decode"]

@@ -220,7 +220,7 @@ def check_sentence(check) -> str:
 
 def show_check(check, *, width: int = NOTEBOOK_WIDTH_PX) -> go.Figure:
     """The conformance check's verdicts, layer x head (`figures.heads.verdict_grid_figure`:
-    expected and applied slope of each head on hover), the diagnosis as the subtitle.
+    expected and measured slope of each head on hover), the diagnosis as the subtitle.
 
     check: what `check_alibi(model, tokenizer)` returns (an AlibiCheck). width: the width in
     px the texts are fitted to."""

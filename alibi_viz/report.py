@@ -248,13 +248,13 @@ def _check_section(check, error: str | None, figures: _Figures) -> str:
     parts += [f'<div class="warning">{_e(note)}</div>' for note in check.notes]
     parts.append(figures.html(show_check(check, width=REPORT_WIDTH_PX), fit=False))
     heads = [{"layer": h["layer"] + 1, "head": h["head"] + 1, "verdict": h["verdict"],
-              "expected m": h["expected_slope"], "applied m": h["applied_slope"],
+              "expected m": h["expected_slope"], "measured m": h["measured_slope"],
               "ratio": h["ratio"], "offset": h["offset"], "clip at": h["clip_at"],
               "detail": h["detail"] or ""} for h in data["heads"]]
     parts.append(f"<details{'' if check.ok else ' open'}><summary>Every head "
-                 f"({len(heads)}): expected and applied slope per token, on the pre-softmax "
+                 f"({len(heads)}): expected and measured slope per token, on the pre-softmax "
                  "logits (layers and heads 1-based)</summary>"
-                 + table(heads, numeric=("layer", "head", "expected m", "applied m", "ratio",
+                 + table(heads, numeric=("layer", "head", "expected m", "measured m", "ratio",
                                          "offset", "clip at")) + "</details>")
     if check.decode is None:
         parts.append("<p>Prefill vs cached decoding and left padding: not checked.</p>")

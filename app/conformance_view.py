@@ -53,7 +53,7 @@ def head_rows(check) -> list[dict]:
     names are msgids): what the verdict grid shows only on hover."""
     return [{N_("layer"): h.layer + 1, N_("head"): h.head + 1,
              N_("verdict"): _(VERDICT_TITLES.get(h.verdict, h.verdict)),
-             N_("expected m"): h.expected_slope, N_("applied m"): h.applied_slope,
+             N_("expected m"): h.expected_slope, N_("measured m"): h.measured_slope,
              N_("ratio"): h.ratio, N_("offset (logits)"): h.offset,
              N_("clip at"): "-" if h.clip_at is None else int(h.clip_at),
              N_("detail"): h.detail or "-"}
@@ -107,7 +107,7 @@ def show(prefix: str, model, tokenizer, info, model_key: tuple,
                  "flipped; other schedule; permuted (another head's slope); offset (a jump "
                  "between a key at distance 0 and 1: not a row constant); missing; clipped "
                  "(stops growing). A constant added to a whole row is harmless and passes."))
-    with st.expander(_("Every head as text: verdict, expected and applied slope, detail"),
+    with st.expander(_("Every head as text: verdict, expected and measured slope, detail"),
                      expanded=not check.ok):
         ui.table(head_rows(check))
     if check.decode is not None:

@@ -300,7 +300,7 @@ def test_verdicts_are_in_the_page_as_text():
     at.button(key="im_zoo_check_run").click().run()
     assert not at.exception
     table = at.table[0].value
-    assert list(table.columns) == ["layer", "head", "verdict", "expected m", "applied m",
+    assert list(table.columns) == ["layer", "head", "verdict", "expected m", "measured m",
                                    "ratio", "offset (logits)", "clip at", "detail"]
     config = broken_model("twice").config  # the model the page checks
     rows = [(int(layer), int(head)) for layer, head in table[["layer", "head"]].values]

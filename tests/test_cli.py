@@ -7,11 +7,13 @@ the JSON report's schema."""
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import run_process
 from model_factory import byte_tokenizer
 
 from alibi_viz.cli import SCHEMA
+from alibi_viz.models.loading import describe_model
 from alibi_viz.models.zoo import tiny_model
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -72,6 +74,30 @@ def test_model_that_does_not_conform_exits_1_with_its_diagnosis(tmp_path, cli):
     assert len(rows) == layers * heads  # the per-head table: one row per layer and head
     data = json.loads(report.read_text())
     assert data["diagnosis"][0]["evidence"]["factor_name"] == "twice" and data["decode"] is None
+
+
+def test_json_report_schema_2_names_the_measured_slope(tmp_path, cli):
+    """Schema alibi-viz.conformance/2: every head carries exactly the documented keys, the slope
+    the probe measured as measured_slope (renamed from /1). On transformers' eager Falcon that
+    is the slope the config predicts for the eager logits (ModelInfo.config_slopes, 2m/sqrt(d)),
+    twice expected_slope; the text table heads its column "measured"."""
+    folder = save(tmp_path / "falcon", "falcon")
+    report = tmp_path / "falcon.json"
+    done = cli("check", folder, "--no-decode", "--json", report)
+    assert done.returncode == 1, done.stderr
+    assert "measured" in done.stdout.split("heads:")[1].splitlines()[1]
+    data = json.loads(report.read_text())
+    assert data["schema"] == SCHEMA == "alibi-viz.conformance/2"
+    assert all(set(h) == {"layer", "head", "ok", "verdict", "expected_slope", "measured_slope",
+                          "ratio", "offset", "clip_at", "detail", "reach", "resolution"}
+               for h in data["heads"])
+    config_slopes = describe_model(tiny_model("falcon", 8)).config_slopes
+    heads = len(config_slopes)
+    measured = [h["measured_slope"] for h in data["heads"]]
+    expected = [h["expected_slope"] for h in data["heads"]]
+    np.testing.assert_allclose(measured, np.tile(config_slopes, len(measured) // heads),
+                               rtol=1e-3)
+    np.testing.assert_allclose(measured, 2 * np.array(expected), rtol=1e-3)
 
 
 def test_sdpa_and_dtype_options_reach_the_check(tmp_path, cli):

@@ -95,7 +95,7 @@ def test_a_head_with_3x_its_slope_is_not_passed_in_bfloat16():
                         decode=False)
     assert not check.ok
     assert check.heads[0][20].verdict != "conforms"
-    assert check.heads[0][20].applied_slope == pytest.approx(3.4 * alibi_slopes(32)[20],
+    assert check.heads[0][20].measured_slope == pytest.approx(3.4 * alibi_slopes(32)[20],
                                                              rel=0.05)
     assert sum(h.verdict != "conforms" for h in check.heads[0]) == 1
 
@@ -106,7 +106,7 @@ def test_small_slopes_are_judged_in_bfloat16():
     check = check_alibi(tiny_model("bloom", 32, layers=1, dtype=torch.bfloat16), decode=False)
     assert check.ok, check.problems()
     assert not check.notes
-    np.testing.assert_allclose(check.applied()[0], alibi_slopes(32), rtol=0.01)
+    np.testing.assert_allclose(check.measured()[0], alibi_slopes(32), rtol=0.01)
 
 
 # ----------------------------------------------------------------------------- sign and order

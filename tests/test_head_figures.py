@@ -473,7 +473,7 @@ def test_verdict_grid_has_a_legend_naming_each_colours_verdict():
 
     def check(verdicts):
         heads = [[HeadCheck(layer=layer, head=h, ok=v == "conforms", verdict=v, expected_slope=0.5,
-                            applied_slope=0.5, ratio=1.0, offset=0.0)
+                            measured_slope=0.5, ratio=1.0, offset=0.0)
                   for h, v in enumerate(row)] for layer, row in enumerate(verdicts)]
         return AlibiCheck(heads=heads, decode=None, expected_form="+m*j", schedule=None,
                           probe_length=64)

@@ -132,7 +132,7 @@ def test_conformance_checks_each_layer_against_its_own_slopes(tmp_path, monkeypa
     model, tokenizer, _info = load_model(tmp_path)
     check = check_alibi(model, tokenizer)
     assert check.verdict == "conforms", [f.summary for f in check.diagnosis]
-    np.testing.assert_allclose(check.applied(),
+    np.testing.assert_allclose(check.measured(),
                                np.array([[h.expected_slope for h in row] for row in check.heads]),
                                rtol=1e-3)
 

@@ -15,7 +15,7 @@ from alibi_viz.models.rescale import interpolation_scale, slope_scale
 IDS = list(range(3, 3 + 24))
 
 
-def applied_slopes(model) -> np.ndarray:
+def measured_slopes(model) -> np.ndarray:
     """The slope each head applies, read from a model run on one repeated token: with equal
     content scores the attention of the last query decays as exp(-m d)."""
     maps = attention_maps_of_ids(model, [7] * 24)[0]  # layer 1: (heads, T, T)
@@ -29,17 +29,17 @@ def test_scaled_slopes_are_the_scale_times_transformers_slopes():
     model = tiny_model("bloom", vocab_size=259)
     heads = model.config.n_head
     reference = build_alibi_tensor(torch.ones(1, 2), heads, torch.float64)[:, 0, 1].numpy()
-    np.testing.assert_allclose(applied_slopes(model), reference, rtol=1e-4)
+    np.testing.assert_allclose(measured_slopes(model), reference, rtol=1e-4)
     with slope_scale(model, 0.25):
-        np.testing.assert_allclose(applied_slopes(model), 0.25 * reference, rtol=1e-4)
-    np.testing.assert_allclose(applied_slopes(model), reference, rtol=1e-4)
+        np.testing.assert_allclose(measured_slopes(model), 0.25 * reference, rtol=1e-4)
+    np.testing.assert_allclose(measured_slopes(model), reference, rtol=1e-4)
 
 
 def test_a_scale_in_one_thread_does_not_reach_another():
     """Two sessions share one cached model: a scale set in one thread leaves the other's run
     as trained."""
     model = tiny_model("bloom", vocab_size=259)
-    before = applied_slopes(model)
+    before = measured_slopes(model)
     seen, inside, done = {}, threading.Event(), threading.Event()
 
     def scaled():
@@ -50,7 +50,7 @@ def test_a_scale_in_one_thread_does_not_reach_another():
     worker = threading.Thread(target=scaled)
     worker.start()
     inside.wait(30)
-    seen["other"] = applied_slopes(model)
+    seen["other"] = measured_slopes(model)
     done.set()
     worker.join()
     np.testing.assert_allclose(seen["other"], before, rtol=1e-6)

@@ -807,7 +807,7 @@ VERDICT_COLORS = {"conforms": "#2ca02c", "scaled": "#ff7f0e", "sign_flipped": "#
 
 def verdict_grid_figure(check, height: int | None = None) -> go.Figure:
     """Layer x head grid of a conformance check (`conformance.AlibiCheck`): each cell coloured
-    by its verdict, with expected vs applied slope and the detail on hover."""
+    by its verdict, with expected vs measured slope and the detail on hover."""
     layers, heads = len(check.heads), len(check.heads[0])
     fig = go.Figure()
     for verdict, color in VERDICT_COLORS.items():
@@ -818,12 +818,12 @@ def verdict_grid_figure(check, height: int | None = None) -> go.Figure:
         fig.add_trace(go.Scatter(
             x=[c.head + 1 for c in cells], y=[c.layer + 1 for c in cells], mode="markers",
             name=shown,
-            customdata=[[c.expected_slope, c.applied_slope, c.ratio, c.detail or "-"]
+            customdata=[[c.expected_slope, c.measured_slope, c.ratio, c.detail or "-"]
                         for c in cells],
             marker=dict(symbol="square", size=26, color=color, line=dict(color="white", width=1)),
             hovertemplate=(_("layer %{y}, head %{x}") + ": " + shown + "<br>"
                            + _("expected m=%{customdata[0]:.5g}") + "<br>"
-                           + _("applied m=%{customdata[1]:.5g}") + "<br>"
+                           + _("measured m=%{customdata[1]:.5g}") + "<br>"
                            + _("ratio %{customdata[2]:.4g}")
                            + "<br>%{customdata[3]}<extra></extra>")))
     fig.update_xaxes(title=_("head"), tickvals=list(range(1, heads + 1)),
@@ -834,7 +834,7 @@ def verdict_grid_figure(check, height: int | None = None) -> go.Figure:
     # legend of a single trace, so a model whose heads all conform had no key to its colour).
     fig.update_layout(height=height or max(240, 34 * layers + 150), plot_bgcolor="white",
                       margin=dict(l=60, r=20, t=50, b=40), showlegend=True,
-                      title=_("Applied bias per head (probe: one token x {n})").format(
+                      title=_("Measured bias per head (probe: one token x {n})").format(
                           n=check.probe_length),
                       legend=dict(orientation="h", y=-0.2, yanchor="top", x=0.5,
                                   xanchor="center"))

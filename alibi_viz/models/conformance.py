@@ -14,10 +14,10 @@ That reads what the model really computes, bugs included, in its own attention p
 softmaxed in float64 as sdpa does). The check verifies the identical-states premise on the
 probe itself and raises AlibiVizError when it fails (a model that also adds learned or
 sinusoidal positions). From each head's averaged curve y(d) = b(d) - b(0) it fits, weighting
-each distance by the queries that saw it, the applied slope m (y = a - m d), the offset a (a
+each distance by the queries that saw it, the measured slope m (y = a - m d), the offset a (a
 jump between d = 0 and d = 1) and a clip point (y stops changing after N tokens).
 
-Diagnose the model first, then the heads. The whole set of applied slopes of a layer is fitted
+Diagnose the model first, then the heads. The whole set of measured slopes of a layer is fitted
 to the explanations a port can have, simplest first, and the first that fits every head is the
 diagnosis (`AlibiCheck.diagnosis`, a list of `Finding`s; layers with the same explanation are
 merged):
@@ -75,7 +75,7 @@ probabilities are read in the model's dtype on the eager path, recomputed in flo
                 this, RESOLUTION_SE standard errors of its fitted slope (from the fit's
                 residuals), RESOLUTION_SPREAD times the spread of its slope between the
                 probe's tokens (PROBE_TOKENS: the bias is the same for each, the content is
-                not; the applied slope is their median) and the bias's own rounding (eps m_h
+                not; the measured slope is their median) and the bias's own rounding (eps m_h
                 at the probe's far keys, over the distances read): what the probe really
                 measured (a 16-bit model rounds its probabilities and hidden states; content
                 logits far larger than the bias leave it a few bits). A head read coarser than UNJUDGED_FRACTION of its
@@ -170,15 +170,15 @@ class Thresholds:
 
 @dataclass
 class HeadCheck:
-    """One head: what it applies and its verdict. Slopes are per token, on the pre-softmax
-    logits; layer and head are 0-based."""
+    """One head: the slope it should apply, the slope the probe measured, and its verdict.
+    Slopes are per token, on the pre-softmax logits; layer and head are 0-based."""
 
     layer: int
     head: int
     ok: bool
     verdict: str
-    expected_slope: float
-    applied_slope: float
+    expected_slope: float  # from this project's rule for the config (`rule_slopes`)
+    measured_slope: float  # fitted to the bias the probe reads from the model
     ratio: float
     offset: float
     clip_at: int | None = None
@@ -239,7 +239,7 @@ class AlibiCheck:
     heads: list[list[HeadCheck]]
     decode: DecodeCheck | None
     expected_form: str
-    schedule: str | None  # the standard schedule the applied slopes follow, if one does
+    schedule: str | None  # the standard schedule the measured slopes follow, if one does
     probe_length: int
     notes: list[str] = field(default_factory=list)
     diagnosis: list[Finding] = field(default_factory=list)  # empty when the model conforms
@@ -265,9 +265,9 @@ class AlibiCheck:
         """(layers, heads) array of verdict names."""
         return np.array([[h.verdict for h in row] for row in self.heads], dtype=object)
 
-    def applied(self) -> np.ndarray:
-        """(layers, heads) applied slopes."""
-        return np.array([[h.applied_slope for h in row] for row in self.heads])
+    def measured(self) -> np.ndarray:
+        """(layers, heads) measured slopes."""
+        return np.array([[h.measured_slope for h in row] for row in self.heads])
 
     def to_dict(self) -> dict:
         """Plain JSON-ready values (the schema is in alibi_viz/cli.py); non-finite numbers are
@@ -436,15 +436,15 @@ def _builder_phrase(explained, built, rule) -> str:
         order=_order_phrase(evidence))
 
 
-def mpt_bias_max_note(model, applied_max_bias: float | None) -> str | None:
+def mpt_bias_max_note(model, measured_max_bias: float | None) -> str | None:
     """For an MPT config whose alibi_bias_max is not 8: the three facts, in one sentence:
     what the config says, what transformers' MPT does (always 8), what the model does
-    (`applied_max_bias`, None when its slopes follow neither). None otherwise."""
+    (`measured_max_bias`, None when its slopes follow neither). None otherwise."""
     config = model.config
     if config.model_type != "mpt" or _mpt_bias_max(config) == 8.0:
         return None
     does = (_("this model applies alibi_bias_max {value}").format(
-        value=formatted(applied_max_bias, "g")) if applied_max_bias is not None else
+        value=formatted(measured_max_bias, "g")) if measured_max_bias is not None else
             _("this model's slopes follow neither"))
     return _("MPT's config asks for alibi_bias_max {config}; transformers' MPT ignores it and "
              "always builds its slopes with 8; {does}.").format(
@@ -706,7 +706,7 @@ def _clip_point(x, y, w, rss_line: float, th: Thresholds) -> tuple[int | None, f
 
 def _fit_head(y: np.ndarray, n: np.ndarray, th: Thresholds) -> tuple[float, float, int | None,
                                                                       int, float]:
-    """(applied slope, offset, clip point or None, reach, slope's standard error) of one
+    """(measured slope, offset, clip point or None, reach, slope's standard error) of one
     head's curve, fitted over the distances d >= 1 that at least th.min_queries queries read
     (or half the most any distance got, when underflow leaves fewer: a steep head read in
     float16, or the decode probe's few queries), weighted by their count. The standard error
@@ -733,12 +733,12 @@ def _close(a, b, th: Thresholds) -> np.ndarray:
     return np.abs(a - b) <= th.slope_rtol * np.maximum(np.abs(a), np.abs(b)) + th.slope_atol
 
 
-def _factor(applied: np.ndarray, reference: np.ndarray, th: Thresholds) -> float:
-    """The constant k that best maps reference onto applied, each head weighted by how
+def _factor(measured: np.ndarray, reference: np.ndarray, th: Thresholds) -> float:
+    """The constant k that best maps reference onto measured, each head weighted by how
     precisely the probe reads it (so slopes below resolution barely count)."""
     w = 1.0 / (th.slope_rtol * np.abs(reference) + th.slope_atol) ** 2
     den = (w * reference * reference).sum()
-    return float((w * applied * reference).sum() / den) if den > 0 else math.nan
+    return float((w * measured * reference).sum() / den) if den > 0 else math.nan
 
 
 def _named_factors(head_dim: int) -> list[tuple[str, float]]:
@@ -787,14 +787,14 @@ def _schedule_candidates(heads: int, scale: float, reference: np.ndarray, th: Th
     return out
 
 
-def _max_bias_candidate(applied, configured, scale, heads, th, ref_max_bias: float = 8.0):
+def _max_bias_candidate(measured, configured, scale, heads, th, ref_max_bias: float = 8.0):
     """(key, evidence, slopes) of the official schedule with the max_bias that fits, or None.
     Official slopes are 2^(-max_bias x e_h): log2 of the slopes scale with max_bias.
     ref_max_bias: the configured one (MPT's alibi_bias_max; 8 elsewhere)."""
     ref = configured / scale
-    if (applied <= 0).any() or (ref <= 0).any() or (ref >= 1).any():
+    if (measured <= 0).any() or (ref <= 0).any() or (ref >= 1).any():
         return None
-    r = _factor(np.log2(applied / scale), np.log2(ref), th)
+    r = _factor(np.log2(measured / scale), np.log2(ref), th)
     if not math.isfinite(r) or r <= 0:
         return None
     max_bias = float(round(ref_max_bias * r))  # ports set a whole number (4, 8, 16, ...)
@@ -806,40 +806,40 @@ def _max_bias_candidate(applied, configured, scale, heads, th, ref_max_bias: flo
             alibi_slopes(heads, "official", max_bias) * scale)
 
 
-def _explain_slopes(applied, expected, scale, head_dim, th, ref_max_bias: float = 8.0):
+def _explain_slopes(measured, expected, scale, head_dim, th, ref_max_bias: float = 8.0):
     """(verdict, key, evidence, predicted slopes) of the simplest explanation of one layer's
-    applied slopes, or None when none fits every head. ref_max_bias: the configured max_bias
+    measured slopes, or None when none fits every head. ref_max_bias: the configured max_bias
     of the expected slopes (MPT's alibi_bias_max)."""
     heads = expected.size
-    if _close(applied, expected, th).all():
+    if _close(measured, expected, th).all():
         return "conforms", ("conforms",), {}, expected
-    if _close(applied, 0.0, th).all():
+    if _close(measured, 0.0, th).all():
         return "missing", ("missing",), {}, np.zeros_like(expected)
-    shard = _explain_missing_shards(applied, expected, th)
+    shard = _explain_missing_shards(measured, expected, th)
     if shard is not None:
         return shard
-    k = _factor(applied, expected, th)
+    k = _factor(measured, expected, th)
     if (math.isfinite(k) and abs(k - 1) > 2 * th.slope_rtol
-            and _close(applied, k * expected, th).all()):
+            and _close(measured, k * expected, th).all()):
         verdict = "sign_flipped" if k < 0 else "scaled"
         name = None if abs(abs(k) - 1) <= 2 * th.slope_rtol else _factor_name(abs(k), head_dim,
                                                                                th)
         label = name or ("one" if abs(abs(k) - 1) <= 2 * th.slope_rtol else f"{abs(k):.2g}")
         return verdict, (verdict, label), {"factor": k, "factor_name": name}, k * expected
-    if (applied < 0).sum() > heads / 2:  # the bias grows with distance: what else is wrong?
-        inner = _explain_slopes(-applied, expected, scale, head_dim, th, ref_max_bias)
+    if (measured < 0).sum() > heads / 2:  # the bias grows with distance: what else is wrong?
+        inner = _explain_slopes(-measured, expected, scale, head_dim, th, ref_max_bias)
         if inner is not None and inner[0] not in ("conforms", "missing", "scaled"):
             verdict, key, evidence, predicted = inner
             return ("sign_flipped", ("sign_flipped", *key), {**evidence, "inner": verdict},
                     -predicted)
     schedules = _schedule_candidates(heads, scale, expected, th, ref_max_bias)
-    extra = _max_bias_candidate(applied, expected, scale, heads, th, ref_max_bias)
+    extra = _max_bias_candidate(measured, expected, scale, heads, th, ref_max_bias)
     if extra is not None:
         schedules.append(extra)
     for key, evidence, slopes in schedules:
-        if _close(applied, slopes, th).all():
+        if _close(measured, slopes, th).all():
             return "schedule", ("schedule", *key), dict(evidence), slopes
-    permutation = _explain_order(applied, expected, th)
+    permutation = _explain_order(measured, expected, th)
     if permutation is not None:
         key, evidence, slopes = permutation
         return "permuted", ("permuted", *key), evidence, slopes
@@ -847,10 +847,10 @@ def _explain_slopes(applied, expected, scale, head_dim, th, ref_max_bias: float 
         if value < 0:
             continue
         for key, evidence, slopes in schedules:
-            if _close(applied, value * slopes, th).all():
+            if _close(measured, value * slopes, th).all():
                 return ("schedule", ("schedule", *key, name),
                         {**evidence, "factor": value, "factor_name": name}, value * slopes)
-        permutation = _explain_order(applied, value * expected, th)
+        permutation = _explain_order(measured, value * expected, th)
         if permutation is not None:
             key, evidence, slopes = permutation
             return ("permuted", ("permuted", *key, name),
@@ -858,13 +858,13 @@ def _explain_slopes(applied, expected, scale, head_dim, th, ref_max_bias: float 
     return None
 
 
-def _explain_missing_shards(applied, expected, th):
+def _explain_missing_shards(measured, expected, th):
     """(verdict "missing", key, evidence, slopes) when the heads that apply no bias are whole
     tensor-parallel shards (k contiguous blocks of n/k heads, the fewest shards that fit) and
     every other head conforms; else None."""
     heads = expected.size
-    zero = _close(applied, 0.0, th) & ~_close(expected, 0.0, th)
-    if not zero.any() or zero.all() or not (zero | _close(applied, expected, th)).all():
+    zero = _close(measured, 0.0, th) & ~_close(expected, 0.0, th)
+    if not zero.any() or zero.all() or not (zero | _close(measured, expected, th)).all():
         return None
     for k in range(2, heads // 2 + 1):  # a shard holds two heads at least
         if heads % k:
@@ -878,37 +878,37 @@ def _explain_missing_shards(applied, expected, th):
     return None
 
 
-def _explain_order(applied, expected, th):
-    """(key, evidence, slopes) when the applied slopes are the expected ones in another head
+def _explain_order(measured, expected, th):
+    """(key, evidence, slopes) when the measured slopes are the expected ones in another head
     order: reversed, sorted, or a permutation (evidence["sources"][h]: the 0-based head whose
     expected slope head h applies); else None."""
     loose = replace(th, slope_atol=float(np.max(th.slope_atol)))  # sorting mixes the heads
-    if not _close(np.sort(applied), np.sort(expected), loose).all():
+    if not _close(np.sort(measured), np.sort(expected), loose).all():
         return None
     for key, slopes in (("reversed", expected[::-1]), ("sorted_desc", np.sort(expected)[::-1]),
                         ("sorted_asc", np.sort(expected))):
-        if _close(applied, slopes, th).all():
+        if _close(measured, slopes, th).all():
             return (key,), {"order": key}, slopes.copy()
-    sources = np.argsort(expected)[np.argsort(np.argsort(applied))]  # rank of applied -> head
-    if (sources == np.arange(expected.size)).all() or not _close(applied, expected[sources],
+    sources = np.argsort(expected)[np.argsort(np.argsort(measured))]  # rank of measured -> head
+    if (sources == np.arange(expected.size)).all() or not _close(measured, expected[sources],
                                                                  th).all():
         return None  # no head moved, or the order does not explain every head
     return ("permutation", tuple(int(s) for s in sources)), {
         "order": "permutation", "sources": [int(s) for s in sources]}, expected[sources]
 
 
-def _explain_offsets(applied, offsets, th):
+def _explain_offsets(measured, offsets, th):
     """(key, evidence) of one layer's offsets: None when every offset is within tolerance;
     ("off_by", c) when offset_h = c m_h for an integer c; ("constant", a) when all are one
     constant; ("heads",) otherwise."""
     offsets = np.nan_to_num(offsets, nan=0.0)
     if (np.abs(offsets) <= th.offset_tol).all():
         return None
-    den = (applied * applied).sum()
+    den = (measured * measured).sum()
     if den > 0:
-        c = round(float((applied * offsets).sum() / den))
-        fit = np.abs(offsets - c * applied) <= th.offset_tol + 2 * th.slope_rtol * np.abs(
-            c * applied)
+        c = round(float((measured * offsets).sum() / den))
+        fit = np.abs(offsets - c * measured) <= th.offset_tol + 2 * th.slope_rtol * np.abs(
+            c * measured)
         if c != 0 and fit.all():
             return ("off_by", c), {"distance_off_by": c}
     middle = float(np.median(offsets))
@@ -1105,7 +1105,7 @@ def _diagnose(fits, expected_all, scale, head_dim, th, context):
     per_layer = expected.ndim == 2  # (layers, heads): each layer checked against its own
     for layer, row in enumerate(fits):
         expected = expected_all[layer] if per_layer else expected_all
-        applied = np.array([f[0] for f in row])
+        measured = np.array([f[0] for f in row])
         offsets = np.array([f[1] for f in row])
         clips = [f[2] for f in row]
         reach = [f[3] for f in row]
@@ -1119,7 +1119,7 @@ def _diagnose(fits, expected_all, scale, head_dim, th, context):
                                   RESOLUTION_SPREAD * np.nan_to_num(spread, nan=np.inf),
                                   (th.eps + th.schedule_rounding) * np.abs(expected) * far])
         th_layer = replace(th, slope_atol=atol)
-        unjudged = ~np.isfinite(applied) | (atol + th.slope_rtol * np.abs(expected)
+        unjudged = ~np.isfinite(measured) | (atol + th.slope_rtol * np.abs(expected)
                                             > UNJUDGED_FRACTION * np.abs(expected))
         # a head read too coarsely tells nothing about clips and offsets either
         raw_offsets = offsets
@@ -1127,15 +1127,15 @@ def _diagnose(fits, expected_all, scale, head_dim, th, context):
         offsets = np.where(unjudged, 0.0, offsets)
         verdicts, details = ["conforms"] * len(row), [""] * len(row)
         left: Counter = Counter()
-        explained = (_explain_slopes(applied, expected, scale, head_dim, th_layer,
+        explained = (_explain_slopes(measured, expected, scale, head_dim, th_layer,
                                      context.get("max_bias", 8.0))
-                     if np.isfinite(applied).all() else None)
+                     if np.isfinite(measured).all() else None)
         if explained is not None:
             verdict, key, evidence, predicted = explained
             for h in range(len(row)):  # a head the explanation leaves as it was conforms
                 if verdict != "conforms" and not math.isclose(predicted[h], expected[h],
                                                               rel_tol=1e-6):
-                    verdicts[h], details[h] = verdict, _ratio_detail(applied[h] / expected[h])
+                    verdicts[h], details[h] = verdict, _ratio_detail(measured[h] / expected[h])
             if verdict != "conforms":
                 note(key, verdict, evidence, layer, sum(v != "conforms" for v in verdicts))
             if layer == 0:
@@ -1144,7 +1144,7 @@ def _diagnose(fits, expected_all, scale, head_dim, th, context):
                             else "geometric" if key[:2] == ("schedule", "geometric") else None)
         else:
             for h in range(len(row)):
-                verdicts[h], details[h] = _head_verdict(applied[h], expected, h,
+                verdicts[h], details[h] = _head_verdict(measured[h], expected, h,
                                                         replace(th, slope_atol=atol[h]))
             left.update(v for h, v in enumerate(verdicts) if v != "conforms" and not unjudged[h])
         for h in np.flatnonzero(unjudged):  # what could not be judged is not "conforms"
@@ -1174,7 +1174,7 @@ def _diagnose(fits, expected_all, scale, head_dim, th, context):
             note(("clipped", clip[0]), "clipped", {"clip_at": clip[0]}, layer, clip[1])
         else:
             left.update("clipped" for c in clips if c is not None)
-        offset = _explain_offsets(np.nan_to_num(applied), offsets, th)
+        offset = _explain_offsets(np.nan_to_num(measured), offsets, th)
         if offset is not None:
             key, evidence = offset
             flagged = [h for h in range(len(row)) if abs(offsets[h]) > th.offset_tol]
@@ -1190,7 +1190,7 @@ def _diagnose(fits, expected_all, scale, head_dim, th, context):
         leftovers.append(left)
         heads_out.append([
             HeadCheck(layer, h, verdicts[h] == "conforms", verdicts[h], float(expected[h]),
-                      float(applied[h]), float(applied[h] / expected[h]) if expected[h] else
+                      float(measured[h]), float(measured[h] / expected[h]) if expected[h] else
                       math.nan, float(raw_offsets[h]), clips[h], details[h], int(reach[h]),
                       float(atol[h]))
             for h in range(len(row))])
@@ -1375,13 +1375,13 @@ def _decode_row_sentences(fits, configured, scale, head_dim, th, context, mean_q
     its HeadChecks, whatever their verdict: a bug of both paths is the prefill's finding). A
     new key whose bias is missing (every head's offset m_h x the query's position) is named as
     that."""
-    applied = np.array([[f[0] for f in row] for row in fits])
+    measured = np.array([[f[0] for f in row] for row in fits])
     offsets = np.array([[f[1] for f in row] for row in fits])
-    before = np.array([[h.applied_slope for h in row] for row in prefill])
+    before = np.array([[h.measured_slope for h in row] for row in prefill])
     before_offsets = np.array([[h.offset for h in row] for row in prefill])
     resolution = np.array([[h.resolution for h in row] for row in prefill])
     se = np.array([[f[4] for f in row] for row in fits])
-    same = np.abs(applied - before) <= (th.slope_rtol * np.abs(before) + resolution
+    same = np.abs(measured - before) <= (th.slope_rtol * np.abs(before) + resolution
                                         + RESOLUTION_SE * np.nan_to_num(se, nan=np.inf))
     same &= np.abs(np.nan_to_num(offsets - before_offsets)) <= th.offset_tol
     if same.all():
@@ -1389,13 +1389,13 @@ def _decode_row_sentences(fits, configured, scale, head_dim, th, context, mean_q
     # the first layer whose decode row differs is judged; the layers after it read hidden
     # states that differ already (as the decode check judges only the first layer)
     first = int(np.flatnonzero(~same.all(axis=1))[0])
-    fits, applied, offsets = fits[first:first + 1], applied[first:first + 1], \
+    fits, measured, offsets = fits[first:first + 1], measured[first:first + 1], \
         offsets[first:first + 1]
     if np.ndim(configured) == 2:
         configured = configured[first:first + 1]
-    expected = np.broadcast_to(configured, applied.shape)
+    expected = np.broadcast_to(configured, measured.shape)
     ratio = offsets / np.where(expected != 0, expected, np.nan)
-    if (np.isfinite(ratio).all() and _close(applied, expected, th).all()
+    if (np.isfinite(ratio).all() and _close(measured, expected, th).all()
             and (np.abs(ratio - mean_query) <= 1.0).all()):
         return [_("The new token's own key gets no bias (its bias row holds m*j for the cached "
                   "keys but 0 for the new one).")], {"new_key": "zero", "layer": first}
@@ -1517,7 +1517,7 @@ def check_alibi(model, tokenizer=None, probe_length: int = PROBE_LENGTH, texts=D
                 for layer_curves, layer_counts in zip(curves, counts, strict=True)]
         # the same probe with other tokens: the bias is the same, the content is not, so how
         # far their slopes spread is what the content (and its rounding) leaves unresolved
-        # (the applied slope is the median of the tokens' fits, its spread the largest
+        # (the measured slope is the median of the tokens' fits, its spread the largest
         # distance from it: the smaller one passed false "scaled" heads in 16-bit models)
         slopes = [np.array([[f[0] for f in row] for row in fits])]
         for token in _other_tokens(tokenizer):
@@ -1553,10 +1553,10 @@ def check_alibi(model, tokenizer=None, probe_length: int = PROBE_LENGTH, texts=D
             built = builder_finding(model)
             if built is not None:
                 findings.append(built)
-            applied_max = (_mpt_bias_max(config) if not any(
+            measured_max = (_mpt_bias_max(config) if not any(
                 f.verdict == "schedule" for f in findings) else next(
                 (f.evidence.get("max_bias") for f in findings if f.verdict == "schedule"), None))
-            mpt_note = mpt_bias_max_note(model, applied_max)
+            mpt_note = mpt_bias_max_note(model, measured_max)
             if mpt_note is not None:
                 notes.append(mpt_note)
                 for f in findings:
