@@ -283,6 +283,10 @@ def test_class_on_two_replicas_survives_a_killed_replica(stack, browser):
         log = (stack.run_dir / "logs" / "access.log").read_text()
         assert "/lesson" in log and key not in log and code not in log  # nothing of the class
         assert "127.0.0.1" not in log  # nor the students' addresses
+        # nor the error log, which at nginx's default level named both for every request
+        # that met the killed replica
+        errors = (stack.run_dir / "logs" / "error.log").read_text()
+        assert key not in errors and code not in errors and "127.0.0.1" not in errors, errors
     finally:
         for context in contexts:
             context.close()
