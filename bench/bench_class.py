@@ -33,10 +33,8 @@ import asyncio
 import json
 import os
 import random
-import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import psutil
@@ -44,7 +42,7 @@ import psutil
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "bench" / "out"
 sys.path.insert(0, str(ROOT / "tests"))
-from conftest import free_port  # noqa: E402
+from conftest import free_port, start_streamlit, stop_streamlit  # noqa: E402
 
 from alibi_viz.classroom import SETTING, open_store  # noqa: E402
 
@@ -191,34 +189,23 @@ def main() -> None:
     for suffix in ("", "-wal", "-shm"):
         Path(f"{db}{suffix}").unlink(missing_ok=True)
     setting = f"sqlite:///{db}"
-    ports = [free_port() for _k in range(args.replicas)]
-    servers = [subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app/main.py", "--server.headless", "true",
-         "--server.port", str(port), "--server.address", "127.0.0.1",
-         "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, env={**os.environ, SETTING: setting},
-        stdout=open(OUT / f"bench_class_server{k}.log", "w"),  # noqa: SIM115
-        stderr=subprocess.STDOUT) for k, port in enumerate(ports)]
+    # each replica's log in test-artifacts/ (conftest.start_streamlit waits for its health)
+    servers = [start_streamlit(free_port(), env={SETTING: setting},
+                               log_name=f"bench_class_server{k}.log")
+               for k in range(args.replicas)]
+    ports = [int(url.rsplit(":", 1)[1]) for _proc, url in servers]
     store = open_store(setting)
     results = []
     try:
-        for port in ports:
-            for _ in range(600):
-                try:
-                    if urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health",
-                                              timeout=1).read() == b"ok":
-                        break
-                except OSError:
-                    time.sleep(0.2)
         for students in args.students:
-            result = asyncio.run(one_class(ports, [s.pid for s in servers], store, students,
-                                           args.idle, args.moves, args.every))
+            pids = [proc.pid for proc, _url in servers]
+            result = asyncio.run(one_class(ports, pids, store, students, args.idle, args.moves,
+                                           args.every))
             print(json.dumps(result), flush=True)
             results.append(result)
     finally:
-        for server in servers:
-            server.terminate()
-            server.wait(timeout=30)
+        for proc, _url in servers:
+            stop_streamlit(proc)
         store.close()
     summary = {"cores": os.cpu_count(), "load_before": os.getloadavg(), "classes": results}
     (OUT / f"bench_class_{args.replicas}.json").write_text(json.dumps(summary, indent=1))

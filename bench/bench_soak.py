@@ -31,7 +31,6 @@ import asyncio
 import json
 import os
 import random
-import subprocess
 import sys
 import time
 import urllib.parse
@@ -41,7 +40,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "bench" / "out"
 sys.path.insert(0, str(ROOT / "tests"))
-from conftest import free_port  # noqa: E402
+from conftest import free_port, start_streamlit, stop_streamlit  # noqa: E402
 from ws_client import run_page  # noqa: E402
 
 LANGS = ("", "es", "ru")
@@ -170,20 +169,8 @@ def main() -> None:
     port, timing = free_port(), OUT / "soak_timing.jsonl"
     timing.unlink(missing_ok=True)
     env = {**os.environ, "ALIBI_VIZ_TIMING_LOG": str(timing)}
-    server = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app/main.py", "--server.headless", "true",
-         "--server.port", str(port), "--server.address", "127.0.0.1",
-         "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, env=env, stdout=open(OUT / "soak_server.log", "w"),  # noqa: SIM115
-        stderr=subprocess.STDOUT)
+    server, _url = start_streamlit(port, env=env, log_name="soak_server.log")  # test-artifacts/
     try:
-        for _ in range(600):
-            try:
-                if urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health",
-                                          timeout=1).read() == b"ok":
-                    break
-            except OSError:
-                time.sleep(0.2)
         log, rss = [], []
         asyncio.run(soak(port, server.pid, args.minutes * 60, args.students, log, rss))
         before = sum(1 for _ in open(timing)) if timing.exists() else 0
@@ -191,8 +178,7 @@ def main() -> None:
         runs = [json.loads(line) for line in open(timing)]
         final = runs[before:] if len(runs) > before else []
     finally:
-        server.terminate()
-        server.wait(timeout=30)
+        stop_streamlit(server)
     errors = [r for r in log if r["exceptions"] or r["status"] != "FINISHED_SUCCESSFULLY"]
     walls = sorted(r["wall_s"] for r in runs)
     cpus = sorted(r["cpu_s"] for r in runs)
