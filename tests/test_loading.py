@@ -495,3 +495,23 @@ def test_models_loaded_in_eight_threads_at_once_all_load(load_through):
         for thread in threads:
             thread.join()
     assert errors == [] and loaded == [["cpu"]] * 24
+
+
+def test_every_model_load_goes_through_the_one_locked_loader():
+    """The eight-thread test above covers the app's, the lab's and the snapshots' paths; the
+    rest (training's `halve`, anything added later) is held to the same loader by reading the
+    code: no `.from_pretrained(` of a model anywhere in alibi_viz/ or app/ but the one in
+    models/pretrained.py (configs and tokenizers load without building a model)."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    calls = []
+    for path in [*(root / "alibi_viz").rglob("*.py"), *(root / "app").rglob("*.py")]:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr == "from_pretrained"):
+                owner = ast.unparse(node.func.value)
+                if not owner.endswith(("AutoConfig", "AutoTokenizer")):
+                    calls.append(f"{path.relative_to(root)}:{node.lineno}: {owner}")
+    assert calls == ["alibi_viz/models/pretrained.py:25: AutoModelForCausalLM"], calls
