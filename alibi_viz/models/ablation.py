@@ -162,10 +162,6 @@ def main(argv=None) -> None:
     print(f"wrote {assets.ABLATION_PATH}")
 
 
-if __name__ == "__main__":
-    main()
-
-
 def rank_correlation(a, b) -> float:
     """Spearman's rank correlation of two equal-length samples (average ranks for ties)."""
     def ranks(x):
@@ -202,3 +198,7 @@ def ablation_summary(entry: dict) -> dict:
             "minor": int((increase < MINOR).sum()),
             "steep": float(increase.ravel()[order[-quarter:]].mean()),
             "gentle": float(increase.ravel()[order[:quarter]].mean())}
+
+
+if __name__ == "__main__":
+    main()

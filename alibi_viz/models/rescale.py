@@ -138,10 +138,6 @@ def main(argv=None) -> None:
     print(f"wrote {assets.RESCALE_PATH}")
 
 
-if __name__ == "__main__":
-    main()
-
-
 def scale_label(scale: float) -> str:
     """1, 1/2, 1/32: a scale as the page writes it."""
     return "1" if scale == 1 else f"1/{round(1 / scale)}" if (1 / scale).is_integer() else f"{scale:.3g}"
@@ -199,3 +195,7 @@ def interpolation_note(results: dict, parameters: int, factors=(8, 32)) -> str |
              "perplexity on {text} by {changes}, against s = 1 (section 5).").format(
         interpolation=paper.ALIBI_INTERPOLATION, parameters=significant(parameters / 1e6, 2),
         text=data.text_kind_in_sentence(results["kind"]), changes=changes)
+
+
+if __name__ == "__main__":
+    main()
