@@ -22,7 +22,7 @@ from alibi_viz import i18n
 from alibi_viz.errors import AlibiVizError
 from alibi_viz.figures.extrapolation import perplexity_figure, reach_figure
 from alibi_viz.figures.lesson import projector_figure
-from alibi_viz.figures.render import PAGE_WIDTH_PX, figure_spec, sendable
+from alibi_viz.figures.render import PAGE_WIDTH_PX, figure_spec, sendable, with_toolbar_room
 from alibi_viz.i18n import _
 from alibi_viz.params import UrlParam, parse_param
 
@@ -169,8 +169,10 @@ class Ready(go.Figure):
 
 
 def ready(fig):
-    """What st.plotly_chart should get for `fig`, a figure or a figure dict (see `Ready`)."""
-    return Ready(fig) if isinstance(fig, dict) else fig
+    """What st.plotly_chart should get for `fig`, a figure or a figure dict (see `Ready`); a
+    figure dict fitted to a page gets a strip at its top for the chart's toolbar
+    (`render.with_toolbar_room`)."""
+    return Ready(with_toolbar_room(fig)) if isinstance(fig, dict) else fig
 
 
 def cached_figure(max_entries: int = 16, width: int | None = None):
@@ -234,10 +236,16 @@ def show_figure(fig, filename: str, key: str | None = None, width: int | None = 
         fig = figure_spec(fig, **({"width": width} if width else {}))
     config = {**PLOT_CONFIG, **i18n.plotly_locale(),
               "toImageButtonOptions": {**PLOT_CONFIG["toImageButtonOptions"], "filename": filename}}
-    box = (st.container(key=f"{WIDE}{key or filename}")  # a phone scrolls it (WIDE_CSS)
-           if fitted_width(fig) > PHONE_WIDTH_PX else contextlib.nullcontext())
-    with box:
+    with figure_box(fig, key or filename):
         st.plotly_chart(ready(fig), width="stretch", config=config, key=key, theme=None)
+
+
+def figure_box(spec: dict, key: str):
+    """Where a chart of figure dict `spec` goes: for a figure fitted to a page's width, a
+    container (key WIDE + `key`) that a phone scrolls sideways (WIDE_CSS); else none."""
+    if fitted_width(spec) > PHONE_WIDTH_PX:
+        return st.container(key=f"{WIDE}{key}")
+    return contextlib.nullcontext()
 
 
 WIDE = "wide_figure_"  # key prefix of the container of a figure fitted to the page's width
@@ -248,6 +256,22 @@ PHONE_WIDTH_PX = 400
 WIDE_CSS = (f"@media (max-width: 640px) {{ [class*='st-key-{WIDE}'] {{ overflow-x: auto; }} "
             f"[class*='st-key-{WIDE}'] [data-testid='stElementContainer'] "
             f"{{ min-width: {PAGE_WIDTH_PX}px; }} }}")  # Streamlit sizes the plot to it
+# On a phone, a box that scrolls sideways (a wide figure's, a table's) shows a scrollbar that
+# stays in sight: a phone's own is drawn only while a finger scrolls, and Streamlit makes every
+# scrollbar transparent (scrollbar-color) but under the pointer, so a figure's title or a
+# table's header cut at the screen's edge looked merely cut. Chrome draws a styled
+# ::-webkit-scrollbar, taking room, once scrollbar-width and scrollbar-color are back to auto.
+SCROLLERS = f"[class*='st-key-{WIDE}'], [data-testid='stTable'] > div"
+SCROLLBAR_CSS = (f"@media (max-width: 640px) {{ :is({SCROLLERS}) "
+                 f"{{ scrollbar-width: auto; scrollbar-color: auto; }} "
+                 f":is({SCROLLERS})::-webkit-scrollbar {{ height: 10px; }} "
+                 f":is({SCROLLERS})::-webkit-scrollbar-thumb "
+                 f"{{ background: #8a8886; border-radius: 5px; }} "  # grey on a light track
+                 f":is({SCROLLERS})::-webkit-scrollbar-track {{ background: #e8e8e8; }} }}")
+# On a phone a wide figure's right end, where plotly puts its toolbar, is out of sight: there
+# the toolbar sits at the left end of the strip `render.with_toolbar_room` keeps for it.
+MODEBAR_CSS = (f"@media (max-width: 640px) {{ [class*='st-key-{WIDE}'] .modebar "
+               f"{{ right: auto !important; left: 2px !important; }} }}")
 # Captions in a grey that reads at the back of a room: Streamlit's own (the text colour at 60%
 # opacity, #828180 on white) is 3.9:1 on white and 3.7:1 on a code span's #fafafa, under WCAG
 # AA's 4.5:1 for small text (axe-core's color-contrast rule); this one, opaque, is 6.4:1 on

@@ -224,6 +224,42 @@ def test_fitting_a_fitted_figure_again_changes_nothing():
     assert again.layout.margin.t == spec["layout"]["margin"]["t"]
 
 
+def test_a_page_figure_gets_a_strip_for_the_toolbar_above_its_title():
+    """with_toolbar_room makes a page's figure TOOLBAR_PX taller at its top, the plot's own
+    height kept: a title in the middle of the top margin (plotly's "auto") or placed in the
+    figure's coordinates, and a legend pinned to the bottom edge, keep their distance from the
+    plot, the title TOOLBAR_PX further from the top edge; the cached spec is left unchanged,
+    room is made once, and a projector's figure (not fitted to a page) is left as it is."""
+    from alibi_viz.figures.render import TOOLBAR_PX, figure_spec, with_toolbar_room
+
+    spec = figure_spec(go.Figure(layout={"title": {"text": "Slopes"}, "height": 400,
+                                         "margin": {"t": 60, "b": 40}}))
+    before = _copy(spec)
+    roomy = with_toolbar_room(spec)
+    layout = roomy["layout"]
+    assert spec == before
+    assert layout["height"] == 400 + TOOLBAR_PX and layout["margin"]["t"] == 60 + TOOLBAR_PX
+    assert layout["margin"]["b"] == 40  # the plot: 400 - 60 - 40 px tall, as before
+    title = layout["title"]
+    assert title["yanchor"] == "middle"
+    assert (1 - title["y"]) * layout["height"] == pytest.approx(30 + TOOLBAR_PX)
+    assert with_toolbar_room(roomy) is roomy
+    placed = figure_spec(go.Figure(layout={
+        "title": {"text": "Slopes", "yref": "container", "y": 0.9, "yanchor": "middle"},
+        "legend": {"yref": "container", "y": 0.0, "yanchor": "bottom"}, "height": 500}))
+    moved = with_toolbar_room(placed)["layout"]
+    assert (1 - moved["title"]["y"]) * moved["height"] == pytest.approx(50 + TOOLBAR_PX)
+    assert moved["legend"]["y"] == pytest.approx(0.0)
+    projector = figure_spec(go.Figure(layout={"title": {"text": "Slopes"}}), fit=False)
+    assert with_toolbar_room(projector) is projector
+
+
+def _copy(spec: dict) -> dict:
+    import copy
+
+    return copy.deepcopy(spec)
+
+
 def test_attention_pair_panels_have_the_colours_their_bar_shows():
     """The two causal maps of an attention pair (the lab's and the lesson's), each query
     attending to itself alone: the diagonal (attention 1, above the colour cap) has the bar's

@@ -351,6 +351,48 @@ def figure_spec(fig: go.Figure, width: int = PAGE_WIDTH_PX, fit: bool = True) ->
     return _spec_of(fig)
 
 
+TOOLBAR_PX = 30  # plotly's toolbar (modebar): 2 px from the figure's top, 26 px tall
+PLOTLY_HEIGHT, PLOTLY_TOP = 450, 100  # plotly.js's own height and top margin when unset
+
+
+def with_toolbar_room(spec: dict) -> dict:
+    """A figure dict (`figure_spec`) TOOLBAR_PX taller, the room added at its top: a strip for
+    plotly's toolbar, which plotly draws over the figure's top right corner (for good on a touch
+    screen, while the pointer is on the chart elsewhere), where it lay on titles and legends.
+    The plot keeps its size; what is placed in the figure's own coordinates (yref "container":
+    a title, a legend) keeps its distance from the top edge plus the strip, and what is placed
+    on the plot moves with it. `spec` itself, often cached, is unchanged; a spec that has its
+    room already, or was not fitted to a page (a projector's, whose height is its step's
+    room), is returned as it is."""
+    layout = spec.get("layout", {})
+    meta = layout.get("meta") or {}
+    if not isinstance(meta, dict) or "fitted_width" not in meta or meta.get("toolbar_room"):
+        return spec
+    old = layout.get("height") or PLOTLY_HEIGHT
+    height = old + TOOLBAR_PX
+    margin = layout.get("margin") or {}
+    top = margin["t"] if margin.get("t") is not None else PLOTLY_TOP
+
+    def lowered(item: dict, auto_px: float) -> dict:
+        """`item` (a title or legend in the figure's coordinates) TOOLBAR_PX further down."""
+        y = item.get("y")
+        px = auto_px if y in (None, "auto") else (1 - y) * old  # from the top edge
+        moved = {**item, "y": 1 - (px + TOOLBAR_PX) / height}
+        if y in (None, "auto"):
+            moved["yanchor"] = "middle"  # plotly's "auto": the middle of the top margin
+        return moved
+
+    layout = {**layout, "height": height, "margin": {**margin, "t": top + TOOLBAR_PX},
+              "meta": {**meta, "toolbar_room": TOOLBAR_PX}}
+    title = layout.get("title")
+    if isinstance(title, dict) and title.get("text") and title.get("yref", "container") == "container":
+        layout["title"] = lowered(title, top / 2)
+    legend = layout.get("legend")
+    if isinstance(legend, dict) and legend.get("yref") == "container" and legend.get("y") is not None:
+        layout["legend"] = lowered(legend, 0)
+    return {**spec, "layout": layout}
+
+
 def with_fitted_layout(fig: go.Figure, fitted: dict) -> dict:
     """`fig` as a figure dict (`figure_spec`) laid out as `fitted`, the spec of a figure fitted
     earlier that differs from `fig` only in its title's text and its colour axes' ranges (one
