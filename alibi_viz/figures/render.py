@@ -357,8 +357,8 @@ PLOTLY_HEIGHT, PLOTLY_TOP = 450, 100  # plotly.js's own height and top margin wh
 
 def with_toolbar_room(spec: dict) -> dict:
     """A figure dict (`figure_spec`) TOOLBAR_PX taller, the room added at its top: a strip for
-    plotly's toolbar, which plotly draws over the figure's top right corner (for good on a touch
-    screen, while the pointer is on the chart elsewhere), where it lay on titles and legends.
+    plotly's toolbar, which plotly draws over the figure's top right corner (always on a touch
+    screen, elsewhere while the pointer is on the chart), where it lay on titles and legends.
     The plot keeps its size; what is placed in the figure's own coordinates (yref "container":
     a title, a legend) keeps its distance from the top edge plus the strip, and what is placed
     on the plot moves with it. `spec` itself, often cached, is unchanged; a spec that has its
