@@ -633,9 +633,10 @@ def gallery_ui(prefix: str, loaded: Loaded) -> None:
     cell = st.session_state.get(state) or (0, 0)
     grid = with_traces(gallery_grid_figure(behaviour, loaded.key),
                        behaviour_selection(cell))
-    st.plotly_chart(ui.ready(grid), key=chart_key,
-                    on_select="rerun", selection_mode="points", theme=None,
-                    config={**ui.PLOT_CONFIG, **i18n.plotly_locale()}, width="stretch")
+    with ui.figure_box(grid, chart_key):  # a phone scrolls it sideways, as every page figure
+        st.plotly_chart(ui.ready(grid), key=chart_key,
+                        on_select="rerun", selection_mode="points", theme=None,
+                        config={**ui.PLOT_CONFIG, **i18n.plotly_locale()}, width="stretch")
     layer, head = cell
     kind = strongest[layer, head]
     probe, query = behaviour.example(layer, head, kind)
