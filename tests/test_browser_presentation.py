@@ -212,6 +212,11 @@ def assert_fits(page) -> None:
         page.wait_for_function(f"() => ({BODY_TEXT_SIZES_JS})()[0] >= 20", timeout=15_000)
     sizes = page.evaluate(BODY_TEXT_SIZES_JS)
     assert sizes and sizes[0] >= 20, sizes
+    if box is not None:  # under the teacher's pointer no chart toolbar lies on the figure
+        page.locator(".js-plotly-plot").first.hover()
+        shown = page.locator(".modebar-container").evaluate_all(
+            "bars => bars.filter(b => getComputedStyle(b).display !== 'none').length")
+        assert shown == 0
 
 
 @pytest.mark.parametrize("step", range(1, STEPS + 1))
