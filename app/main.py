@@ -49,7 +49,7 @@ PAGES = [
 st.html("<style>[data-testid='stSidebarNavLink'] span { white-space: normal !important; "
         "overflow: visible !important; text-overflow: clip !important; } "
         "[data-testid='InputInstructions'] { display: none !important; }" + ui.WIDE_CSS
-        + ui.SCROLLBAR_CSS + ui.MODEBAR_CSS
+        + ui.SCROLLBAR_CSS + ui.MODEBAR_CSS + ui.TABLE_CSS
         + ui.READABLE_CSS + " [data-testid='stLayoutWrapper']:has(> .st-key-alibi_touch) { display: none; }"
         + "</style>")
 # The touch script in a hidden container: an element with a script is laid out, and at the top

@@ -272,6 +272,10 @@ SCROLLBAR_CSS = (f"@media (max-width: 640px) {{ :is({SCROLLERS}) "
 # the toolbar sits at the left end of the strip `render.with_toolbar_room` keeps for it.
 MODEBAR_CSS = (f"@media (max-width: 640px) {{ [class*='st-key-{WIDE}'] .modebar "
                f"{{ right: auto !important; left: 2px !important; }} }}")
+# A markdown table's cell breaks a long word where it must (st.table's scroll instead): unbroken,
+# a model's folder path widened /inspect's model table past a phone's screen, cut there with no
+# scrollbar (in a checkout at /tmp/fc.PHM5/p, 8 px too wide at 390 px).
+TABLE_CSS = "[data-testid='stMarkdownContainer'] td { overflow-wrap: anywhere; }"
 # Captions in a grey that reads at the back of a room: Streamlit's own (the text colour at 60%
 # opacity, #828180 on white) is 3.9:1 on white and 3.7:1 on a code span's #fafafa, under WCAG
 # AA's 4.5:1 for small text (axe-core's color-contrast rule); this one, opaque, is 6.4:1 on
