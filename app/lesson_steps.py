@@ -7,6 +7,9 @@ What the steps share is here too: the figures, cached for the page and for a pro
 clicker reads (`question_open`) to reveal an answer before it moves on.
 """
 
+import contextlib
+import functools
+
 import numpy as np
 import streamlit as st
 
@@ -570,7 +573,9 @@ def slopes_demo():
               for h, m in enumerate(alibi_slopes(8))])
 
 
-def context_demo():
+def context_demo(folded: bool = False):
+    """The paper's numbers, then the shipped model's: on a projector (`folded`) that last
+    sentence waits in a closed box, as it ran past a 1024x768 screen's bottom."""
     ui.table(paper_context_rows())
     results = assets.load_extrapolation_results(data.page_kind(i18n.get_language()))
     train_seq_len = assets.results_train_seq_len(results) if results else None
@@ -579,10 +584,12 @@ def context_demo():
     if not use:
         st.markdown(_("No shipped results: run `python -m alibi_viz.evaluate`."))
         return
-    st.markdown(_("Shipped ALiBi model, trained at {train_seq_len} tokens and run at up to "
-                  "{longest} ({factor}x). {use}").format(
+    shipped = _("Shipped ALiBi model, trained at {train_seq_len} tokens and run at up to "
+                "{longest} ({factor}x). {use}").format(
         train_seq_len=number(train_seq_len), longest=number(longest),
-        factor=longest // train_seq_len, use=context_use_sentence(use)))
+        factor=longest // train_seq_len, use=context_use_sentence(use))
+    with st.expander(_("The rest of the answer")) if folded else contextlib.nullcontext():
+        st.markdown(shipped)
 
 
 def parameters_demo():
@@ -634,6 +641,7 @@ def paper_demo():
 DEMOS = {"slopes": slopes_demo, "context": context_demo, "parameters": parameters_demo,
          "linear": linear_demo, "falcon": falcon_demo, "paper": paper_demo}
 MYTHS = len(DEMOS)  # the last step's myths, shown one at a time on a projector
+PROJECTOR_DEMOS = {**DEMOS, "context": functools.partial(context_demo, folded=True)}
 
 
 def myths() -> list[tuple[str, str, str]]:
@@ -685,7 +693,7 @@ def step_misconceptions(step: int, present: bool) -> None:
                       on_click=lambda: st.session_state.__setitem__("ls_myth_shown", True))
             return
         st.markdown(_("**Fact:** {truth}").format(truth=truth))
-        DEMOS[key]()
+        PROJECTOR_DEMOS[key]()
         return
     for key, claim, truth in shown:
         with st.container(border=True):

@@ -284,12 +284,21 @@ TABLE_TEXT_SIZES_JS = """() => [...document.querySelectorAll('[data-testid="stTa
   .map(c => parseFloat(getComputedStyle(c).fontSize))"""
 
 
+# Where the main area's last shown element ends, in the viewport's coordinates (what waits
+# in a closed expander is laid out, but not shown).
+MAIN_BOTTOM_JS = """() => Math.max(...[...document.querySelectorAll(
+    '[data-testid="stMain"] [data-testid="stElementContainer"]')]
+  .filter(e => e.offsetParent && e.getBoundingClientRect().height > 0
+               && !e.closest('details:not([open])'))
+  .map(e => e.getBoundingClientRect().bottom))"""
+
+
 def test_a_clicker_alone_reveals_every_step_and_myth(screen, server_url):
     """From step 1 in presentation mode at 1024x768, pressing only the clicker's next keys
     (PageDown, →, Space in turn, nothing clicked): every step first asks its question with no
     figure, the next press reveals its answer and draws its figure (on screen) on the same
     step, the press after it moves on; on step 9 each myth's fact appears (its table's text
-    at least 20 px), then the next myth, until the sixth fact."""
+    at least 20 px, the myth whole on the screen), then the next myth, until the sixth fact."""
     page = screen(1024, 768)
     page.goto(f"{server_url}/lesson?step=1&present=1")
     wait_for_step(page, 1)
@@ -314,10 +323,13 @@ def test_a_clicker_alone_reveals_every_step_and_myth(screen, server_url):
         page.keyboard.press(next(keys))
         page.wait_for_function(f"() => ({FACT_JS})('Fact:') === 1", timeout=30_000)
         wait_for_app(page)
-        # a demonstration's table reads from the back of the room too
+        # a demonstration's table reads from the back of the room too, and the myth ends on
+        # the screen (myth 2's last sentence ran past its bottom)
         assert min(page.evaluate(TABLE_TEXT_SIZES_JS) or [20]) >= 20, myth
         ARTIFACTS.mkdir(exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / f"lesson_present_myth{myth}.png"))
+        bottom = page.evaluate(MAIN_BOTTOM_JS)
+        assert bottom <= 768 + 1, (myth, bottom)
         if myth < 6:
             page.keyboard.press(next(keys))
             page.get_by_text(f"Myth {myth + 1} of 6:").wait_for(timeout=30_000)
