@@ -10,10 +10,9 @@ PORT   ?= 8501
 CLASS_REPLICAS ?= 2
 CLASS_PORT     ?= 8080
 # Test workers (pytest-xdist): one per core, at most 4 (each browser worker runs a Streamlit
-# server and a chromium of its own, about 2 GB together). Two per core ran a fresh clone's
-# parallel part in 12 min 6 s, against 14 min 1 s for the whole suite with one (the class's
-# browser tests, now run after it, included; 2 cores, 2026-12-04), but the cold-server storm
-# then took 114 s of its 150 s bound: too close for a run that must not flake.
+# server and a chromium of its own, about 2 GB together). Two per core were tried: a fresh
+# clone's parallel part took 12 min 6 s, against 11 min 0 s with one per core (2 idle cores,
+# 2026-12-04), and the cold-server storm took 114 s of its 150 s bound.
 TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ "$$n" -gt 4 ] && n=4; echo $$n)
 PYTEST := $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder \
 	--durations=25
