@@ -116,7 +116,7 @@ def say(message: str) -> None:
 
 def leave() -> None:
     for key in ("cls_code", "cls_key", "cls_state", "cls_version", "cls_at", "cls_follow",
-                "cls_published", "cls_join"):
+                "cls_published", "cls_join", "cls_sent", "cls_moved"):
         st.session_state.pop(key, None)
 
 
@@ -172,19 +172,46 @@ def apply(state: ClassState) -> None:
     """Put this session where the teacher is: step, myth and the figure controls."""
     if state.step < 1:  # the teacher's page has not said where it is yet
         return
-    st.session_state["ls_step"] = state.step
-    st.session_state["ls_myth"] = state.myth or 0
-    st.session_state["ls_myth_shown"] = bool(state.controls.get("myth_shown"))
+    values = {"ls_step": state.step, "ls_myth": state.myth or 0,
+              "ls_myth_shown": bool(state.controls.get("myth_shown"))}
     for key in CONTROLS:
         value = state.controls.get(key)
         if isinstance(value, int | float) and not isinstance(value, bool):
-            st.session_state[key] = value
-    st.session_state["cls_at"] = state.step
+            values[key] = value
+    ss = st.session_state
+    # Until the browser has drawn this run, its next request (a poll's, every POLL_S) may
+    # still carry what its widgets showed before: (before, now) for each value changed here,
+    # so that `settle` tells such a stale value from the student's own change.
+    ss["cls_sent"] = {key: (ss.get(key), value) for key, value in values.items()
+                      if ss.get(key) != value}
+    ss.update(values)
+    ss["cls_at"] = state.step
+
+
+def moved() -> None:
+    """The student pressed one of the Lesson's step buttons (a click, never a stale value)."""
+    st.session_state["cls_moved"] = True
+
+
+def settle() -> bool:
+    """Whether the student still follows the class. A widget value that is the one from before
+    the last `apply` came back from a browser that had not drawn that run yet (a slow page,
+    a busy server): it is set back to the teacher's, instead of taking the student out of the
+    class. Any other step is the student's own move."""
+    ss = st.session_state
+    sent, pressed = ss.get("cls_sent") or {}, ss.pop("cls_moved", False)
+    for key, (before, now) in list(sent.items()):
+        if ss.get(key) == before and not (pressed and key == "ls_step"):
+            ss[key] = now  # sent back by a browser still showing the step before
+        else:
+            del sent[key]  # drawn (or changed by the student): from now on a change is theirs
+    at = ss.get("cls_at")
+    return at is None or ss.get("ls_step", at) == at
 
 
 def back_to_class() -> None:
     st.session_state["cls_follow"] = True
-    for key in ("cls_version", "cls_at"):  # the next run applies the teacher's state
+    for key in ("cls_version", "cls_at", "cls_sent"):  # the next run applies the teacher's state
         st.session_state.pop(key, None)
 
 
@@ -204,8 +231,7 @@ def follow() -> None:
         leave()
         return
     following = st.session_state.get("cls_follow", True)
-    at = st.session_state.get("cls_at")
-    if following and at is not None and st.session_state.get("ls_step", at) != at:
+    if following and not settle():
         following = False  # the student moved: looking around until "Back to the class"
     if following and state.version != st.session_state.get("cls_version"):
         apply(state)
@@ -462,8 +488,9 @@ def teacher_question(step, text, answer, present, room, qid, options) -> bool:
             ss[f"{REVEALED}{step}"] = text
     if not revealed:
         st.markdown(_("**Predict:** {question}").format(question=text))
-        if options:
-            live_count(room, qid, i18n.get_language())
+        if options:  # in a box of its own: see `live_count`
+            with st.container(key=f"cls_count_{step}"):
+                live_count(room, qid, i18n.get_language())
         st.button(_("Reveal the answer"), key=f"cls_reveal_{step}", type="primary",
                   on_click=teacher_reveal, args=(step, qid))
         return False

@@ -97,6 +97,42 @@ def test_student_looks_around_and_comes_back(class_store):
     assert step_header(at).startswith("4.")
 
 
+def test_a_slow_browsers_old_value_does_not_undo_the_teachers(class_store):
+    """A browser that has not drawn the teacher's new slope yet sends back the slope it shows
+    (a poll's request, on a busy server): the student keeps the teacher's. Once the page has
+    drawn it, the same choice is the student's own."""
+    room = class_store.create_room()
+    class_store.set_state(room.code, room.key, step=1, controls={"ls_s1_slope": 0.5})
+    at = run_app("lesson", {"class": room.code})
+    at.run()  # the browser has drawn the slope 0.5
+    class_store.set_state(room.code, room.key, step=1, controls={"ls_s1_slope": 0.125})
+    at.run()
+    assert at.select_slider(key="ls_s1_slope").value == 0.125
+    at.select_slider(key="ls_s1_slope").set_value(0.5).run()  # sent before 0.125 was drawn
+    assert at.select_slider(key="ls_s1_slope").value == 0.125
+    assert "The class is on step" not in texts(at)
+    at.run()  # drawn
+    at.select_slider(key="ls_s1_slope").set_value(0.5).run()  # the student's own choice
+    assert at.select_slider(key="ls_s1_slope").value == 0.5
+
+
+def test_the_step_list_takes_a_student_elsewhere_only_by_their_own_choice(class_store):
+    """The sidebar's list of steps is drawn anew at each step (its key holds the step), so
+    the choice a browser sent before it drew the teacher's move does not count; a choice in
+    the list drawn at the teacher's step is the student's own: they look around."""
+    room = class_store.create_room()
+    class_store.set_state(room.code, room.key, step=3)
+    at = run_app("lesson", {"class": room.code})
+    class_store.set_state(room.code, room.key, step=4)
+    at.run()
+    assert step_header(at).startswith("4.")
+    assert [r.key for r in at.radio if r.key and r.key.startswith("ls_step_at_")] == \
+        ["ls_step_at_4"]
+    at.radio(key="ls_step_at_4").set_value(2).run()
+    assert step_header(at).startswith("2.")
+    assert "The class is on step 4." in texts(at)
+
+
 def test_answers_counted_once_per_session_and_changeable(class_store):
     """A student's answer is stored once, and a changed answer replaces it."""
     at_t, code, key = teacher(class_store, step=1)

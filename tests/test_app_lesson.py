@@ -51,7 +51,8 @@ def test_next_and_previous_walk_every_step():
 def test_step_list_jumps_to_a_step():
     """Choosing step 4 in the sidebar list shows the decay step."""
     at = run_app("lesson")
-    at.radio(key="ls_step").set_value(4).run()
+    at.radio(key="ls_step_at_1").set_value(4).run()
+    assert at.radio(key="ls_step_at_4").value == 4  # the list drawn anew at step 4
     assert step_header(at) == "4. Decay and half-life"
 
 

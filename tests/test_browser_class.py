@@ -79,6 +79,23 @@ def follow_lags(teacher, students, steps) -> list[float]:
     return [seen(student)[step] - shown[step] for step in steps for student in students]
 
 
+# For a button that is there but not shown: each of its ancestors up to the page's main block
+# whose box is empty or hidden (data-testid or class, display, height), and whether Streamlit
+# keeps the element from an earlier run ("data-retained": hidden unless focused).
+HIDDEN_JS = """bs => bs.map(b => {
+  const chain = [];
+  for (let e = b; e && e.dataset?.testid !== 'stMain'; e = e.parentElement) {
+    const style = getComputedStyle(e), height = e.getBoundingClientRect().height;
+    if (style.display === 'none' || height === 0)
+      chain.push(`${e.dataset?.testid || e.className.toString().slice(0, 60)}`
+                 + `:${style.display}:${height}`);
+  }
+  const box = b.closest('[data-testid="stElementContainer"]');
+  return {text: b.innerText, height: b.getBoundingClientRect().height,
+          stale: box?.dataset.stale, retained: box?.dataset.retained ?? null, hidden: chain};
+})"""
+
+
 def click(page, selector: str, timeout_ms: float = 60_000) -> None:
     """Click the visible button under `selector`. A page that has just rerun may still hold a
     copy of the element from the run before, hidden, ahead of the live one in the document;
@@ -88,10 +105,8 @@ def click(page, selector: str, timeout_ms: float = 60_000) -> None:
         buttons.filter(visible=True).first.click(timeout=timeout_ms)
     except Exception:
         screenshot(page, "class_click_failed")
-        states = buttons.evaluate_all(
-            "bs => bs.map(b => [b.innerText, b.getBoundingClientRect().height,"
-            " getComputedStyle(b).visibility, b.closest('[data-stale]')?.dataset.stale])")
-        raise AssertionError(f"no visible {selector} button: {states}") from None
+        raise AssertionError(f"no visible {selector} button: "
+                             f"{buttons.evaluate_all(HIDDEN_JS)}") from None
 
 
 def on_step(page, step: int, timeout_ms: float) -> None:

@@ -103,6 +103,7 @@ def cursor(step: int, present: bool) -> LessonCursor:
 def keep(moved: LessonCursor, arrived: bool) -> None:
     """Store the cursor for the next run: on arriving at a step every question is asked
     afresh; a question the cursor closed without moving is revealed."""
+    class_view.moved()  # in a class, a student's own move (`class_view.settle`)
     st.session_state["ls_step"] = moved.step
     st.session_state["ls_myth"], st.session_state["ls_myth_shown"] = moved.myth, moved.myth_shown
     if arrived:
@@ -160,9 +161,19 @@ def controls_ui():
                             help=_("Every step on one page, each question with its answer, for "
                                    "printing on paper or saving as a PDF file with the "
                                    "browser's Print (Ctrl+P). URL: print=1."))
-        step = st.radio(_("Steps"), list(range(1, len(STEPS) + 1)), key="ls_step",
-                        format_func=ui.labels(range(1, len(STEPS) + 1),
-                                           lambda k: f"{k}. {_(STEPS[k - 1])}"))
+        # The list's key holds the step it was drawn at, and the list has no callback. A
+        # browser that has not drawn a move yet (the buttons', or a class's teacher's) may
+        # still send the old list's choice with its next request: under an old key it is
+        # ignored, where under one fixed key it moved the page back (and took a student out
+        # of the class), and a callback would still run for it.
+        step = int(st.session_state["ls_step"])
+        choice = st.radio(_("Steps"), list(range(1, len(STEPS) + 1)), index=step - 1,
+                          key=f"ls_step_at_{step}",
+                          format_func=ui.labels(range(1, len(STEPS) + 1),
+                                             lambda k: f"{k}. {_(STEPS[k - 1])}"))
+        if choice != step:  # chosen in the list drawn at this step
+            go_to(choice)
+            st.rerun()
         with st.expander(_("Glossary"), icon=":material/menu_book:"):
             for row in glossary_rows():
                 st.markdown(f"**{row['term']}**: {row['meaning']}")
