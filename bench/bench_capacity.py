@@ -1,0 +1,282 @@
+"""Capacity (issue 43): how many students a replica holds before a class feels slow.
+
+For each replica count in --replicas (1, 2 and 4 by default), that many `streamlit run
+app/main.py` servers share one SQLite class store (as `make serve-class`'s replicas do; the
+students are dealt out among them in turn, as nginx's cookies spread browsers, without nginx
+itself). Then classes of growing size (--students, 10 20 40 ... by default), each:
+  * every simulated student opens /lesson?class=CODE over Streamlit's websocket and does what
+    its browser does (bench_class.py's Student: it asks for the poll fragment's rerun every
+    POLL_S seconds and reads every run);
+  * changing controls: for --changes seconds the teacher stays on step 2 ("The bias matrix"),
+    its question revealed (a class's figure waits for the reveal), and each student moves the
+    step's length slider (the widget state a browser sends) to a random length at random
+    moments, on average every --change-every seconds. A change's latency is the time from
+    sending it to the arrival of the step's redrawn chart (plotly's figure, the step's work:
+    the bias matrices at that length); the run's end is reported beside it.
+  * following: the teacher (this script, with the room's key) moves on --moves times, every
+    --every seconds; a student's follow lag is the time from the store's write to its
+    websocket's delivery of the step's heading (bench_class.py's measure).
+A class size passes when the p95 change latency is at most 1 s and the p95 follow lag at most
+2 s (issue 43's bounds), and no student saw an error or missed a step. The ramp stops at the
+first size that fails; a replica count's capacity is the largest size that passed.
+
+usage: .venv/bin/python bench/bench_capacity.py [--replicas 1 2 4] [--students 10 20 40 60 80]
+Websocket clients rather than browsers, on the same cores as the servers: on 2 cores the
+clients' own work is part of what is measured, so these are lower bounds of what a replica on
+a core of its own holds. Say what else ran on the machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "bench" / "out"
+sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "bench"))
+from bench_class import Student  # noqa: E402
+from conftest import free_port, start_streamlit, stop_streamlit  # noqa: E402
+
+from alibi_viz.classroom import SETTING, open_store  # noqa: E402
+
+STEP = 2                # the class's step while students change controls
+LENGTH = "ls_s2_len"    # its length slider: the control every student moves
+CHANGE_P95_S = 1.0      # issue 43's bound on a control change
+FOLLOW_P95_S = 2.0      # and on a student's lag behind the teacher
+
+
+class ChangingStudent(Student):
+    """A student who also moves step 2's length while the teacher stays there."""
+
+    def __init__(self, port: int, code: str):
+        super().__init__(port, code)
+        self.ws = None
+        self.slider: tuple[str, int, int] | None = None  # (widget id, its min and max)
+        self.sent: float | None = None  # when the change now running was sent
+        self.charted = False  # whether that change's chart has come
+        self.latencies: list[float] = []  # sent -> the chart
+        self.finished: list[float] = []   # sent -> the run's end
+
+    async def change(self) -> None:
+        """Send one change of the length (another value), as its browser would."""
+        from streamlit.proto.BackMsg_pb2 import BackMsg
+
+        widget, low, high = self.slider
+        msg = BackMsg()
+        msg.rerun_script.page_name = "lesson"
+        msg.rerun_script.page_script_hash = self.page_hash
+        msg.rerun_script.query_string = f"class={self.code}"
+        state = msg.rerun_script.widget_states.widgets.add()
+        state.id = widget
+        state.double_array_value.data.append(random.randint(low, high))
+        self.sent, self.charted = time.time(), False
+        await self.ws.send(msg.SerializeToString())
+
+    async def run(self, stop: asyncio.Event) -> None:
+        import websockets
+        from streamlit.proto.BackMsg_pb2 import BackMsg
+        from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+        async with websockets.connect(f"ws://127.0.0.1:{self.port}/_stcore/stream",
+                                      subprotocols=["streamlit"], max_size=None,
+                                      open_timeout=120) as ws:
+            self.ws = ws
+            first = BackMsg()
+            first.rerun_script.page_name = "lesson"
+            first.rerun_script.query_string = f"class={self.code}"
+            await ws.send(first.SerializeToString())
+            poller = asyncio.create_task(self.poll(ws, stop))
+            try:
+                while not stop.is_set():
+                    try:
+                        frame = await asyncio.wait_for(ws.recv(), 0.5)
+                    except TimeoutError:
+                        continue
+                    msg = ForwardMsg()
+                    msg.ParseFromString(frame)
+                    self.read(msg)
+            finally:
+                poller.cancel()
+
+    async def poll(self, ws, stop: asyncio.Event) -> None:
+        """The poll fragment's timer, as the browser runs it (bench_class.Student's)."""
+        from streamlit.proto.BackMsg_pb2 import BackMsg
+
+        phase = True
+        while not stop.is_set():
+            if self.fragment is None:
+                await asyncio.sleep(0.1)
+                continue
+            fragment, interval = self.fragment
+            await asyncio.sleep(random.uniform(0, interval) if phase else interval)
+            phase = False
+            msg = BackMsg()
+            msg.rerun_script.page_name = "lesson"
+            msg.rerun_script.page_script_hash = self.page_hash
+            msg.rerun_script.query_string = f"class={self.code}"
+            msg.rerun_script.fragment_id = fragment
+            msg.rerun_script.is_auto_rerun = True
+            await ws.send(msg.SerializeToString())
+
+    def read(self, msg) -> None:
+        from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+        kind = msg.WhichOneof("type")
+        if kind == "navigation":
+            self.page_hash = msg.navigation.page_script_hash
+        elif kind == "auto_rerun":
+            self.fragment = (msg.auto_rerun.fragment_id, msg.auto_rerun.interval)
+        elif kind == "script_finished":
+            self.runs += 1
+            # a whole run's end (a fragment's run ends with FRAGMENT_STOPPED_WITH_SUCCESS)
+            if self.sent is not None and msg.script_finished == ForwardMsg.FINISHED_SUCCESSFULLY:
+                self.finished.append(time.time() - self.sent)
+                if not self.charted:
+                    self.errors.append("a change's run drew no chart")
+                self.sent = None
+        elif kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
+            element = msg.delta.new_element
+            which = element.WhichOneof("type")
+            if which == "heading":
+                head = element.heading.body.split(".", 1)[0]
+                if head.isdigit():
+                    self.steps.setdefault(int(head), time.time())
+            elif which == "slider" and element.slider.id.endswith(LENGTH):
+                self.slider = (element.slider.id, int(element.slider.min),
+                               int(element.slider.max))
+            elif which == "plotly_chart" and self.sent is not None and not self.charted:
+                self.latencies.append(time.time() - self.sent)
+                self.charted = True
+            elif which == "exception":
+                self.errors.append(element.exception.type)
+
+
+async def drive_changes(client: ChangingStudent, until: float, every: float) -> None:
+    """The student's changes until `until`: at random moments, on average every `every` s,
+    never while the last one is still running (a browser waits for its page too)."""
+    while True:
+        await asyncio.sleep(random.expovariate(1 / every))
+        if time.time() >= until:
+            return
+        if client.sent is None and client.slider is not None and client.ws is not None:
+            await client.change()
+
+
+def pct(values: list[float], q: float) -> float | None:
+    values = sorted(values)
+    return round(values[min(len(values) - 1, int(q * len(values)))], 3) if values else None
+
+
+async def one_class(ports: list[int], store, students: int, changes: float,
+                    change_every: float, moves: int, every: float) -> dict:
+    room = store.create_room()
+    store.set_state(room.code, room.key, step=STEP)
+    store.reveal(room.code, room.key, f"s{STEP}")  # the step's figure is shown
+    stop = asyncio.Event()
+    clients = [ChangingStudent(ports[k % len(ports)], room.code) for k in range(students)]
+    tasks = [asyncio.create_task(c.run(stop)) for c in clients]
+    deadline = time.time() + 600
+    while not all(c.fragment and STEP in c.steps and c.slider for c in clients):
+        if time.time() > deadline:
+            stop.set()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            return {"students": students, "replicas": len(ports), "passed": False,
+                    "why": "the students' first runs did not finish in 600 s"}
+        await asyncio.sleep(0.5)
+    await asyncio.sleep(2)  # the last first runs settle
+    for c in clients:
+        c.latencies.clear()
+        c.finished.clear()
+    until = time.time() + changes
+    await asyncio.gather(*(drive_changes(c, until, change_every) for c in clients))
+    await asyncio.sleep(3)  # the last changes finish
+    written = {}
+    for step in range(STEP + 1, STEP + 1 + moves):
+        written[step] = time.time()
+        store.set_state(room.code, room.key, step=step)
+        await asyncio.sleep(every + random.uniform(0, 1))
+    stop.set()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    lags, missed = [], 0
+    for c in clients:
+        for step, at in written.items():
+            if step in c.steps:
+                lags.append(c.steps[step] - at)
+            else:
+                missed += 1
+    latencies = [x for c in clients for x in c.latencies]
+    finished = [x for c in clients for x in c.finished]
+    unfinished = sum(c.sent is not None for c in clients)
+    store.end(room.code, room.key)
+    result = {
+        "students": students, "replicas": len(ports),
+        "changes": len(latencies), "changes_unfinished": unfinished,
+        "change_s": {"p50": pct(latencies, 0.5), "p95": pct(latencies, 0.95),
+                     "max": round(max(latencies), 3) if latencies else None},
+        "change_finished_s": {"p50": pct(finished, 0.5), "p95": pct(finished, 0.95)},
+        "follow_s": {"p50": pct(lags, 0.5), "p95": pct(lags, 0.95),
+                     "max": round(max(lags), 3) if lags else None, "missed": missed},
+        "errors": sum(len(c.errors) for c in clients),
+        "error_kinds": dict(Counter(e for c in clients for e in c.errors)),
+    }
+    result["passed"] = bool(latencies and lags and missed == 0 and unfinished == 0
+                            and result["errors"] == 0
+                            and result["change_s"]["p95"] <= CHANGE_P95_S
+                            and result["follow_s"]["p95"] <= FOLLOW_P95_S)
+    return result
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--replicas", type=int, nargs="+", default=[1, 2, 4])
+    ap.add_argument("--students", type=int, nargs="+", default=[10, 20, 40, 60, 80, 120])
+    ap.add_argument("--changes", type=float, default=30, help="seconds of control changes")
+    ap.add_argument("--change-every", type=float, default=10,
+                    help="mean seconds between one student's changes")
+    ap.add_argument("--moves", type=int, default=3)
+    ap.add_argument("--every", type=float, default=6, help="seconds between the teacher's moves")
+    args = ap.parse_args()
+    OUT.mkdir(parents=True, exist_ok=True)
+    summary = {"cores": os.cpu_count(), "load_before": os.getloadavg(), "args": vars(args),
+               "runs": []}
+    for replicas in args.replicas:
+        db = OUT / f"bench_capacity_{replicas}.sqlite3"
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{db}{suffix}").unlink(missing_ok=True)
+        setting = f"sqlite:///{db}"
+        servers = [start_streamlit(free_port(), env={SETTING: setting},
+                                   log_name=f"bench_capacity_server{k}.log")
+                   for k in range(replicas)]
+        ports = [int(url.rsplit(":", 1)[1]) for _proc, url in servers]
+        store = open_store(setting)
+        capacity = 0
+        try:
+            for students in args.students:
+                result = asyncio.run(one_class(ports, store, students, args.changes,
+                                               args.change_every, args.moves, args.every))
+                print(json.dumps(result), flush=True)
+                summary["runs"].append(result)
+                if not result["passed"]:
+                    break
+                capacity = students
+        finally:
+            for proc, _url in servers:
+                stop_streamlit(proc)
+            store.close()
+        line = {"replicas": replicas, "students_held": capacity,
+                "per_replica": round(capacity / replicas, 1)}
+        print(json.dumps(line), flush=True)
+        summary.setdefault("capacity", []).append(line)
+    (OUT / "bench_capacity.json").write_text(json.dumps(summary, indent=1))
+
+
+if __name__ == "__main__":
+    main()
