@@ -58,7 +58,6 @@ class ChangingStudent(Student):
 
     def __init__(self, port: int, code: str):
         super().__init__(port, code)
-        self.ws = None
         self.slider: tuple[str, int, int] | None = None  # (widget id, its min and max)
         self.sent: float | None = None  # when the change now running was sent
         self.charted = False  # whether that change's chart has come
@@ -80,63 +79,14 @@ class ChangingStudent(Student):
         self.sent, self.charted = time.time(), False
         await self.ws.send(msg.SerializeToString())
 
-    async def run(self, stop: asyncio.Event) -> None:
-        import websockets
-        from streamlit.proto.BackMsg_pb2 import BackMsg
-        from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
-
-        async with websockets.connect(f"ws://127.0.0.1:{self.port}/_stcore/stream",
-                                      subprotocols=["streamlit"], max_size=None,
-                                      open_timeout=120) as ws:
-            self.ws = ws
-            first = BackMsg()
-            first.rerun_script.page_name = "lesson"
-            first.rerun_script.query_string = f"class={self.code}"
-            await ws.send(first.SerializeToString())
-            poller = asyncio.create_task(self.poll(ws, stop))
-            try:
-                while not stop.is_set():
-                    try:
-                        frame = await asyncio.wait_for(ws.recv(), 0.5)
-                    except TimeoutError:
-                        continue
-                    msg = ForwardMsg()
-                    msg.ParseFromString(frame)
-                    self.read(msg)
-            finally:
-                poller.cancel()
-
-    async def poll(self, ws, stop: asyncio.Event) -> None:
-        """The poll fragment's timer, as the browser runs it (bench_class.Student's)."""
-        from streamlit.proto.BackMsg_pb2 import BackMsg
-
-        phase = True
-        while not stop.is_set():
-            if self.fragment is None:
-                await asyncio.sleep(0.1)
-                continue
-            fragment, interval = self.fragment
-            await asyncio.sleep(random.uniform(0, interval) if phase else interval)
-            phase = False
-            msg = BackMsg()
-            msg.rerun_script.page_name = "lesson"
-            msg.rerun_script.page_script_hash = self.page_hash
-            msg.rerun_script.query_string = f"class={self.code}"
-            msg.rerun_script.fragment_id = fragment
-            msg.rerun_script.is_auto_rerun = True
-            await ws.send(msg.SerializeToString())
-
     def read(self, msg) -> None:
+        """bench_class.Student's reading, and each change's chart and end."""
         from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
+        super().read(msg)
         kind = msg.WhichOneof("type")
-        if kind == "navigation":
-            self.page_hash = msg.navigation.page_script_hash
-        elif kind == "auto_rerun":
-            self.fragment = (msg.auto_rerun.fragment_id, msg.auto_rerun.interval)
-        elif kind == "script_finished":
-            self.runs += 1
-            # a whole run's end (a fragment's run ends with FRAGMENT_STOPPED_WITH_SUCCESS)
+        if kind == "script_finished":
+            # a whole run's end (a fragment's run ends with FINISHED_FRAGMENT_RUN_SUCCESSFULLY)
             if self.sent is not None and msg.script_finished == ForwardMsg.FINISHED_SUCCESSFULLY:
                 self.finished.append(time.time() - self.sent)
                 if not self.charted:
@@ -145,18 +95,12 @@ class ChangingStudent(Student):
         elif kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
             element = msg.delta.new_element
             which = element.WhichOneof("type")
-            if which == "heading":
-                head = element.heading.body.split(".", 1)[0]
-                if head.isdigit():
-                    self.steps.setdefault(int(head), time.time())
-            elif which == "slider" and element.slider.id.endswith(LENGTH):
+            if which == "slider" and element.slider.id.endswith(LENGTH):
                 self.slider = (element.slider.id, int(element.slider.min),
                                int(element.slider.max))
             elif which == "plotly_chart" and self.sent is not None and not self.charted:
                 self.latencies.append(time.time() - self.sent)
                 self.charted = True
-            elif which == "exception":
-                self.errors.append(element.exception.type)
 
 
 async def drive_changes(client: ChangingStudent, until: float, every: float) -> None:

@@ -57,6 +57,7 @@ class Student:
         self.page_hash = ""
         self.runs = 0
         self.errors: list[str] = []
+        self.ws = None  # the websocket, once open
 
     async def run(self, stop: asyncio.Event) -> None:
         import websockets
@@ -66,29 +67,12 @@ class Student:
         async with websockets.connect(f"ws://127.0.0.1:{self.port}/_stcore/stream",
                                       subprotocols=["streamlit"], max_size=None,
                                       open_timeout=120) as ws:
+            self.ws = ws
             first = BackMsg()
             first.rerun_script.page_name = "lesson"
             first.rerun_script.query_string = f"class={self.code}"
             await ws.send(first.SerializeToString())
-
-            async def poll():
-                phase = True  # browsers start their timers at unrelated moments
-                while not stop.is_set():
-                    if self.fragment is None:
-                        await asyncio.sleep(0.1)
-                        continue
-                    fragment, interval = self.fragment
-                    await asyncio.sleep(random.uniform(0, interval) if phase else interval)
-                    phase = False
-                    msg = BackMsg()
-                    msg.rerun_script.page_name = "lesson"
-                    msg.rerun_script.page_script_hash = self.page_hash
-                    msg.rerun_script.query_string = f"class={self.code}"
-                    msg.rerun_script.fragment_id = fragment
-                    msg.rerun_script.is_auto_rerun = True
-                    await ws.send(msg.SerializeToString())
-
-            poller = asyncio.create_task(poll())
+            poller = asyncio.create_task(self.poll(ws, stop))
             try:
                 while not stop.is_set():
                     try:
@@ -97,24 +81,48 @@ class Student:
                         continue
                     msg = ForwardMsg()
                     msg.ParseFromString(frame)
-                    kind = msg.WhichOneof("type")
-                    if kind == "navigation":  # the page that ran: a browser sends it back
-                        self.page_hash = msg.navigation.page_script_hash
-                    elif kind == "auto_rerun":
-                        self.fragment = (msg.auto_rerun.fragment_id, msg.auto_rerun.interval)
-                    elif kind == "script_finished":
-                        self.runs += 1
-                    elif kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
-                        element = msg.delta.new_element
-                        which = element.WhichOneof("type")
-                        if which == "heading":
-                            head = element.heading.body.split(".", 1)[0]
-                            if head.isdigit():
-                                self.steps.setdefault(int(head), time.time())
-                        elif which == "exception":
-                            self.errors.append(element.exception.type)
+                    self.read(msg)
             finally:
                 poller.cancel()
+
+    async def poll(self, ws, stop: asyncio.Event) -> None:
+        """The poll fragment's timer, as the browser runs it."""
+        from streamlit.proto.BackMsg_pb2 import BackMsg
+
+        phase = True  # browsers start their timers at unrelated moments
+        while not stop.is_set():
+            if self.fragment is None:
+                await asyncio.sleep(0.1)
+                continue
+            fragment, interval = self.fragment
+            await asyncio.sleep(random.uniform(0, interval) if phase else interval)
+            phase = False
+            msg = BackMsg()
+            msg.rerun_script.page_name = "lesson"
+            msg.rerun_script.page_script_hash = self.page_hash
+            msg.rerun_script.query_string = f"class={self.code}"
+            msg.rerun_script.fragment_id = fragment
+            msg.rerun_script.is_auto_rerun = True
+            await ws.send(msg.SerializeToString())
+
+    def read(self, msg) -> None:
+        """One message the server sent, as the page reads it."""
+        kind = msg.WhichOneof("type")
+        if kind == "navigation":  # the page that ran: a browser sends it back
+            self.page_hash = msg.navigation.page_script_hash
+        elif kind == "auto_rerun":
+            self.fragment = (msg.auto_rerun.fragment_id, msg.auto_rerun.interval)
+        elif kind == "script_finished":
+            self.runs += 1
+        elif kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
+            element = msg.delta.new_element
+            which = element.WhichOneof("type")
+            if which == "heading":
+                head = element.heading.body.split(".", 1)[0]
+                if head.isdigit():
+                    self.steps.setdefault(int(head), time.time())
+            elif which == "exception":
+                self.errors.append(element.exception.type)
 
 
 def server_cpu(pids: list[int]) -> float:
