@@ -42,7 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "bench" / "out"
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "bench"))
-from bench_class import Student  # noqa: E402
+from bench_class import Student, follow_lags, pct, teacher_moves  # noqa: E402
 from conftest import free_port, start_streamlit, stop_streamlit  # noqa: E402
 
 from alibi_viz.classroom import SETTING, open_store  # noqa: E402
@@ -114,11 +114,6 @@ async def drive_changes(client: ChangingStudent, until: float, every: float) -> 
             await client.change()
 
 
-def pct(values: list[float], q: float) -> float | None:
-    values = sorted(values)
-    return round(values[min(len(values) - 1, int(q * len(values)))], 3) if values else None
-
-
 async def one_class(ports: list[int], store, students: int, changes: float,
                     change_every: float, moves: int, every: float) -> dict:
     room = store.create_room()
@@ -142,20 +137,10 @@ async def one_class(ports: list[int], store, students: int, changes: float,
     until = time.time() + changes
     await asyncio.gather(*(drive_changes(c, until, change_every) for c in clients))
     await asyncio.sleep(3)  # the last changes finish
-    written = {}
-    for step in range(STEP + 1, STEP + 1 + moves):
-        written[step] = time.time()
-        store.set_state(room.code, room.key, step=step)
-        await asyncio.sleep(every + random.uniform(0, 1))
+    written = await teacher_moves(store, room, range(STEP + 1, STEP + 1 + moves), every)
     stop.set()
     await asyncio.gather(*tasks, return_exceptions=True)
-    lags, missed = [], 0
-    for c in clients:
-        for step, at in written.items():
-            if step in c.steps:
-                lags.append(c.steps[step] - at)
-            else:
-                missed += 1
+    lags, missed = follow_lags(clients, written)
     latencies = [x for c in clients for x in c.latencies]
     finished = [x for c in clients for x in c.finished]
     unfinished = sum(c.sent is not None for c in clients)

@@ -125,6 +125,35 @@ class Student:
                 self.errors.append(element.exception.type)
 
 
+def pct(values: list[float], q: float) -> float | None:
+    """The q-quantile of `values` (the nearest rank below), to the millisecond."""
+    values = sorted(values)
+    return round(values[min(len(values) - 1, int(q * len(values)))], 3) if values else None
+
+
+async def teacher_moves(store, room, steps, every: float) -> dict[int, float]:
+    """The teacher moves to each of `steps` in turn, every `every` s (plus up to 1 s); returns
+    step -> when the store was written."""
+    written = {}
+    for step in steps:
+        written[step] = time.time()
+        store.set_state(room.code, room.key, step=step)
+        await asyncio.sleep(every + random.uniform(0, 1))
+    return written
+
+
+def follow_lags(clients, written: dict[int, float]) -> tuple[list[float], int]:
+    """(every student's lag behind each write, how many steps never arrived)."""
+    lags, missed = [], 0
+    for c in clients:
+        for step, at in written.items():
+            if step in c.steps:
+                lags.append(c.steps[step] - at)
+            else:
+                missed += 1
+    return lags, missed
+
+
 def server_cpu(pids: list[int]) -> float:
     """CPU seconds (user + system) the servers have used so far, together."""
     return sum(sum(psutil.Process(pid).cpu_times()[:2]) for pid in pids)
@@ -146,27 +175,13 @@ async def one_class(ports: list[int], pids: list[int], store, students: int, idl
     await asyncio.sleep(idle)
     idle_cpu, idle_s = server_cpu(pids) - cpu0, time.time() - t0
     idle_runs = sum(c.runs for c in clients) - runs0
-    lags, written = [], {}
     cpu1, t1 = server_cpu(pids), time.time()
-    for step in range(2, 2 + moves):
-        written[step] = time.time()
-        store.set_state(room.code, room.key, step=step)
-        await asyncio.sleep(every + random.uniform(0, 1))
+    written = await teacher_moves(store, room, range(2, 2 + moves), every)
     moving_cpu, moving_s = server_cpu(pids) - cpu1, time.time() - t1
     stop.set()
     await asyncio.gather(*tasks, return_exceptions=True)
-    missed = 0
-    for c in clients:
-        for step, at in written.items():
-            if step in c.steps:
-                lags.append(c.steps[step] - at)
-            else:
-                missed += 1
+    lags, missed = follow_lags(clients, written)
     store.end(room.code, room.key)
-    lags.sort()
-
-    def pct(q):
-        return round(lags[min(len(lags) - 1, int(q * len(lags)))], 3) if lags else None
 
     return {
         "students": students, "replicas": len(ports),
@@ -177,7 +192,8 @@ async def one_class(ports: list[int], pids: list[int], store, students: int, idl
         "fragment_runs_per_student_s": round(idle_runs / students / idle_s, 2),
         "moving_s": round(moving_s, 1),
         "cpu_s_per_student_minute_moving": round(moving_cpu / students / (moving_s / 60), 4),
-        "lag_s": {"p50": pct(0.5), "p95": pct(0.95), "max": round(lags[-1], 3) if lags else None,
+        "lag_s": {"p50": pct(lags, 0.5), "p95": pct(lags, 0.95),
+                  "max": round(max(lags), 3) if lags else None,
                   "n": len(lags), "missed": missed},
         "errors": sum(len(c.errors) for c in clients),
     }
