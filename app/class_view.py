@@ -116,7 +116,7 @@ def say(message: str) -> None:
 
 def leave() -> None:
     for key in ("cls_code", "cls_key", "cls_state", "cls_version", "cls_at", "cls_follow",
-                "cls_published", "cls_join", "cls_sent", "cls_moved"):
+                "cls_published", "cls_join", "cls_sent"):
         st.session_state.pop(key, None)
 
 
@@ -180,29 +180,26 @@ def apply(state: ClassState) -> None:
             values[key] = value
     ss = st.session_state
     # Until the browser has drawn this run, its next request (a poll's, every POLL_S) may
-    # still carry what its widgets showed before: (before, now) for each value changed here,
-    # so that `settle` tells such a stale value from the student's own change.
+    # still carry what its widgets showed before: (before, now) for each control changed
+    # here, so that `settle` tells such a stale value from the student's own change. The
+    # step, the myth and its reveal are no widgets' values (the step list's key holds its
+    # step), so no stale request can change them.
     ss["cls_sent"] = {key: (ss.get(key), value) for key, value in values.items()
-                      if ss.get(key) != value}
+                      if key in CONTROLS and ss.get(key) != value}
     ss.update(values)
     ss["cls_at"] = state.step
 
 
-def moved() -> None:
-    """The student pressed one of the Lesson's step buttons (a click, never a stale value)."""
-    st.session_state["cls_moved"] = True
-
-
 def settle() -> bool:
-    """Whether the student still follows the class. A widget value that is the one from before
-    the last `apply` came back from a browser that had not drawn that run yet (a slow page,
-    a busy server): it is set back to the teacher's, instead of taking the student out of the
-    class. Any other step is the student's own move."""
+    """Whether the student still follows the class (is on the step the class was last put
+    on). A control whose value is the one from before the last `apply` came back from a
+    browser that had not drawn that run yet (a slow page, a busy server): it is set back to
+    the teacher's, not taken as the student's own change."""
     ss = st.session_state
-    sent, pressed = ss.get("cls_sent") or {}, ss.pop("cls_moved", False)
+    sent = ss.get("cls_sent") or {}
     for key, (before, now) in list(sent.items()):
-        if ss.get(key) == before and not (pressed and key == "ls_step"):
-            ss[key] = now  # sent back by a browser still showing the step before
+        if ss.get(key) == before:
+            ss[key] = now  # sent back by a browser still showing the value before
         else:
             del sent[key]  # drawn (or changed by the student): from now on a change is theirs
     at = ss.get("cls_at")

@@ -103,7 +103,6 @@ def cursor(step: int, present: bool) -> LessonCursor:
 def keep(moved: LessonCursor, arrived: bool) -> None:
     """Store the cursor for the next run: on arriving at a step every question is asked
     afresh; a question the cursor closed without moving is revealed."""
-    class_view.moved()  # in a class, a student's own move (`class_view.settle`)
     st.session_state["ls_step"] = moved.step
     st.session_state["ls_myth"], st.session_state["ls_myth_shown"] = moved.myth, moved.myth_shown
     if arrived:
