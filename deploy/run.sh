@@ -289,6 +289,9 @@ cmd_start() {
 
     mkdir -p "$RUN_DIR/logs"
     printf '%s' "${ports[@]/%/$'\n'}" >"$RUN_DIR/replicas"  # none on a front host
+    printf '%s\n' "$REPLICA_HOST" >"$RUN_DIR/replica_host"  # where status asks them
+    upstreams >"$RUN_DIR/upstreams"  # where nginx sends (status asks them on a front host)
+    if ((replicas_only)); then touch "$RUN_DIR/replicas_only"; else rm -f "$RUN_DIR/replicas_only"; fi
     (umask 077; head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$RUN_DIR/cookie_secret")
     # Whatever fails from here on (die, or set -e), stop what was started: no orphans.
     trap 'echo "run.sh: start failed, stopping what was started" >&2; cmd_stop >/dev/null' EXIT
@@ -320,7 +323,8 @@ cmd_start() {
     done
     trap - EXIT
 
-    say "${#ports[@]} replica(s) on 127.0.0.1:${ports[*]}, nginx on $listen:$port"
+    if ((${#ports[@]})); then say "${#ports[@]} replica(s) on 127.0.0.1:${ports[*]}, nginx on $listen:$port"
+    else say "nginx on $listen:$port, in front of $(upstreams | tr '\n' ' ')"; fi
     if [[ "$listen" == 0.0.0.0 ]]; then
         local ip
         for ip in $(hostname -I 2>/dev/null); do  # IPv4 only: nginx listens on 0.0.0.0
@@ -346,15 +350,33 @@ cmd_stop() {
 }
 
 cmd_status() {
-    local ok=0 k=0 port state
+    # One machine: its replicas and nginx. An app host (start --replicas-only): its replicas,
+    # on the address they listen on. The front host: nginx, and each app host's replica that
+    # it sends to, asked over the network as nginx asks it.
+    local ok=0 k=0 port state host upstream
+    host="$(cat "$RUN_DIR/replica_host" 2>/dev/null || echo 127.0.0.1)"
     while read -r port; do
         k=$((k + 1))
         if ! alive "$RUN_DIR/r$k.pid" streamlit; then state="not running"; ok=1
-        elif healthy "http://127.0.0.1:$port/_stcore/health"; then state="healthy"
+        elif healthy "http://$host:$port/_stcore/health"; then state="healthy"
         else state="running, not answering"; ok=1; fi
-        echo "replica r$k  127.0.0.1:$port  $state"
+        echo "replica r$k  $host:$port  $state"
     done < <(replica_ports)
-    ((k > 0)) || { echo "not started (no $RUN_DIR/replicas)"; return 1; }
+    if [[ -e "$RUN_DIR/replicas_only" ]]; then
+        ((k > 0)) || { echo "not started (no $RUN_DIR/replicas)"; return 1; }
+        echo "nginx        on the front host (this is an app host)"
+        return "$ok"
+    fi
+    if ((k == 0)); then
+        [[ -s "$RUN_DIR/upstreams" ]] || { echo "not started (no $RUN_DIR/replicas)"; return 1; }
+        k=0
+        while read -r upstream; do  # the front host of several machines
+            k=$((k + 1))
+            if healthy "http://$upstream/_stcore/health"; then state="healthy"
+            else state="not answering"; ok=1; fi
+            echo "upstream r$k  $upstream  $state"
+        done <"$RUN_DIR/upstreams"
+    fi
     if alive "$RUN_DIR/nginx.pid" nginx; then
         local listen
         listen="$(awk '/^ *listen /{sub(";", "", $2); print $2; exit}' "$RUN_DIR/nginx.conf")"

@@ -319,6 +319,19 @@ def test_front_host_sends_to_the_app_hosts_addresses(hall):
         assert f"server {address(host)}:{REPLICA_PORT} " in conf
     assert not re.search(r"^\s*server 127\.", conf, flags=re.M)
     assert (hall.run_dirs["front"] / "replicas").read_text() == ""  # no replica on the front
+    # status on each host: the front asks the app hosts' replicas over the network.
+    front = hall.run_sh("front", "status")
+    assert front.returncode == 0, front.stdout + front.stderr
+    for k, host in enumerate(("app1", "app2"), start=1):
+        assert re.search(rf"^upstream r{k} +{re.escape(address(host))}:{REPLICA_PORT} +healthy$",
+                         front.stdout, flags=re.M), front.stdout
+    assert re.search(r"^nginx .*/healthz ok$", front.stdout, flags=re.M), front.stdout
+    for host in ("app1", "app2"):
+        app = hall.run_sh(host, "status", env=hall.env(host))
+        assert app.returncode == 0, app.stdout + app.stderr
+        assert re.search(rf"^replica r1 +127\.0\.0\.1:{REPLICA_PORT} +healthy$", app.stdout,
+                         flags=re.M), app.stdout
+        assert "nginx        on the front host" in app.stdout
     for host in ("app1", "app2"):
         ping = subprocess.run([IP, "netns", "exec", netns(host), sys.executable, "-c",
                                "import redis, sys; print(redis.Redis.from_url(sys.argv[1]).ping())",
@@ -419,6 +432,11 @@ def test_a_stopped_app_host_s_students_come_back_on_the_other(hall, browser):
     stopped_at, stopped_wall = time.monotonic(), time.time()
     assert kill_host("app1"), "app1 had no process"
     assert ns_pids("app1") == []
+    front = hall.run_sh("front", "status")  # it names the stopped host, and fails
+    assert front.returncode == 1, front.stdout + front.stderr
+    assert re.search(rf"^upstream r1 +{re.escape(address('app1'))}:{REPLICA_PORT} +not answering$",
+                     front.stdout, flags=re.M), front.stdout
+    assert re.search(r"^upstream r2 .* healthy$", front.stdout, flags=re.M), front.stdout
     back = wait_for_run(hall, victim, where, timeout_s=FAILOVER_S + 20)
     back_after = time.monotonic() - stopped_at
     while not victim_reloads:  # nginx's failover script reloads the page (deploy/nginx.conf)
