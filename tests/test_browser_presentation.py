@@ -3,6 +3,7 @@
 Screenshots of every step at 1024x768 go to test-artifacts/ (and $ALIBI_VIZ_SCREENSHOTS)."""
 
 import contextlib
+import json
 import re
 
 import pytest
@@ -336,6 +337,34 @@ def test_a_clicker_alone_reveals_every_step_and_myth(screen, server_url):
             wait_for_app(page)
     assert facts == [0] * 6  # each myth came without its fact
     assert re.search(rf"step={STEPS}(&|$)", page.url)
+
+
+@pytest.mark.parametrize("lang", ["es", "ru"])
+def test_every_myth_fits_a_1024x768_projector_in_spanish_and_russian(screen, server_url, lang):
+    """The misconceptions step at 1024x768 in Spanish and Russian, with the clicker alone:
+    each myth comes without its fact, the next press shows the fact, whose table's text is at
+    least 20 px and whose last shown element ends on the screen (Spanish and Russian run
+    longer than English), then the next myth."""
+    gettext = i18n.translations(lang).gettext
+    fact = gettext("**Fact:** {truth}").split("{truth}")[0].strip().strip("*")
+    page = screen(1024, 768)
+    page.goto(f"{server_url}/lesson?step={STEPS}&present=1&lang={lang}")
+    wait_for_step(page, STEPS)
+    ends = []
+    for myth in range(1, 7):
+        title = gettext("**Myth {k} of {n}:** {claim}").split("{claim}")[0].replace("*", "")
+        page.get_by_text(title.format(k=myth, n=6).strip()).wait_for(timeout=30_000)
+        assert page.evaluate(FACT_JS, fact) == 0, (lang, myth)
+        page.keyboard.press("PageDown")
+        page.wait_for_function(f"() => ({FACT_JS})({json.dumps(fact)}) === 1", timeout=30_000)
+        wait_for_app(page)
+        assert min(page.evaluate(TABLE_TEXT_SIZES_JS) or [20]) >= 20, (lang, myth)
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / f"lesson_present_myth{myth}_{lang}.png"))
+        ends.append(page.evaluate(MAIN_BOTTOM_JS))
+        if myth < 6:
+            page.keyboard.press("PageDown")
+    assert [round(end) for end in ends if end > 768 + 1] == [], (lang, ends)
 
 
 def wait_for_step(page, step: int) -> None:
