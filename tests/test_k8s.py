@@ -51,16 +51,16 @@ def mebibytes(quantity: str) -> int:
     return int(number) * (1024 if unit == "Gi" else 1)
 
 
-def readme_tables() -> list[list[list[str]]]:
-    """The markdown tables of the README's Kubernetes section, each a list of rows of cells
-    (header and separator rows left out)."""
+def readme_tables() -> list[tuple[list[str], list[list[str]]]]:
+    """The markdown tables of the README's Kubernetes section, each (its header's cells, its
+    rows of cells; the separator row left out)."""
     section = README.read_text().split("## Kubernetes (a lecture hall)", 1)[1]
     tables, rows = [], []
     for line in section.splitlines() + [""]:
         if line.startswith("|"):
             rows.append([cell.strip() for cell in line.strip().strip("|").split("|")])
         elif rows:
-            tables.append(rows[2:])
+            tables.append((rows[0], rows[2:]))
             rows = []
     return tables
 
@@ -72,10 +72,10 @@ def number(cell: str) -> float:
 def sizing() -> tuple[dict, dict]:
     """(per replica: {"CPU (cores)": (request, limit), ...}, {students: row}) from the README."""
     per_replica = class_rows = None
-    for rows in readme_tables():
-        if rows and rows[0][0] == "CPU (cores)":
+    for header, rows in readme_tables():
+        if header[0] == "per replica":
             per_replica = {row[0]: row[1:] for row in rows}
-        if rows and rows[0][0].isdigit():
+        if header[:2] == ["students", "replicas"]:
             class_rows = {int(row[0]): [number(cell) for cell in row[1:]] for row in rows}
     assert per_replica and class_rows, "deploy/README.md has lost its sizing tables"
     return per_replica, class_rows
