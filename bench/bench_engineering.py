@@ -62,11 +62,11 @@ def child(cell: str, repeats: int, threads: int) -> dict:
         if cell == "conformance_shipped_2048":
             run = lambda: check_alibi(model, tokenizer, probe_length=2048)  # noqa: E731
         elif cell == "behaviour_shipped":
-            run = lambda: behaviour_scores(model, tokenizer, slopes=info.applied_slopes)  # noqa: E731
+            run = lambda: behaviour_scores(model, tokenizer, slopes=info.config_slopes)  # noqa: E731
         elif cell == "statistics_shipped_512":
             text = data.long_example(kind="python")
             run = lambda: head_statistics(attention_maps(model, tokenizer, text, max_tokens=512),  # noqa: E731
-                                          slopes=info.applied_slopes)
+                                          slopes=info.config_slopes)
         else:
             stream = data.heldout_ids("python", max_tokens=1 << 16)
             contexts = [c for c in REACH_CONTEXTS if c <= 1024]

@@ -338,7 +338,7 @@ def library_table(sizes: list[int], repeats: int) -> None:
     )
 
     model, tokenizer, info = shipped_model()
-    slopes = info.applied_slopes
+    slopes = info.config_slopes
     print(f"\n## Library calls behind one text change ({info.num_layers} layers x "
           f"{info.num_heads} heads, median of {repeats}; seconds)")
     print("| tokens | attention_maps | analyze_heads (maps + stats + downsampling) "

@@ -121,7 +121,7 @@ def cell(args) -> dict:
         assert len(out.attentions) == info.num_layers
     elif args.op == "new text":
         analysis = heads.analyze_heads(model, tokenizer, text, max_tokens=T, info=info,
-                                       slopes=info.applied_slopes, split_layers=(layer,))
+                                       slopes=info.config_slopes, split_layers=(layer,))
         shown = analysis.seq_len
         if layer not in analysis.splits:  # the split did not fit beside the maps: the page
             passes = 2  # splits the layer in a pass of its own (app/heads_view.decomposition)
@@ -130,7 +130,7 @@ def cell(args) -> dict:
                                       max_tokens=T, info=info, bias_shown="textbook")
     elif args.op == "before":  # what the page ran for a new text in the earlier tree
         analysis = heads.analyze_heads(model, tokenizer, text, max_tokens=T, info=info,
-                                       slopes=info.applied_slopes)
+                                       slopes=info.config_slopes)
         shown = analysis.seq_len
         del analysis
         heads.decomposition_views(model, tokenizer, text, [layer], max_tokens=T, info=info,
