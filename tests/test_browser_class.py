@@ -110,15 +110,28 @@ def click(page, selector: str, timeout_ms: float = 60_000) -> None:
                              f"{buttons.evaluate_all(HIDDEN_JS)}") from None
 
 
+# The number of the step whose heading the page shows (None before any).
+SHOWN_STEP_JS = """() => { const h = [...document.querySelectorAll('h2')].map(h => h.innerText.trim())
+  .find(t => /^\\d+\\./.test(t)); return h ? parseInt(h) : null; }"""
+
+
 def teacher_moves(teacher, button: str, step: int) -> None:
     """The teacher presses `button` (".st-key-ls_next" or "_prev") and the projector shows step
     `step`. A press that moved nothing in 20 s is pressed again, as a teacher would, with a
     warning that says what the page showed (seen once, in a fresh clone's solo run, on the
-    deployment; the cause is not known); a second press that moves nothing fails the test."""
+    deployment; the cause is not known); a second press that moves nothing fails the test. A
+    press that moved the projector past `step` fails at once, saying where it went (seen once
+    on the deployment, 2026-12-05: one press, and 20 s later the projector on step 4 instead of
+    2; five runs with the Next callback logged then showed one call per press)."""
+    before = teacher.evaluate(SHOWN_STEP_JS)
     click(teacher, button)
     try:
         on_step(teacher, step, 20_000)
     except AssertionError as exc:
+        now = teacher.evaluate(SHOWN_STEP_JS)
+        if None not in (now, before) and now != before:
+            raise AssertionError(f"one press moved the projector from step {before} to step "
+                                 f"{now}, not to {step}: {exc}") from None
         warnings.warn(f"the teacher's press moved nothing, pressed again: {exc}", stacklevel=2)
         click(teacher, button)
         on_step(teacher, step, 30_000)
