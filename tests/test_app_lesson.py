@@ -438,3 +438,32 @@ def test_the_files_the_page_reads_beside_it_are_package_data():
     for name in read:
         assert (root / "app" / "app_pages" / name).is_file(), name
         assert any(fnmatch.fnmatch(f"app_pages/{name}", p) for p in patterns), name
+
+
+def test_one_press_moves_the_lesson_once_however_often_it_arrives():
+    """A press's callback that runs twice for one press (its trigger delivered twice) moves the
+    lesson once: Next and Back act on the screen they were drawn on (app.lesson_nav.screen).
+    Presses drawn on the screen as it is move every time."""
+    from streamlit.testing.v1 import AppTest
+
+    def script():
+        import streamlit as st
+
+        from app.lesson_nav import backward, forward, screen
+
+        st.session_state.setdefault("ls_step", 3)
+        present = bool(st.session_state.get("present"))
+        drawn = screen(st.session_state["ls_step"])
+        for key, press in (("next", forward), ("back", backward)):
+            if st.button(key, key=key):
+                press(drawn, present)  # the press
+                press(drawn, present)  # the same press, delivered again
+        st.write(f"step {st.session_state['ls_step']}")
+
+    at = AppTest.from_function(script, default_timeout=60).run()
+    assert at.markdown[0].value == "step 3"
+    for expected in (4, 5, 6):
+        at.button(key="next").click().run()
+        assert at.markdown[0].value == f"step {expected}"
+    at.button(key="back").click().run()
+    assert at.markdown[0].value == "step 5"

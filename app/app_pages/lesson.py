@@ -23,15 +23,11 @@ import streamlit as st
 
 from alibi_viz.errors import AlibiVizError
 from alibi_viz.glossary import glossary_rows
-from alibi_viz.i18n import N_, _
-from alibi_viz.lesson import LessonCursor
+from alibi_viz.i18n import _
 from alibi_viz.params import UrlParam
 from app import class_view, ui
+from app.lesson_nav import STEPS, at_the_end, backward, forward, go_to, screen
 from app.lesson_steps import (
-    MYTHS,
-    forget_questions,
-    question_open,
-    reveal,
     step_bias,
     step_copying,
     step_decay,
@@ -44,17 +40,6 @@ from app.lesson_steps import (
 )
 
 PREFIX = "ls"
-STEPS = (  # translated where shown: _(STEPS[k])
-    N_("Where position enters attention"),
-    N_("The bias matrix"),
-    N_("Slopes"),
-    N_("Decay and half-life"),
-    N_("A real head of the shipped model"),
-    N_("Train short, test long"),
-    N_("How far back does it look?"),
-    N_("Watch a copying head form"),
-    N_("Common misconceptions"),
-)
 # Each step's view (app/lesson_steps.py): its text, controls, question and figure.
 STEP_VIEWS = (step_position, step_bias, step_slopes, step_decay, step_real_head,
               step_extrapolation, step_reach, step_copying, step_misconceptions)
@@ -92,52 +77,6 @@ CLICKER_JS = "<script>\n" + page_file(str(HERE / "lesson_clicker.js")) + "</scri
 
 
 # ----------------------------------------------------------------------------- controls
-
-def cursor(step: int, present: bool) -> LessonCursor:
-    """The lesson's cursor at `step`, its myth and its question as this session left them."""
-    return LessonCursor(len(STEPS), MYTHS, step, st.session_state.get("ls_myth", 0),
-                        bool(st.session_state.get("ls_myth_shown")),
-                        question_open=present and question_open(step))
-
-
-def keep(moved: LessonCursor, arrived: bool) -> None:
-    """Store the cursor for the next run: on arriving at a step every question is asked
-    afresh; a question the cursor closed without moving is revealed."""
-    st.session_state["ls_step"] = moved.step
-    st.session_state["ls_myth"], st.session_state["ls_myth_shown"] = moved.myth, moved.myth_shown
-    if arrived:
-        forget_questions()
-    elif not moved.question_open and question_open(moved.step):
-        reveal(moved.step)
-
-
-def current_step(step: int) -> int:
-    """The step on screen when a button's callback runs: the session's, not the one the button
-    was drawn with (a second clicker press can come before the first one's page is drawn)."""
-    return int(st.session_state.get("ls_step", step))
-
-
-def go_to(step: int) -> None:
-    moved = cursor(step, False)
-    moved.go_to(step)
-    keep(moved, arrived=True)
-
-
-def forward(step: int, present: bool) -> None:
-    """Next (the button, PageDown, → or Space): on a projector a step's waiting question is
-    revealed first, then the press after it moves on (`LessonCursor.forward`)."""
-    moved = cursor(current_step(step), present)
-    keep(moved, arrived=moved.forward(present))
-
-
-def backward(step: int, present: bool) -> None:
-    moved = cursor(current_step(step), present)
-    keep(moved, arrived=moved.backward(present))
-
-
-def at_the_end(step: int, present: bool) -> bool:
-    return cursor(step, present).at_the_end(present)
-
 
 def controls_ui():
     """Step, presentation mode and handout, seeded from the URL (step 1..9, present=1,
@@ -186,11 +125,12 @@ def navigation_ui(step: int, present: bool) -> None:
     first, prev, middle, nxt, last = st.columns([1, 2, 3, 2, 1], vertical_alignment="center")
     first.button("", icon=":material/first_page:", key="ls_first", on_click=go_to, args=(1,),
                  disabled=step == 1, help=_("First step (Home)"), width="stretch")
-    prev.button(_("← Back"), key="ls_prev", on_click=backward, args=(step, present),
+    drawn = screen(step)  # what a press of Back or Next acts on (lesson_nav)
+    prev.button(_("← Back"), key="ls_prev", on_click=backward, args=(drawn, present),
                 disabled=step == 1, help=_("Previous step (PageUp, ←)"), width="stretch")
     middle.progress(step / len(STEPS),
                     text=_("Step {step} of {total}").format(step=step, total=len(STEPS)))
-    nxt.button(_("Next →"), key="ls_next", on_click=forward, args=(step, present),
+    nxt.button(_("Next →"), key="ls_next", on_click=forward, args=(drawn, present),
                disabled=at_the_end(step, present), type="primary",
                help=_("The answer, then the next step (PageDown, →, Space)") if present
                else _("Next step (PageDown, →, Space)"), width="stretch")
@@ -198,9 +138,9 @@ def navigation_ui(step: int, present: bool) -> None:
                 args=(len(STEPS),), disabled=step == len(STEPS), help=_("Last step (End)"),
                 width="stretch")
     with st.container(key="ls_keys"):  # hidden by the CSS below, clicked by CLICKER_JS
-        st.button(_("next"), key="ls_key_next", on_click=forward, args=(step, present),
+        st.button(_("next"), key="ls_key_next", on_click=forward, args=(drawn, present),
                   disabled=at_the_end(step, present))
-        st.button(_("back"), key="ls_key_back", on_click=backward, args=(step, present),
+        st.button(_("back"), key="ls_key_back", on_click=backward, args=(drawn, present),
                   disabled=step == 1)
         st.button(_("first (Home)"), key="ls_key_home", on_click=go_to, args=(1,),
                   disabled=step == 1)
