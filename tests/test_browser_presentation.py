@@ -143,6 +143,8 @@ PANELS_JS = """() => {
   });
   return {panels, on_plots};
 }"""
+TURNED_TICKS_JS = """() => [...document.querySelectorAll('.js-plotly-plot .xtick text')]
+  .filter(t => /rotate\\(/.test(t.getAttribute('transform') || '')).map(t => t.textContent)"""
 MIN_PANEL_PX = 100  # px, a panel's plot area on a projector, at least (1024x768 and 1280x720)
 MIN_TICK_LABELS = 3  # on every axis that labels its ticks
 
@@ -204,6 +206,9 @@ def assert_fits(page) -> None:
     assert [p for p in panels["panels"]
             if 0 < p["xticks"] < MIN_TICK_LABELS or 0 < p["yticks"] < MIN_TICK_LABELS] == []
     assert panels["on_plots"] == []
+    # x tick labels read across, not turned on end (step 5's square panels lost their height
+    # to 0, 20, ... 120 written upwards)
+    assert page.evaluate(TURNED_TICKS_JS) == []
     box = page.evaluate(FIGURE_BOX_JS)
     if box is not None:  # the misconceptions step has no figure until "Show me"
         assert box["top"] >= 0 and box["left"] >= 0, box

@@ -195,6 +195,15 @@ def _axis_values(fig: go.Figure, name: str) -> np.ndarray | None:
     return values[np.isfinite(values)]
 
 
+def _held_height(fig: go.Figure, name: str, plot_h: float) -> float | None:
+    """The height in px of the y axis that x axis `name` ("xaxis2") is held to, scale for
+    scale (a square heatmap: the panel is no wider than that); None when it is not held."""
+    y = fig.layout["yaxis" + name[5:]]
+    if y is None or y.scaleanchor != "x" + name[5:]:
+        return None
+    return plot_h * ((y.domain[1] - y.domain[0]) if y.domain else 1.0)
+
+
 def _widen_column_gaps(fig: go.Figure, font: float, plot_w: float) -> None:
     """Room between side-by-side panels for the right panel's y tick labels and title, so the
     title does not lie on the left panel's lines: each gap at least `needed` px, the panels
@@ -244,10 +253,14 @@ def projector_figure(fig: go.Figure, height: int = PRESENT_HEIGHT) -> go.Figure:
     for name in [key for key in layout.to_plotly_json() if key.startswith(("xaxis", "yaxis"))]:
         axis = layout[name]
         span = (axis.domain[1] - axis.domain[0]) if axis.domain else 1.0
+        square = False
         if name.startswith("y"):  # a label every 2.5 lines of text
             most = max(MIN_TICKS, int(span * plot_h / (2.5 * font)))
         elif axis.type in ("linear", "log", "-", None):  # numbers: one every 10 characters
-            most = max(MIN_TICKS, int(span * plot_w / (10 * CHAR_EM * font)))
+            held = _held_height(fig, name, plot_h)
+            square = held is not None
+            width = span * plot_w if held is None else min(span * plot_w, held)
+            most = max(MIN_TICKS, int(width / (10 * CHAR_EM * font)))
         else:
             continue
         values = _axis_values(fig, name)
@@ -267,6 +280,8 @@ def projector_figure(fig: go.Figure, height: int = PRESENT_HEIGHT) -> go.Figure:
                         ticktext=[number(t) if t >= 10 else significant(t, 2) for t in ticks])
         elif axis.tickvals is None:
             # plotly's nticks is a most, and it picks round steps below it: at 5 a range of
-            # -6 to 1 got only -5 and 0
-            axis.nticks = max(most, MIN_TICKS) + 4
+            # -6 to 1 got only -5 and 0. Under a square panel, labels that do not fit side by
+            # side are turned on end (step 5's 0, 20, ... 120), which costs the panel its
+            # height (the room's height bounds it): there one more than fit.
+            axis.nticks = max(most, MIN_TICKS) + (1 if square else 4)
     return fig
