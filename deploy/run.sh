@@ -369,7 +369,6 @@ cmd_status() {
     fi
     if ((k == 0)); then
         [[ -s "$RUN_DIR/upstreams" ]] || { echo "not started (no $RUN_DIR/replicas)"; return 1; }
-        k=0
         while read -r upstream; do  # the front host of several machines
             k=$((k + 1))
             if healthy "http://$upstream/_stcore/health"; then state="healthy"

@@ -12,7 +12,8 @@ myth with its fact and demonstration, for the browser's Print (paper, or a PDF f
 print style sheet (lesson_handout.css) hides the sidebar and the buttons and starts each step on
 a new sheet.
 
-The steps themselves are drawn by app/lesson_steps.py; this page moves between them.
+The steps themselves are drawn by app/lesson_steps.py, and where the lesson is and what its
+buttons do is app/lesson_nav.py; this page lays them out.
 """
 
 import html
