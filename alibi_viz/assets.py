@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from alibi_viz.i18n import N_, _
+from alibi_viz.i18n import N_, _, get_language
 
 ASSETS_DIR = Path(__file__).resolve().parent.parent / "assets"
 MODELS_DIR = ASSETS_DIR / "models"
@@ -115,6 +115,21 @@ def training_info(path) -> dict:
 
 # The shipped family's training length (each training.json says it; `make models` trains at it).
 SHIPPED_TRAIN_SEQ_LEN = 128
+
+# The shipped four-kind corpus (alibi_viz.data), in this order everywhere.
+CORPUS_KINDS = ("python", "en", "es", "ru")
+# What each kind of text is called on the pages (English msgids: show `_(TEXT_KINDS[kind])`).
+TEXT_KINDS = {"python": N_("Python code"), "en": N_("English prose"), "es": N_("Spanish prose"),
+              "ru": N_("Russian prose")}
+
+
+def text_kind_in_sentence(kind: str) -> str:
+    """The name of a kind of text (TEXT_KINDS) where it stands inside a sentence, in the current
+    language. English keeps the capital its language and language names carry ("English prose",
+    "Python code"); Spanish and Russian write the common noun that opens the name in lower case
+    ("prosa en inglés", "английская проза"), which is what `.lower()` did to every language."""
+    name = _(TEXT_KINDS[kind])
+    return name if get_language() == "en" else name[:1].lower() + name[1:]
 
 
 def shipped_train_seq_len(folder=None, results: dict | None = None) -> int:

@@ -72,9 +72,16 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from alibi_viz.assets import ASSETS_DIR, SHIPPED_TRAIN_SEQ_LEN
+# The kinds of text (CORPUS_KINDS, TEXT_KINDS) are named in assets, below the results that
+# name them without loading text; `data.CORPUS_KINDS` is the same tuple.
+from alibi_viz.assets import (  # noqa: F401
+    ASSETS_DIR,
+    CORPUS_KINDS,
+    SHIPPED_TRAIN_SEQ_LEN,
+    TEXT_KINDS,
+)
 from alibi_viz.errors import AlibiVizError
-from alibi_viz.i18n import N_, _, get_language
+from alibi_viz.i18n import N_
 
 BYTE_OFFSET = 3  # ByT5 ids: 0 pad, 1 eos, 2 unk, then byte b -> b + 3
 PAD_ID, EOS_ID = 0, 1
@@ -83,22 +90,7 @@ SKIP_DIRS = {"site-packages", "test", "tests", "idle_test", "__pycache__", "enco
              "pydoc_data"}
 VALID_MODULUS = 10  # one file in ten (by crc32 of its relative path) is held out
 
-CORPUS_KINDS = ("python", "en", "es", "ru")  # the four-kind corpus, in this order everywhere
 PROSE_LANGS = ("en", "es", "ru")  # its prose kinds: language codes, as in i18n.LANGUAGES
-# What each kind of text is called on the pages (English msgids: show `_(TEXT_KINDS[kind])`).
-TEXT_KINDS = {"python": N_("Python code"), "en": N_("English prose"), "es": N_("Spanish prose"),
-              "ru": N_("Russian prose")}
-
-
-def text_kind_in_sentence(kind: str) -> str:
-    """The name of a kind of text (TEXT_KINDS) where it stands inside a sentence, in the current
-    language. English keeps the capital its language and language names carry ("English prose",
-    "Python code"); Spanish and Russian write the common noun that opens the name in lower case
-    ("prosa en inglés", "английская проза"), which is what `.lower()` did to every language."""
-    name = _(TEXT_KINDS[kind])
-    return name if get_language() == "en" else name[:1].lower() + name[1:]
-
-
 SHARES = {"python": 0.25, "en": 0.25, "es": 0.25, "ru": 0.25}  # of each split's bytes
 CORPUS_ASSETS = ASSETS_DIR / "corpus"  # the shipped record of the four-kind corpus
 MANIFEST_PATH = CORPUS_ASSETS / "manifest.json"

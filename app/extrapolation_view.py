@@ -16,21 +16,6 @@ import streamlit as st
 from alibi_viz import assets, data, paper
 from alibi_viz.assets import model_label, train_hint
 from alibi_viz.errors import AlibiVizError
-from alibi_viz.evaluate import (
-    DEFAULT_STRIDE,
-    LENGTHS,
-    PROTOCOLS,
-    extrapolation_summary,
-    in_distribution_ranking,
-    key_result,
-    live_token_cap,
-    paper_comparison,
-    protocol_name,
-    relative_change,
-    results_details,
-    results_table,
-    signed,
-)
 from alibi_viz.figures.extrapolation import (
     copy_heads_figure,
     learnable_perplexity_figure,
@@ -39,9 +24,25 @@ from alibi_viz.figures.extrapolation import (
     win_half_figure,
 )
 from alibi_viz.i18n import N_, _, number, significant, small_percent
-from alibi_viz.models.rescale import scale_label
-from alibi_viz.reach import COPY_SPAN, own_span, reach_summary
+from alibi_viz.models.reach import COPY_SPAN, own_span
+from alibi_viz.models.scoring import live_token_cap
 from alibi_viz.results import learnable_slopes
+from alibi_viz.results.extrapolation import (
+    DEFAULT_STRIDE,
+    LENGTHS,
+    PROTOCOLS,
+    extrapolation_summary,
+    in_distribution_ranking,
+    key_result,
+    paper_comparison,
+    protocol_name,
+    relative_change,
+    results_details,
+    results_table,
+    signed,
+)
+from alibi_viz.results.reach import reach_summary
+from alibi_viz.results.rescale import scale_label
 from app import ui
 
 LONG_FACTOR = 8  # the attention maps and the answers compare the training length with 8x it
@@ -448,12 +449,12 @@ def rescale_captions_ui(rescale: dict, kind: str) -> None:
     st.caption(_("The shipped ALiBi model on the held-out text: {text}; perplexity on the "
                  "evaluation's targets (the table's, so s = 1 is the shipped row), reach on the "
                  "held-out text of the four kinds. Command: `{command}`.").format(
-        text=data.text_kind_in_sentence(rescale["kind"]), command=rescale["command"]))
+        text=assets.text_kind_in_sentence(rescale["kind"]), command=rescale["command"]))
     if rescale["kind"] != kind:  # the sweep was run on one text: say so where another is chosen
         st.caption(_("This sweep was run on {sweep} only, not on the text chosen above ({chosen}); "
                      "the live run below reads the chosen text.").format(
-            sweep=data.text_kind_in_sentence(rescale["kind"]),
-            chosen=data.text_kind_in_sentence(kind)))
+            sweep=assets.text_kind_in_sentence(rescale["kind"]),
+            chosen=assets.text_kind_in_sentence(kind)))
 
 
 # ----------------------------------------------------------------------------- 6: learnable
@@ -500,7 +501,7 @@ def learnable_slopes_section(kind: str):
     st.caption(_("Held-out text: {text}; the same targets for both models, intervals from 16 "
                  "disjoint chunks. The model: assets/variants/learnable-slopes (its model card "
                  "says how it was trained). Command: `{command}`.").format(
-        text=data.text_kind_in_sentence(kind), command=variant["command"]))
+        text=assets.text_kind_in_sentence(kind), command=variant["command"]))
 
 
 def learnable_answer_ui(variant: dict, found: dict) -> None:

@@ -47,7 +47,6 @@ from alibi_viz.figures.heads import (
 from alibi_viz.figures.render import with_fitted_layout, with_traces
 from alibi_viz.figures.training import snapshot_figure
 from alibi_viz.i18n import N_, _, formatted, number, significant, tokens
-from alibi_viz.models.ablation import MINOR, ablation_summary
 from alibi_viz.models.behaviour import BEHAVIOUR_TITLES, BEHAVIOURS, behaviour_scores
 from alibi_viz.models.heads import (
     BIAS_SHOWN,
@@ -58,7 +57,8 @@ from alibi_viz.models.heads import (
 )
 from alibi_viz.models.loading import CONVERT_CODE, resolve_model_path, train_seq_len
 from alibi_viz.params import UrlParam
-from alibi_viz.snapshots import SNAPSHOT_TOKENS, shipped_curves
+from alibi_viz.results.ablation import MINOR, ablation_summary
+from alibi_viz.results.snapshots import SNAPSHOT_TOKENS, shipped_curves
 from app import conformance_view, ui
 
 logger = logging.getLogger(__name__)

@@ -23,14 +23,6 @@ from alibi_viz.alibi import (
     recent_share,
 )
 from alibi_viz.errors import AlibiVizError
-from alibi_viz.evaluate import (
-    compare_cells,
-    comparison_length,
-    context_use_sentence,
-    describe_ratio,
-    extrapolation_summary,
-    useful_context,
-)
 from alibi_viz.figures.bias import (
     CLIP_LOGITS,
     bias_grid_figure,
@@ -58,8 +50,17 @@ from alibi_viz.lesson import (
 )
 from alibi_viz.models.heads import attention_maps, mean_distance_against_bias
 from alibi_viz.models.loading import position_parameter_count
-from alibi_viz.reach import REACH_CONTEXTS, reach_answer
-from alibi_viz.snapshots import shipped_curves
+from alibi_viz.models.reach import REACH_CONTEXTS
+from alibi_viz.results.extrapolation import (
+    compare_cells,
+    comparison_length,
+    context_use_sentence,
+    describe_ratio,
+    extrapolation_summary,
+    useful_context,
+)
+from alibi_viz.results.reach import reach_answer
+from alibi_viz.results.snapshots import shipped_curves
 from app import class_view, ui
 
 # From no bias at all (0) through the gentlest slope to the steepest: moving the slider right

@@ -80,7 +80,6 @@ import alibi_viz.alibi
 import alibi_viz.assets
 import alibi_viz.data
 import alibi_viz.display
-import alibi_viz.evaluate
 import alibi_viz.export
 import alibi_viz.figures.bias
 import alibi_viz.figures.compare
@@ -98,17 +97,22 @@ import alibi_viz.models.heads
 import alibi_viz.models.hub_cache
 import alibi_viz.models.layer_slopes
 import alibi_viz.models.loading
+import alibi_viz.models.reach
 import alibi_viz.models.rescale
+import alibi_viz.models.scoring
 import alibi_viz.models.zoo
 import alibi_viz.notebook  # the CLI and notebook modules: a lazy import in alibi_viz must find them
 import alibi_viz.paper
 import alibi_viz.params
 import alibi_viz.positional
 import alibi_viz.precision
-import alibi_viz.reach
 import alibi_viz.report
-import alibi_viz.snapshots
-import alibi_viz.train
+import alibi_viz.results.ablation
+import alibi_viz.results.extrapolation
+import alibi_viz.results.learnable_slopes
+import alibi_viz.results.reach
+import alibi_viz.results.rescale
+import alibi_viz.results.snapshots
 
 # AutoModelForCausalLM/AutoTokenizer find a model's classes through lazy mappings, which import
 # the model's modules on first use: resolve them for the model types a page can load (the

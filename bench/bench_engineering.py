@@ -48,7 +48,7 @@ def child(cell: str, repeats: int, threads: int) -> dict:
     from alibi_viz.models.conformance import check_alibi
     from alibi_viz.models.heads import attention_maps, head_statistics
     from alibi_viz.models.loading import load_model
-    from alibi_viz.reach import REACH_CONTEXTS, context_reach
+    from alibi_viz.models.reach import REACH_CONTEXTS, context_reach
 
     torch.set_num_threads(threads)
     tokenizer = data.make_tokenizer()

@@ -127,8 +127,10 @@ def test_shipped_ablation_is_what_the_shipped_model_gives():
     cheapest head, are what the model gives now on the held-out windows the measurement used,
     each head silenced by the library's own hook (zeroed_head, which head_ablation runs)."""
     from alibi_viz.assets import load_ablation_results, shipped_models, shipped_train_seq_len
-    from alibi_viz.evaluate import load_eval_model
-    from alibi_viz.models.ablation import ablation_summary, heldout_windows, zeroed_head
+    from alibi_viz.experiments.ablation import heldout_windows
+    from alibi_viz.models.ablation import zeroed_head
+    from alibi_viz.models.loading import load_eval_model
+    from alibi_viz.results.ablation import ablation_summary
 
     torch.set_num_threads(min(2, torch.get_num_threads()))
     entry = load_ablation_results()["models"]["alibi"]
@@ -148,7 +150,7 @@ def test_shipped_ablation_is_what_the_shipped_model_gives():
 
 
 def test_rank_correlation_is_spearmans():
-    from alibi_viz.models.ablation import rank_correlation
+    from alibi_viz.results.ablation import rank_correlation
 
     assert rank_correlation([1, 2, 3, 4], [10, 20, 30, 40]) == pytest.approx(1.0)
     assert rank_correlation([1, 2, 3, 4], [4, 3, 2, 1]) == pytest.approx(-1.0)

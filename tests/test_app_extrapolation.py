@@ -3,7 +3,8 @@
 from apptest_utils import figure_keys, figure_titles, figures, run_app, warnings
 
 from alibi_viz import assets
-from alibi_viz.evaluate import evaluation_stream, load_eval_model, perplexity
+from alibi_viz.models.loading import load_eval_model
+from alibi_viz.models.scoring import evaluation_stream, perplexity
 
 SHIPPED = assets.shipped_models()
 
@@ -50,7 +51,7 @@ def test_bad_url_values_warn_and_fall_back():
 
 
 def test_live_run_reproduces_the_evaluator():
-    """A live run at 128 tokens shows the perplexity evaluate.perplexity gives, and a star."""
+    """A live run at 128 tokens shows the perplexity scoring.perplexity gives, and a star."""
     at = run_app("extrapolation", {"length": "128"})
     at.number_input(key="xl_tokens").set_value(128).run()
     at.button(key="xl_run").click().run()
@@ -107,14 +108,14 @@ def key_result_text(at) -> str:
 
 
 def test_key_result_is_the_librarys_and_leaves_section_5s_answer_to_its_box():
-    """The key result is evaluate.key_result's paragraph for the page's text (English prose:
+    """The key result is results.extrapolation.key_result's paragraph for the page's text (English prose:
     ALiBi gains up to 1,024 tokens in sliding windows), shown unfolded under the chart. The
     sentence that sets the official repository's pointer to position interpolation beside the
     shipped sweep answers section 5's question, so it is not appended here (it spoiled the
     question from the top of the page) but sits in that question's Answer box."""
     from alibi_viz import paper
-    from alibi_viz.evaluate import key_result
-    from alibi_viz.models.rescale import interpolation_note
+    from alibi_viz.results.extrapolation import key_result
+    from alibi_viz.results.rescale import interpolation_note
 
     at = run_app("extrapolation")
     text = key_result_text(at)
@@ -134,7 +135,7 @@ def test_where_no_window_is_significantly_better_the_key_result_says_the_weaker_
     """On Russian prose no sliding-window length is significantly better than a shorter one:
     the key result says so, with the change from 128 to 4,096, and counts no gain "from 128 to
     128 tokens"."""
-    from alibi_viz.evaluate import describe_ratio, useful_context
+    from alibi_viz.results.extrapolation import describe_ratio, useful_context
 
     use = useful_context(assets.load_extrapolation_results("ru"), "alibi")
     assert use.last_gain is None
@@ -290,7 +291,7 @@ def test_rescaled_run_uses_the_live_runs_protocol():
     says, whatever protocol the table of shipped cells above it lists last (a loop over those
     cells once left its own protocol in the page's variable, so a run asked in non-overlapping
     windows ran sliding ones)."""
-    from alibi_viz.evaluate import PROTOCOLS, protocol_name
+    from alibi_viz.results.extrapolation import PROTOCOLS, protocol_name
 
     at = run_app("extrapolation", {"length": "128"})
     for protocol in PROTOCOLS:
@@ -327,7 +328,7 @@ def test_rescaled_slopes_answer_only_inside_its_answer_box():
     at = run_app("extrapolation")
     inside = [m.value for box in at.expander if box.label == "Answer" for m in box.markdown]
     outside = [m.value for m in at.markdown if m.value not in inside]
-    from alibi_viz.models.rescale import rescale_summary
+    from alibi_viz.results.rescale import rescale_summary
 
     cells = [t for t in inside if t.startswith("- ") and "best s = " in t]
     assert len(cells) == len(rescale_summary(assets.load_rescale_results())["cells"]) > 0
@@ -360,14 +361,14 @@ def test_a_live_run_replaces_its_last_result_in_one_slot(monkeypatch):
     the run ended (the block twice)."""
     from types import SimpleNamespace
 
-    import alibi_viz.reach
+    import alibi_viz.models.reach
 
     def quick_reach(model, ids, contexts, progress=None):  # the page's call, without the 50 s
         for done in range(1, len(contexts) + 1):
             progress(done, len(contexts))
         return SimpleNamespace(contexts=list(contexts), nll=[1.0] * len(contexts))
 
-    monkeypatch.setattr(alibi_viz.reach, "context_reach", quick_reach)
+    monkeypatch.setattr(alibi_viz.models.reach, "context_reach", quick_reach)
     at = run_app("extrapolation", {"length": "128"})
     at.button(key="xl_reach_run").click().run()
     assert not at.exception and not at.error
@@ -408,7 +409,7 @@ def test_plant_your_own_span_reports_what_reach_own_span_measures():
     twin)."""
     from alibi_viz.i18n import number
     from alibi_viz.models.loading import load_model
-    from alibi_viz.reach import own_span
+    from alibi_viz.models.reach import own_span
 
     at = run_app("extrapolation")
     at.button(key="xl_span_run").click().run()

@@ -303,8 +303,8 @@ def test_where_no_longer_context_helps_the_lesson_does_not_count_from_l_to_l():
     """On the Russian held-out text no sliding-window length makes ALiBi significantly better
     than a shorter one: the lesson's handout says so with the change from 128 to 4,096, instead
     of "a gain of +0.0% from 128 to 128 tokens"."""
-    from alibi_viz.evaluate import describe_ratio, useful_context
     from alibi_viz.i18n import set_language
+    from alibi_viz.results.extrapolation import describe_ratio, useful_context
 
     use = useful_context(assets.load_extrapolation_results("ru"), "alibi")
     assert use.last_gain is None
@@ -322,7 +322,7 @@ def test_reach_step_answers_with_the_computed_reach_sentence():
     """Step 7's answer is reach.reach_answer's, from the shipped reach curves: lowest at 32
     tokens for ALiBi, every model lowest inside the training window, not "stays within 0.01
     nats of its best" beyond 32."""
-    from alibi_viz.reach import reach_answer
+    from alibi_viz.results.reach import reach_answer
 
     reach = assets.load_reach_results()
     at = run_app("lesson", {"print": "1"})

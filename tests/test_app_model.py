@@ -220,7 +220,7 @@ def test_which_heads_matter_states_the_shipped_measurement():
     """The head-ablation paragraph states the shipped numbers: the costliest head and its cost,
     and the steep-vs-gentle comparison that answers the claim, from ablation.json."""
     from alibi_viz.i18n import number
-    from alibi_viz.models.ablation import ablation_summary
+    from alibi_viz.results.ablation import ablation_summary
 
     entry = assets.load_ablation_results()["models"]["alibi"]
     summary = ablation_summary(entry)

@@ -157,7 +157,7 @@ def assert_context_claims(sentence: str, results: dict) -> dict:
 def test_context_use_sentence_is_true_of_every_pair_of_lengths(kind, name):
     """For every model and kind of text, what the sliding-window sentence says of the context
     used holds for every pair of lengths it covers."""
-    from alibi_viz.evaluate import context_use_sentence, useful_context
+    from alibi_viz.results.extrapolation import context_use_sentence, useful_context
 
     use = useful_context(RESULTS[kind], name)
     assert_context_claims(context_use_sentence(use), RESULTS[kind])
@@ -170,7 +170,7 @@ def test_key_result_is_true_of_both_protocols_and_the_paper(kind):
     a significant gain ending at n, the non-overlapping change over the lengths it names, the
     early token curse named only where that change is a significant fall, and the paper's
     Table 15 numbers (L = 512 row) read from its table."""
-    from alibi_viz.evaluate import key_result
+    from alibi_viz.results.extrapolation import key_result
 
     results = RESULTS[kind]
     text = key_result(results)
@@ -208,7 +208,7 @@ def test_key_result_is_true_of_both_protocols_and_the_paper(kind):
 def test_extrapolation_summary_is_true_of_every_length(kind, protocol):
     """Who is lowest at the training length (in order, with the values), how each model moves
     to the longest length, and who is lowest at each length, against the results file."""
-    from alibi_viz.evaluate import extrapolation_summary
+    from alibi_viz.results.extrapolation import extrapolation_summary
 
     results = RESULTS[kind]
     ppl = {n: e["perplexity"][protocol] for n, e in results["models"].items()}
@@ -241,7 +241,7 @@ def test_extrapolation_summary_is_true_of_every_length(kind, protocol):
 def test_in_distribution_ranking_states_each_gap_with_its_interval(kind):
     """The ranking at the training length: the lowest model, each other model's value and its
     paired ratio to the lowest, recomputed from the chunks."""
-    from alibi_viz.evaluate import in_distribution_ranking
+    from alibi_viz.results.extrapolation import in_distribution_ranking
 
     results = RESULTS[kind]
     ppl = {n: e["perplexity"]["nonoverlapping"]["128"] for n, e in results["models"].items()}
@@ -295,7 +295,7 @@ def test_reach_summary_is_true_of_every_context():
     """Per model: the context of the lowest loss, "within 0.01 nats of that from c on" checked
     at every longer context (and never said when a later context is further off), the move
     from the training length to the longest context, and the copy gains."""
-    from alibi_viz.reach import reach_summary
+    from alibi_viz.results.reach import reach_summary
 
     lines = reach_summary(REACH, 128)
     assert len(lines) == len(REACH["models"])
@@ -324,7 +324,7 @@ def test_lesson_reach_answer_is_true_of_every_model():
     at that distance; ALiBi's largest distance from its lowest over every longer context; every
     other model higher at each context past 128 than at 128, with the range at 1,024."""
     from alibi_viz import alibi_slopes
-    from alibi_viz.reach import reach_answer
+    from alibi_viz.results.reach import reach_answer
 
     text = reach_answer(REACH, 128, alibi_slopes(8))
     f = re.search(rf"Its loss is lowest at ({N}) tokens of context \(({N}) nats/token\)", text)
@@ -409,7 +409,7 @@ def test_rescale_summary_is_true_of_every_scale():
     """Per protocol and length: the best scale is the lowest perplexity of every scale swept,
     and the ratios are the file's own values over s = 1's; per scale the reach curve's lowest
     context and its loss at the longest context."""
-    from alibi_viz.models.rescale import rescale_summary
+    from alibi_viz.results.rescale import rescale_summary
 
     summary = rescale_summary(RESCALE)
     for protocol, by_length in RESCALE["perplexity"].items():
@@ -431,7 +431,7 @@ def test_rescale_summary_is_true_of_every_scale():
 def test_interpolation_note_states_the_sweeps_changes():
     """The sentence that sets position interpolation beside the sweep: the change s = L_train / L
     makes at 8x and 32x, against s = 1, read from the file, and the model's size."""
-    from alibi_viz.models.rescale import interpolation_note
+    from alibi_viz.results.rescale import interpolation_note
 
     parameters = assets.training_info(assets.MODELS_DIR / "alibi")["parameters"]
     text = interpolation_note(RESCALE, parameters)
@@ -618,7 +618,7 @@ def beyond():
 
     from alibi_viz.models.heads import attention_maps
     from alibi_viz.models.loading import load_model
-    from alibi_viz.reach import attention_beyond
+    from alibi_viz.models.reach import attention_beyond
 
     folder = assets.shipped_models().get("alibi")
     if folder is None:
@@ -638,7 +638,7 @@ def beyond():
 def test_beyond_summary_is_true_of_every_head(beyond, kind):
     """The lab's sentence under the maps: the heads said to keep under 1% beyond 128 tokens do
     so in every layer, and every other head's range is its min and max over the layers."""
-    from alibi_viz.reach import beyond_summary
+    from alibi_viz.results.reach import beyond_summary
 
     shares = beyond[kind][0]
     text = beyond_summary(shares, 128, 1024)

@@ -2,7 +2,7 @@
 
 import pytest
 
-from alibi_viz import data, i18n
+from alibi_viz import assets, i18n
 
 
 @pytest.mark.parametrize(("code", "expected"), [
@@ -15,7 +15,7 @@ def test_text_kind_in_sentence_keeps_english_capitals_only(code, expected):
     Spanish and Russian write the common noun in lower case inside a sentence."""
     i18n.set_language(code)
     try:
-        named = {kind: data.text_kind_in_sentence(kind) for kind in expected}
+        named = {kind: assets.text_kind_in_sentence(kind) for kind in expected}
     finally:
         i18n.set_language("en")
     assert named == expected
@@ -41,7 +41,7 @@ def test_interpolation_note_names_the_text_as_a_sentence_does(code, named):
     "English prose" in English, lower case in Spanish and Russian (it wrote "Английская проза"
     mid-sentence)."""
     from alibi_viz import assets
-    from alibi_viz.models.rescale import interpolation_note
+    from alibi_viz.results.rescale import interpolation_note
 
     results = assets.load_rescale_results()
     if not results or results.get("kind") != "en":

@@ -8,14 +8,11 @@ import pytest
 from fake_results import RESULTS
 from model_factory import tiny_model
 
-from alibi_viz.evaluate import (
-    LIVE_CELL_BUDGET,
+from alibi_viz.models.scoring import LIVE_CELL_BUDGET, live_token_cap, perplexity, protocol_plan
+from alibi_viz.results.extrapolation import (
     confidence_interval,
     extrapolation_summary,
-    live_token_cap,
     paired_ratio_interval,
-    perplexity,
-    protocol_plan,
     results_table,
 )
 
@@ -50,7 +47,7 @@ def test_live_cap_is_at_least_one_window_and_within_budget(length, protocol):
 
 @pytest.mark.parametrize("protocol", ["nonoverlapping", "sliding"])
 def test_protocol_plan_at_one_length_scores_the_requested_tokens(protocol):
-    """evaluate.perplexity with protocol_plan(max_length=length)'s arguments scores exactly the requested targets."""
+    """scoring.perplexity with protocol_plan(max_length=length)'s arguments scores exactly the requested targets."""
     model = tiny_model("bloom")
     ids = np.arange(3, 3 + 200) % 250 + 3
     out = perplexity(model, ids, 32, protocol, stride=16,
@@ -95,7 +92,7 @@ def test_paired_interval_is_tight_when_one_model_is_uniformly_better():
 
 def test_the_lesson_compares_at_8x_when_evaluated_there_else_at_the_longest():
     """8 x the training length when the results hold it; the longest length otherwise."""
-    from alibi_viz.evaluate import comparison_length
+    from alibi_viz.results.extrapolation import comparison_length
 
     assert comparison_length({"lengths": [128, 256, 1024, 4096]}, 128) == 1024
     assert comparison_length({"lengths": [128, 256, 512]}, 128) == 512
@@ -106,7 +103,7 @@ def test_useful_context_finds_the_last_significant_gain_not_the_first_flat_step(
     256: the last significant gain is 128 -> 512, and "no longer window is significantly better"
     is said from 512 on. The earlier rule (the first length no later one beats) stopped at
     256, before the gain."""
-    from alibi_viz.evaluate import context_use_sentence, useful_context
+    from alibi_viz.results.extrapolation import context_use_sentence, useful_context
 
     rng = np.random.default_rng(0)
     base = rng.uniform(1.0, 2.0, 16)

@@ -10,7 +10,7 @@ from model_factory import byte_tokenizer, tiny_model
 from alibi_viz import data
 from alibi_viz.alibi import implied_attention_map
 from alibi_viz.models.heads import beyond_training
-from alibi_viz.reach import COPY_SPAN, copy_heads, copy_sequences, own_span
+from alibi_viz.models.reach import COPY_SPAN, copy_heads, copy_sequences, own_span
 
 
 def _brute_beyond(attention, distance):

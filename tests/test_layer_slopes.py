@@ -9,9 +9,10 @@ import torch
 from model_factory import save_tiny_model, tiny_model
 from transformers.models.bloom import modeling_bloom
 
-from alibi_viz import assets, data, train
+from alibi_viz import assets, data
 from alibi_viz.alibi import alibi_slopes
 from alibi_viz.errors import AlibiVizError
+from alibi_viz.experiments import train
 from alibi_viz.models import layer_slopes
 from alibi_viz.models.conformance import check_alibi
 from alibi_viz.models.loading import load_model

@@ -448,13 +448,13 @@ def _through_load_model(folder):
 
 
 def _through_eval(folder):
-    from alibi_viz.evaluate import load_eval_model
+    from alibi_viz.models.loading import load_eval_model
 
     return load_eval_model(folder)
 
 
 def _through_snapshot(folder):
-    from alibi_viz.snapshots import load_snapshot, snapshot_folders
+    from alibi_viz.models.loading import load_snapshot, snapshot_folders
 
     snapshots = list(snapshot_folders().values())
     if not snapshots:
@@ -463,7 +463,7 @@ def _through_snapshot(folder):
 
 
 @pytest.mark.parametrize("load_through", [_through_load_model, _through_eval, _through_snapshot],
-                         ids=["load_model", "evaluate.load_eval_model", "snapshots.load_snapshot"])
+                         ids=["load_model", "load_eval_model", "load_snapshot"])
 def test_models_loaded_in_eight_threads_at_once_all_load(load_through):
     """A class on one server loads models in several sessions at once (a cache entry evicted,
     a cold server, two students starting live runs): eight threads loading the shipped models

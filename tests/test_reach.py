@@ -5,9 +5,16 @@ import pytest
 import torch
 from model_factory import byte_tokenizer, tiny_model
 
-from alibi_viz import data, reach
+from alibi_viz import data
+from alibi_viz.models import reach
 from alibi_viz.models.heads import tokenize_capped
-from alibi_viz.reach import COPY_PREFIX, COPY_SPAN, context_reach, copy_at_distance, copy_sequences
+from alibi_viz.models.reach import (
+    COPY_PREFIX,
+    COPY_SPAN,
+    context_reach,
+    copy_at_distance,
+    copy_sequences,
+)
 
 STREAM = data.heldout_ids("python", max_tokens=4000)
 
@@ -80,7 +87,7 @@ def test_settled_context_checks_every_longer_context():
     """A curve lowest at 32 that rises past the tolerance at 64 and 128 and comes back settles
     at 256 (every later context within 0.01 of the lowest), not at 32; one whose longest
     context is off never settles."""
-    from alibi_viz.reach import ReachResult
+    from alibi_viz.results.reach import ReachResult
 
     contexts = np.array([16, 32, 64, 128, 256, 512])
     back = ReachResult(contexts, np.array([1.1, 1.0, 1.02, 1.03, 1.005, 1.008]), np.zeros(6), 8)

@@ -10,7 +10,8 @@ from transformers.models.bloom.modeling_bloom import build_alibi_tensor
 
 from alibi_viz.errors import AlibiVizError
 from alibi_viz.models.heads import attention_maps_of_ids
-from alibi_viz.models.rescale import interpolation_scale, slope_scale
+from alibi_viz.models.rescale import slope_scale
+from alibi_viz.results.rescale import interpolation_scale
 
 IDS = list(range(3, 3 + 24))
 
@@ -88,8 +89,8 @@ def test_lab_states_the_sweeps_best_scales():
     from apptest_utils import run_app
 
     from alibi_viz.assets import load_rescale_results
-    from alibi_viz.evaluate import protocol_name, relative_change
-    from alibi_viz.models.rescale import rescale_summary, scale_label
+    from alibi_viz.results.extrapolation import protocol_name, relative_change
+    from alibi_viz.results.rescale import rescale_summary, scale_label
 
     summary = rescale_summary(load_rescale_results())
     c = summary["cells"][("nonoverlapping", 1024)]

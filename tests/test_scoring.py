@@ -7,7 +7,8 @@ import numpy as np
 import torch
 from model_factory import tiny_model
 
-from alibi_viz import evaluate, train
+from alibi_viz.experiments import train
+from alibi_viz.models import scoring
 from alibi_viz.models.scoring import next_token_nll
 
 
@@ -39,7 +40,7 @@ def test_training_loss_and_perplexity_are_its_mean():
     expected = reference_nll(model, ids[None]).mean().item()
     with torch.inference_mode():
         assert math.isclose(train.lm_loss(model, ids[None]).item(), expected, rel_tol=1e-5)
-    scored = evaluate.perplexity(model, ids.numpy(), length=32)
+    scored = scoring.perplexity(model, ids.numpy(), length=32)
     assert scored["tokens"] == 32
     assert math.isclose(scored["nll"], expected, rel_tol=1e-5)
     assert math.isclose(scored["ppl"], math.exp(expected), rel_tol=1e-5)

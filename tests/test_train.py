@@ -9,9 +9,11 @@ import torch
 import torch.nn.functional as F
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from alibi_viz import data, train
+from alibi_viz import data
 from alibi_viz.errors import AlibiVizError
-from alibi_viz.evaluate import evaluate_length, evaluation_stream, merge_results, perplexity
+from alibi_viz.experiments import train
+from alibi_viz.experiments.evaluate import merge_results
+from alibi_viz.models.scoring import evaluate_length, evaluation_stream, perplexity
 
 TINY = dict(layers=1, heads=2, hidden=16)
 

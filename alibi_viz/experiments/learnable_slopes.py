@@ -21,14 +21,10 @@ from alibi_viz.assets import (
     shipped_train_seq_len,
     training_info,
 )
-from alibi_viz.evaluate import (
-    PROTOCOLS,
-    confidence_interval,
-    evaluate_length,
-    load_eval_model,
-    paired_ratio_interval,
-)
 from alibi_viz.models.layer_slopes import logged, read
+from alibi_viz.models.loading import load_eval_model
+from alibi_viz.models.scoring import evaluate_length
+from alibi_viz.results.extrapolation import PROTOCOLS, confidence_interval, paired_ratio_interval
 from alibi_viz.results.learnable_slopes import COMPARE_FACTORS, cell_key, drift, slope_history
 
 

@@ -29,20 +29,14 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from alibi_viz.alibi import check_int, content_to_win_half
-from alibi_viz.assets import MODEL_ORDER, model_label, results_train_seq_len
-from alibi_viz.data import text_kind_in_sentence
+from alibi_viz.assets import MODEL_ORDER, model_label, results_train_seq_len, text_kind_in_sentence
 from alibi_viz.errors import AlibiVizError
-from alibi_viz.evaluate import (
-    check_results,
-    protocol_name,
-    protocols_in,
-    result_curve,
-)
 from alibi_viz.figures.render import ATTENTION_COLORSCALE, causal_map_panel, explicit_colorscale
 from alibi_viz.i18n import N_, _, ngettext, number, significant
 from alibi_viz.models.heads import check_attention
-from alibi_viz.models.rescale import interpolation_scale, scale_label
+from alibi_viz.results.extrapolation import check_results, protocol_name, protocols_in, result_curve
 from alibi_viz.results.learnable_slopes import cell
+from alibi_viz.results.rescale import interpolation_scale, scale_label
 
 # One fixed colour per shipped model (plotly's D3 palette), so a model keeps its colour.
 MODEL_COLORS = dict(zip(MODEL_ORDER, ("#1f77b4", "#2ca02c", "#d62728", "#ff7f0e", "#7f7f7f"),

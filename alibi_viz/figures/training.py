@@ -1,6 +1,6 @@
 """Watch heads form: the shipped ALiBi model's copying scores and held-out loss by training step.
 
-`snapshot_figure` reads `alibi_viz.snapshots.SnapshotCurves` (measured once on the shipped
+`snapshot_figure` reads `alibi_viz.results.snapshots.SnapshotCurves` (measured once on the shipped
 snapshots, assets/results/snapshots.json) and runs no model. Left: every head's copying
 (induction) score against the step, the best copying head drawn thick, the others thin and
 coloured by layer. Right: held-out loss per kind of text. x is the step on a log axis; step 0 (the
@@ -17,7 +17,7 @@ from plotly.subplots import make_subplots
 
 from alibi_viz import data
 from alibi_viz.i18n import _, number
-from alibi_viz.snapshots import SnapshotCurves
+from alibi_viz.results.snapshots import SnapshotCurves
 
 STEP0_AT = 10  # where step 0 sits on the log axis (the first real snapshot is step 30)
 KIND_COLORS = {"python": "#1f77b4", "en": "#d62728", "es": "#2ca02c", "ru": "#9467bd"}

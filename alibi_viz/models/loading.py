@@ -557,6 +557,53 @@ def load_model(path, device="cpu", device_map=None, max_seq_len: int | None = No
     return model, tokenizer, info
 
 
+def load_eval_model(folder: Path, for_attentions: bool = False):
+    """A shipped model in eval mode. sdpa where the architecture supports it (same logits as
+    eager up to rounding, much less memory at 4096 tokens); eager for BLOOM or when the caller
+    needs attention probabilities."""
+    from transformers import AutoConfig  # heavy: transformers only when a model is loaded
+
+    config = AutoConfig.from_pretrained(folder, local_files_only=True)
+    attn = "eager" if for_attentions or config.model_type == "bloom" else "sdpa"
+    # float32 whatever the stored dtype (the shipped weights are fp16; transformers would load
+    # them as fp16, slow and coarse on a CPU)
+    model = from_pretrained(folder, attn_implementation=attn, dtype=torch.float32)
+    layer_slopes.attach_from_config(model)  # the learnable-slope variant's own slopes
+    return model.eval()
+
+
+# A shipped model's training snapshots: assets/models/<name>/snapshots/step-<N>/ (saved by
+# `python -m alibi_viz.train --snapshots STEPS`; Model heads steps through them).
+SNAPSHOT_PREFIX = "step-"
+
+
+def snapshot_root(name: str = assets.DEFAULT_MODEL) -> Path:
+    """Where the snapshots of shipped model `name` live."""
+    return assets.MODELS_DIR / name / "snapshots"
+
+
+def snapshot_folders(name: str = assets.DEFAULT_MODEL) -> dict[int, Path]:
+    """step -> folder of every snapshot of shipped model `name`, in step order; {} if none."""
+    root = snapshot_root(name)
+    if not root.is_dir():
+        return {}
+    found = {}
+    for folder in root.iterdir():
+        step = folder.name.removeprefix(SNAPSHOT_PREFIX)
+        if folder.name.startswith(SNAPSHOT_PREFIX) and step.isdigit() and (
+                folder / "config.json").is_file():
+            found[int(step)] = folder
+    return dict(sorted(found.items()))
+
+
+def load_snapshot(folder: Path):
+    """(model in float32, eval mode, eager attention; tokenizer) of one snapshot folder."""
+    from transformers import AutoTokenizer  # heavy: transformers only when a snapshot loads
+
+    model = from_pretrained(folder, attn_implementation="eager", dtype=torch.float32)
+    return model.eval(), AutoTokenizer.from_pretrained(folder, local_files_only=True)
+
+
 def _shape_mismatch(folder: Path, config) -> str:
     """What transformers' "For details look at the above report!" means: the tensors whose
     shape in the weights differs from the model config.json describes (found by loading once

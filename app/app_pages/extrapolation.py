@@ -15,28 +15,23 @@ import streamlit as st
 from alibi_viz import assets, data, i18n
 from alibi_viz.assets import model_label, train_hint
 from alibi_viz.errors import AlibiVizError
-from alibi_viz.evaluate import (
-    DEFAULT_STRIDE,
-    LENGTHS,
-    evaluate_length,
-    evaluation_stream,
-    load_eval_model,
-    protocol_name,
-    shipped_cell,
-)
 from alibi_viz.figures.extrapolation import extrapolation_attention_figure, perplexity_figure
 from alibi_viz.i18n import _, number
 from alibi_viz.models.heads import attention_maps, beyond_training
-from alibi_viz.models.rescale import (
+from alibi_viz.models.loading import load_eval_model
+from alibi_viz.models.reach import REACH_CONTEXTS, context_reach, copy_heads
+from alibi_viz.models.reach import attention_beyond as heads_beyond
+from alibi_viz.models.rescale import slope_scale
+from alibi_viz.models.scoring import evaluate_length, evaluation_stream
+from alibi_viz.params import UrlParam
+from alibi_viz.results.extrapolation import DEFAULT_STRIDE, LENGTHS, protocol_name, shipped_cell
+from alibi_viz.results.reach import beyond_summary
+from alibi_viz.results.rescale import (
     interpolation_note,
     interpolation_scale,
     rescale_summary,
     scale_label,
-    slope_scale,
 )
-from alibi_viz.params import UrlParam
-from alibi_viz.reach import REACH_CONTEXTS, beyond_summary, context_reach, copy_heads
-from alibi_viz.reach import attention_beyond as heads_beyond
 from app import extrapolation_view as view
 from app import heads_view, ui
 from app.extrapolation_view import LONG_FACTOR
@@ -266,7 +261,7 @@ def attention_section(info, alibi_error, alibi_path, train_seq_len: int, layer: 
              "part of theirs beyond. A causal model cannot look ahead, so the left map is the "
              "top-left corner of the right one.").format(
         train_seq_len=number(train_seq_len), T=number(T), factor=T // train_seq_len,
-        text=data.text_kind_in_sentence(kind))
+        text=assets.text_kind_in_sentence(kind))
     if beyond == beyond:  # not NaN
         text += " " + view.beyond_text(train_seq_len, beyond, beyond_bias, slope)
     shares = every_head_beyond(str(alibi_path), stamp, train_seq_len, kind)

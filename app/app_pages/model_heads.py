@@ -4,8 +4,8 @@ import streamlit as st
 
 from alibi_viz.assets import DEFAULT_MODEL, model_title, shipped_models, train_hint
 from alibi_viz.i18n import _, number
+from alibi_viz.models.loading import snapshot_folders
 from alibi_viz.params import UrlParam
-from alibi_viz.snapshots import snapshot_folders
 from app import heads_view, ui
 
 PREFIX = "mh"
