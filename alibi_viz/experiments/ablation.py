@@ -4,8 +4,6 @@ alibi_viz.models.ablation; what the results say, alibi_viz.results.ablation)."""
 
 from __future__ import annotations
 
-import argparse
-import json
 import time
 
 import numpy as np
@@ -13,6 +11,7 @@ import torch
 
 from alibi_viz import assets, data
 from alibi_viz.assets import shipped_models, shipped_train_seq_len
+from alibi_viz.experiments.program import parse, parser, write_results
 from alibi_viz.models.ablation import head_ablation
 from alibi_viz.models.heads import attention_maps_of_ids, head_statistics
 from alibi_viz.models.loading import describe_model, load_eval_model
@@ -57,14 +56,9 @@ def measure_shipped(log=print) -> dict:
 
 
 def main(argv=None) -> None:
-    p = argparse.ArgumentParser(prog="python -m alibi_viz.models.ablation",
-                                description="Head ablation of the shipped models -> "
-                                            "assets/results/ablation.json.")
-    p.add_argument("--threads", type=int, default=2)
-    args = p.parse_args(argv)
-    torch.set_num_threads(args.threads)
-    assets.ABLATION_PATH.write_text(json.dumps(measure_shipped(), indent=1) + "\n")
-    print(f"wrote {assets.ABLATION_PATH}")
+    parse(parser("python -m alibi_viz.models.ablation",
+                 "Head ablation of the shipped models -> assets/results/ablation.json."), argv)
+    write_results(assets.ABLATION_PATH, measure_shipped())
 
 
 if __name__ == "__main__":

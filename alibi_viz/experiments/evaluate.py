@@ -12,9 +12,7 @@ What the results say: alibi_viz.results.extrapolation.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
-import json
 import time
 from pathlib import Path
 
@@ -33,6 +31,7 @@ from alibi_viz.assets import (
     training_info,
 )
 from alibi_viz.experiments.cards import write_model_card
+from alibi_viz.experiments.program import parse, parser, write_results
 from alibi_viz.models.loading import load_eval_model
 from alibi_viz.models.scoring import (
     NONOVERLAPPING_TOKENS,
@@ -160,8 +159,7 @@ def merge_results(old: dict, new: dict) -> dict:
 
 
 def main(argv=None) -> None:
-    p = argparse.ArgumentParser(prog="python -m alibi_viz.evaluate",
-                                description="Perplexity of the shipped models at 128..4096 tokens.")
+    p = parser("python -m alibi_viz.evaluate", "Perplexity of the shipped models at 128..4096 tokens.")
     p.add_argument("--models", nargs="*", help="names under assets/models (default: all)")
     p.add_argument("--lengths", nargs="*", type=int, default=list(LENGTHS))
     p.add_argument("--tokens", type=int, default=NONOVERLAPPING_TOKENS,
@@ -170,10 +168,7 @@ def main(argv=None) -> None:
                    help="targets scored by the sliding protocol")
     p.add_argument("--stride", type=int, default=DEFAULT_STRIDE)
     p.add_argument("--kinds", nargs="*", default=list(data.CORPUS_KINDS), choices=data.CORPUS_KINDS)
-    p.add_argument("--threads", type=int, default=2)
-    args = p.parse_args(argv)
-    torch.set_num_threads(args.threads)
-
+    args = parse(p, argv)
     available = shipped_models()
     names = args.models or list(available)
     missing = [n for n in names if n not in available]
@@ -183,13 +178,10 @@ def main(argv=None) -> None:
     for kind in args.kinds:
         results = evaluate_all({n: available[n] for n in names}, args.lengths, args.tokens,
                                args.sliding_tokens, args.stride, kind=kind)
-        out = results_path(kind)
         results = merge_results(load_extrapolation_results(kind), results)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(results, indent=1) + "\n")
-        by_kind[kind] = results
         print(format_table(results))
-        print(f"wrote {out}")
+        write_results(results_path(kind), results)
+        by_kind[kind] = results
     by_kind = {kind: by_kind.get(kind) or load_extrapolation_results(kind)
                for kind in data.CORPUS_KINDS}
     for name in names:

@@ -6,11 +6,7 @@ that runs). The slopes' hook is `alibi_viz.models.layer_slopes`; what the result
 
 from __future__ import annotations
 
-import argparse
-import json
 import time
-
-import torch
 
 from alibi_viz import data
 from alibi_viz.assets import (
@@ -21,6 +17,7 @@ from alibi_viz.assets import (
     shipped_train_seq_len,
     training_info,
 )
+from alibi_viz.experiments.program import parse, parser, write_results
 from alibi_viz.models.layer_slopes import logged, read
 from alibi_viz.models.loading import load_eval_model
 from alibi_viz.models.scoring import evaluate_length
@@ -59,12 +56,8 @@ def compare(variant, fixed, train_seq_len: int, kinds=None, factors=COMPARE_FACT
 
 
 def main(argv=None) -> None:
-    p = argparse.ArgumentParser(prog="python -m alibi_viz.models.layer_slopes",
-                                description="The learnable-slope variant against the shipped "
-                                            "ALiBi model -> assets/results/learnable-slopes.json.")
-    p.add_argument("--threads", type=int, default=2)
-    args = p.parse_args(argv)
-    torch.set_num_threads(args.threads)
+    parse(parser("python -m alibi_viz.models.layer_slopes", "The learnable-slope variant "
+                 "against the shipped ALiBi model -> assets/results/learnable-slopes.json."), argv)
     folder = shipped_models()[DEFAULT_MODEL]
     training = training_info(LEARNABLE_SLOPES_DIR)
     steps, history = slope_history(training)
@@ -74,8 +67,7 @@ def main(argv=None) -> None:
                    drift=drift(history[0], read(LEARNABLE_SLOPES_DIR)),
                    training={"learnable_s": training["wall_time_s"],
                              "fixed_s": training_info(folder).get("wall_time_s")})
-    LEARNABLE_SLOPES_PATH.write_text(json.dumps(results, indent=1) + "\n")
-    print(f"wrote {LEARNABLE_SLOPES_PATH}")
+    write_results(LEARNABLE_SLOPES_PATH, results)
 
 
 if __name__ == "__main__":

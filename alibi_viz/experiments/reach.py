@@ -4,8 +4,6 @@ alibi_viz.models.reach; what the results say, alibi_viz.results.reach)."""
 
 from __future__ import annotations
 
-import argparse
-import json
 import time
 
 import numpy as np
@@ -14,6 +12,7 @@ import torch
 from alibi_viz import data
 from alibi_viz.assets import REACH_PATH, shipped_models
 from alibi_viz.experiments.cards import write_model_card
+from alibi_viz.experiments.program import parse, parser, write_results
 from alibi_viz.models.loading import load_eval_model
 from alibi_viz.models.reach import (
     COPY_DISTANCES,
@@ -60,19 +59,14 @@ def evaluate_reach(models: dict, stream: np.ndarray, contexts=REACH_CONTEXTS,
 
 
 def main(argv=None) -> None:
-    p = argparse.ArgumentParser(prog="python -m alibi_viz.reach",
-                                description="Context reach and copy at a distance of the "
-                                            "shipped models -> assets/results/reach.json.")
-    p.add_argument("--threads", type=int, default=2)
+    p = parser("python -m alibi_viz.reach", "Context reach and copy at a distance of the "
+               "shipped models -> assets/results/reach.json.")
     p.add_argument("--out", default=str(REACH_PATH))
-    args = p.parse_args(argv)
-    torch.set_num_threads(args.threads)
+    args = parse(p, argv)
     stream = data.heldout_mixture_ids(max_tokens=1 << 18)
     models = shipped_models()
     results = evaluate_reach(models, stream)
-    with open(args.out, "w") as f:
-        f.write(json.dumps(results, indent=1) + "\n")
-    print(f"wrote {args.out}")
+    write_results(args.out, results)
     if args.out == str(REACH_PATH):  # the shipped results: the model cards quote them
         for folder in models.values():
             write_model_card(folder)

@@ -4,15 +4,13 @@ alibi_viz.models.rescale; what the results say, alibi_viz.results.rescale)."""
 
 from __future__ import annotations
 
-import argparse
-import json
 import time
 
 import numpy as np
-import torch
 
 from alibi_viz import assets, data
 from alibi_viz.assets import DEFAULT_MODEL, shipped_models, shipped_train_seq_len
+from alibi_viz.experiments.program import parse, parser, write_results
 from alibi_viz.models.loading import load_eval_model
 from alibi_viz.models.reach import REACH_CONTEXTS, context_reach
 from alibi_viz.models.rescale import slope_scale
@@ -57,16 +55,12 @@ def rescale_sweep(model, train_seq_len: int, kind: str = SWEEP_KIND, scales=SWEE
 
 
 def main(argv=None) -> None:
-    p = argparse.ArgumentParser(prog="python -m alibi_viz.models.rescale",
-                                description="The shipped ALiBi model with its slopes rescaled -> "
-                                            "assets/results/rescale.json.")
-    p.add_argument("--threads", type=int, default=2)
-    args = p.parse_args(argv)
-    torch.set_num_threads(args.threads)
+    parse(parser("python -m alibi_viz.models.rescale",
+                 "The shipped ALiBi model with its slopes rescaled -> assets/results/rescale.json."),
+          argv)
     folder = shipped_models()[DEFAULT_MODEL]
     results = rescale_sweep(load_eval_model(folder), shipped_train_seq_len(folder))
-    assets.RESCALE_PATH.write_text(json.dumps(results, indent=1) + "\n")
-    print(f"wrote {assets.RESCALE_PATH}")
+    write_results(assets.RESCALE_PATH, results)
 
 
 if __name__ == "__main__":

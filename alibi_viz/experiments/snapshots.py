@@ -23,10 +23,8 @@ happens between two consecutive snapshots, so the page can say what the curve sh
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
-from pathlib import Path
 
 import numpy as np
 import torch
@@ -34,6 +32,7 @@ import torch
 from alibi_viz import data
 from alibi_viz.assets import DEFAULT_MODEL, SNAPSHOT_RESULTS_PATH
 from alibi_viz.errors import AlibiVizError
+from alibi_viz.experiments.program import parse, parser, write_results
 from alibi_viz.experiments.train import validation_loss
 from alibi_viz.models.behaviour import BEHAVIOURS, behaviour_scores
 from alibi_viz.models.loading import describe_model, load_snapshot, snapshot_folders, snapshot_root
@@ -76,17 +75,12 @@ def measure(name: str = DEFAULT_MODEL, seq_len: int = 128, log=print) -> dict:
 
 
 def main(argv=None) -> None:
-    p = argparse.ArgumentParser(prog="python -m alibi_viz.snapshots",
-                                description="Measure the training snapshots -> "
-                                            "assets/results/snapshots.json.")
+    p = parser("python -m alibi_viz.snapshots",
+               "Measure the training snapshots -> assets/results/snapshots.json.")
     p.add_argument("--model", default=DEFAULT_MODEL)
-    p.add_argument("--threads", type=int, default=2)
     p.add_argument("--out", default=str(SNAPSHOT_RESULTS_PATH))
-    args = p.parse_args(argv)
-    torch.set_num_threads(args.threads)
-    results = measure(args.model)
-    Path(args.out).write_text(json.dumps(results, indent=1) + "\n")
-    print(f"wrote {args.out}")
+    args = parse(p, argv)
+    write_results(args.out, measure(args.model))
 
 
 if __name__ == "__main__":
