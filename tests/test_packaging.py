@@ -119,3 +119,37 @@ def test_readme_architecture_table_lists_every_module():
     modules = {str(p.relative_to(package)) for p in package.rglob("*.py")
                if p.name != "__init__.py"}
     assert named == modules, (sorted(modules - named), sorted(named - modules))
+
+
+# ----------------------------------------------------------------------------- the layers contract
+
+def _lint_imports_on_a_copy(tmp_path, plant: dict[str, str]) -> subprocess.CompletedProcess:
+    """lint-imports (the contracts in pyproject.toml) run on a copy of alibi_viz/ and app/ with
+    `plant` {path: line} appended to the named files: the copy comes first on the path."""
+    for folder in ("alibi_viz", "app"):
+        shutil.copytree(ROOT / folder, tmp_path / folder,
+                        ignore=shutil.ignore_patterns("__pycache__", "locale"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path)
+    for path, line in plant.items():
+        with open(tmp_path / path, "a") as f:
+            f.write("\n" + line + "\n")
+    lint = Path(sys.executable).with_name("lint-imports")
+    return subprocess.run([str(lint), "--no-cache"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(tmp_path)})
+
+
+def test_the_contracts_hold_on_the_tree_and_break_on_an_upward_import(tmp_path):
+    """`make lint` runs import-linter's contracts: the unchanged copy keeps both; a results
+    module importing a model loader inside a function (a lower layer importing a higher one),
+    and a page importing an experiment, each break theirs, named by module and line."""
+    kept = _lint_imports_on_a_copy(tmp_path / "kept", {})
+    assert kept.returncode == 0, kept.stdout[-2000:]
+    assert "2 kept, 0 broken" in kept.stdout
+    broken = _lint_imports_on_a_copy(tmp_path / "broken", {
+        "alibi_viz/results/reach.py":
+            "def _planted():\n    from alibi_viz.models.loading import load_eval_model  # noqa",
+        "app/ui.py": "from alibi_viz.experiments import cards  # noqa"})
+    assert broken.returncode == 1
+    assert "0 kept, 2 broken" in broken.stdout
+    assert "alibi_viz.results.reach -> alibi_viz.models.loading" in broken.stdout
+    assert "app.ui -> alibi_viz.experiments.cards" in broken.stdout
