@@ -14,6 +14,9 @@ CLASS_PORT     ?= 8080
 # clone's parallel part took 12 min 6 s, against 11 min 0 s with one per core (2 idle cores,
 # 2026-12-04), and the cold-server storm took 114 s of its 150 s bound.
 TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ "$$n" -gt 4 ] && n=4; echo $$n)
+# The modules that hold `solo` tests: the solo run collects only them (collecting all of
+# tests/ to deselect all but two took 10 s).
+SOLO_MODULES = $(shell grep -l 'pytest.mark.solo' tests/test_*.py)
 PYTEST := $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder \
 	--durations=25
 
@@ -78,7 +81,7 @@ lint: install-dev
 # others, with the machine to themselves.
 test: install-dev chromium nginx redis lint
 	$(PYTEST) -m "not solo"
-	$(BIN)/python -m pytest -m solo --durations=5
+	$(BIN)/python -m pytest -m solo --durations=5 $(SOLO_MODULES)
 
 test-quick: install-dev lint
 	$(PYTEST) -m "not browser and not deploy"
