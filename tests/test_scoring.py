@@ -45,3 +45,16 @@ def test_training_loss_and_perplexity_are_its_mean():
     assert math.isclose(scored["nll"], expected, rel_tol=1e-5)
     assert math.isclose(scored["ppl"], math.exp(expected), rel_tol=1e-5)
     np.testing.assert_allclose(np.mean(scored["chunk_nll"]), expected, rtol=1e-5)
+
+
+def test_nll_in_batches_scores_every_row_as_one_batch_would():
+    """Batches of at most `tokens_per_batch` input tokens (here 2 rows of 9, then 1, or one row
+    at a time when a row alone is longer) give each row the loss the reference reads."""
+    model = tiny_model("bloom").train()  # it scores in eval mode whatever the model was in
+    windows = torch.randint(3, model.config.vocab_size, (3, 9), generator=torch.Generator().manual_seed(2))
+    expected = reference_nll(model.eval(), windows)
+    model.train()
+    for tokens_per_batch in (18, 4, 1 << 16):
+        nll = scoring.nll_in_batches(model, windows, tokens_per_batch)
+        assert nll.shape == (3, 8) and not nll.requires_grad
+        torch.testing.assert_close(nll.double(), expected, rtol=1e-5, atol=1e-5)

@@ -34,7 +34,7 @@ from alibi_viz.errors import AlibiVizError
 from alibi_viz.i18n import _, number
 from alibi_viz.models.behaviour import twin_next_attention
 from alibi_viz.models.heads import attention_maps_of_ids, mean_mass_beyond, special_prefix
-from alibi_viz.models.scoring import next_token_nll, perplexity
+from alibi_viz.models.scoring import nll_in_batches, perplexity
 from alibi_viz.results.reach import ReachResult
 
 COPY_SPAN = 16  # tokens in each planted span
@@ -46,19 +46,6 @@ COPY_DISTANCES = (16, 32, 64, 128, 256, 512, 1024, 2048, 4064)
 REACH_CONTEXTS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 REACH_TOKENS = 1024  # consecutive scored tokens of a reach curve
 TOKENS_PER_BATCH = 16384  # input tokens per forward pass
-
-
-def _batched_nll(model, inputs: torch.Tensor, tokens_per_batch: int) -> torch.Tensor:
-    """Next-token nll of every position of `inputs` (N, T) -> (N, T - 1), in float32 batches of
-    at most tokens_per_batch input tokens (at least one row)."""
-    model.eval()
-    device = next(model.parameters()).device
-    rows = max(1, tokens_per_batch // inputs.shape[1])
-    out = []
-    with torch.inference_mode():
-        for start in range(0, inputs.shape[0], rows):
-            out.append(next_token_nll(model, inputs[start:start + rows].to(device)).cpu())
-    return torch.cat(out)
 
 
 @dataclass
@@ -142,7 +129,7 @@ def copy_at_distance(model, stream: np.ndarray, distances: Sequence[int] = COPY_
     for k, d in enumerate(distances):
         ids, controls, a, b = copy_sequences(stream, d, span, samples, seed=seed, longest=longest)
         # (2 samples, T - 1): the sequences, then their controls; nll[:, t - 1] is token t
-        nll = _batched_nll(model, torch.cat([ids, controls]), tokens_per_batch)
+        nll = nll_in_batches(model, torch.cat([ids, controls]), tokens_per_batch)
         f = nll[:samples, a - 1:a - 1 + span].mean(dim=1).double()
         r = nll[:samples, b - 1:b - 1 + span].mean(dim=1).double()
         c = nll[samples:, b - 1:b - 1 + span].mean(dim=1).double()
@@ -224,7 +211,7 @@ def plant_span(tokenizer, text: str, span: str, max_tokens: int = 4096):
 
 def span_losses(model, ids, first: int, repeat: int, span: int) -> tuple[float, float]:
     """Mean loss (nats per token) on the first copy of a planted span and on its repeat."""
-    nll = _batched_nll(model, torch.as_tensor(np.asarray(ids), dtype=torch.long)[None],
+    nll = nll_in_batches(model, torch.as_tensor(np.asarray(ids), dtype=torch.long)[None],
                        TOKENS_PER_BATCH)[0]  # (T - 1,): nll[t - 1] is the loss on token t
     lo = max(first, 1)
     return (float(nll[lo - 1:first - 1 + span].mean()),

@@ -49,6 +49,19 @@ def next_token_nll(model, windows: torch.Tensor) -> torch.Tensor:
     return F.cross_entropy(logits.transpose(1, 2), windows[:, 1:], reduction="none")
 
 
+def nll_in_batches(model, inputs: torch.Tensor, tokens_per_batch: int) -> torch.Tensor:
+    """`next_token_nll` of every row of `inputs` (N, T) -> (N, T - 1), in eval mode without
+    gradients, in batches of at most tokens_per_batch input tokens (at least one row)."""
+    model.eval()
+    device = next(model.parameters()).device
+    rows = max(1, tokens_per_batch // inputs.shape[1])
+    out = []
+    with torch.inference_mode():
+        for start in range(0, inputs.shape[0], rows):
+            out.append(next_token_nll(model, inputs[start:start + rows].to(device)).cpu())
+    return torch.cat(out)
+
+
 def _windows(n_targets: int, length: int, protocol: str, stride: int, score_from: int):
     """(input_start, input_end, scored) per window, for a stream whose targets are positions
     1 .. n_targets. Window [a, b) reads ids[a:b], predicts ids[a+1:b+1] and scores the last
