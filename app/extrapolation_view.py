@@ -4,7 +4,7 @@ paper beside ours, answer boxes, captions, and section 6 (learnable slopes) whol
 Each function draws one block from shipped results or values the page measured (or returns
 its text), so `app_pages/extrapolation.py` reads as its seven sections in order. Nothing here
 computes: every number comes from an `alibi_viz` call (the user's own planted span from
-`reach.own_span`). Every string is translated when drawn (module
+`models.reach.own_span`). Every string is translated when drawn (module
 level holds only `N_` marks), so a block follows the page's language on every run; the
 page's caches stay on the page, whose spinners are translated each run.
 """
@@ -229,7 +229,7 @@ def beside_the_paper() -> None:
 
 def paper_table(results: dict, train_seq_len: int) -> None:
     """The paper's Table 2 beside this project's numbers at a matching length factor
-    (`evaluate.paper_comparison`), every number in the page's language."""
+    (`results.extrapolation.paper_comparison`), every number in the page's language."""
     cmp = paper_comparison(results, train_seq_len)
     paper_long = _("paper: {length} ({factor}x)").format(
         length=number(paper.TABLE2_LONG), factor=number(cmp["paper_factor"], 1))
@@ -359,7 +359,7 @@ def win_half_ui(slopes: tuple, num_keys: int) -> None:
 
 
 def copy_heads_ui(values, losses: tuple, model: str, distance: int) -> None:
-    """Which heads copy one planted span `distance` tokens back (`reach.copy_heads`), with
+    """Which heads copy one planted span `distance` tokens back (`models.reach.copy_heads`), with
     its losses (first copy, repeat, control)."""
     first_loss, repeat_loss, control_loss = losses
     ui.show_figure(copy_heads_figure(values, distance), "copy_heads", key="xl_fig_copy_heads",
@@ -373,7 +373,7 @@ def copy_heads_ui(values, losses: tuple, model: str, distance: int) -> None:
 
 def own_span_ui(path, model: str) -> None:
     """Plant your own span, folded: a span and a text, and on Measure (with `model` shipped
-    at `path`) its loss on both copies and which heads copy it (`reach.own_span`)."""
+    at `path`) its loss on both copies and which heads copy it (`models.reach.own_span`)."""
     with st.expander(_("Plant your own span")):
         span = st.text_input(_("Span to repeat"), "return total / width", key="xl_span",
                              max_chars=200)

@@ -11,7 +11,7 @@ of --repeats runs after one warm-up. Rows, measured side by side in one run:
 * the same check of the shipped ALiBi model with a 2,048-token probe;
 * head behaviour scores (`behaviour.behaviour_scores`) and head statistics of 512 tokens on
   the shipped model; target under 1 s;
-* one reach curve (`reach.context_reach`, contexts 1 .. 1,024, 256 scored tokens) of the
+* one reach curve (`models.reach.context_reach`, contexts 1 .. 1,024, 256 scored tokens) of the
   shipped ALiBi model; target under 20 s.
 Results also go to bench/out/bench_engineering.json.
 """

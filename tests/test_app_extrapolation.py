@@ -404,7 +404,7 @@ def test_every_section_opens_with_what_to_look_at():
 
 def test_plant_your_own_span_reports_what_reach_own_span_measures():
     """Measure, under "Plant your own span", writes the span's length in tokens, the distance
-    between its copies and the loss on each copy that `reach.own_span` measures on the chosen
+    between its copies and the loss on each copy that `models.reach.own_span` measures on the chosen
     model, and draws its copy-heads figure; a one-token span draws none (no token follows a
     twin)."""
     from alibi_viz.i18n import number

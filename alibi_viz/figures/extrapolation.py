@@ -382,7 +382,7 @@ def win_half_figure(slopes, num_keys: int, distances=None, height: int = 380) ->
 
 
 def copy_heads_figure(values, distance: int, height: int = 300) -> go.Figure:
-    """Layer x head heatmap of `reach.copy_attention`: how much each head attends from the
+    """Layer x head heatmap of `models.reach.copy_attention`: how much each head attends from the
     repeat to the token after its twin, the attention that does the copying."""
     values = np.asarray(values, dtype=np.float64)
     layers, heads = values.shape

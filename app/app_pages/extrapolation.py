@@ -90,14 +90,14 @@ def attention_beyond(path: str, stamp: tuple, train_seq_len: int, layer: int, he
 @st.cache_data(max_entries=8, show_spinner=False)
 def every_head_beyond(path: str, stamp: tuple, train_seq_len: int, kind: str):
     """(layers, heads) share of each head's attention beyond the training length in the long
-    maps (`reach.attention_beyond`)."""
+    maps (`models.reach.attention_beyond`)."""
     maps = alibi_attention(path, stamp, LONG_FACTOR * train_seq_len, kind).maps
     return heads_beyond(maps, train_seq_len)
 
 
 @st.cache_data(max_entries=16, show_spinner=_("Running the model on a planted span..."))
 def planted_copy(path: str, stamp: tuple, distance: int, kind: str):
-    """`reach.copy_heads` of the model at `path` on one planted span of the held-out text of
+    """`models.reach.copy_heads` of the model at `path` on one planted span of the held-out text of
     `kind`: ((layers, heads) copy attention, (first copy, repeat, control) losses)."""
     model, _tokenizer, _info = ui.cached_model(path, stamp)
     return copy_heads(model, held_out_ids(LIVE_STREAM_TOKENS, kind), distance)
