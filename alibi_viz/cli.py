@@ -120,7 +120,6 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
-
 def _check_options(parser) -> None:
     """The options `check` and `report` share: how the model is loaded and what is checked."""
     parser.add_argument("--dtype", choices=DTYPE_NAMES, default="float32",

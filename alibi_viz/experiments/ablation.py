@@ -19,7 +19,6 @@ from alibi_viz.models.loading import describe_model, load_eval_model
 ABLATION_WINDOWS = 32  # held-out windows of the training length each head is ablated on
 
 
-
 def heldout_windows(windows: int = ABLATION_WINDOWS, seq_len: int = 128) -> np.ndarray:
     """(windows, seq_len + 1) consecutive windows of the shipped held-out text of the four
     kinds, interleaved in their training shares (`data.heldout_mixture_ids`)."""

@@ -22,7 +22,6 @@ SWEEP_FACTORS = (2, 8, 32)  # evaluation lengths, in training lengths
 SWEEP_KIND = "en"  # the held-out text of the sweep
 
 
-
 def rescale_sweep(model, train_seq_len: int, kind: str = SWEEP_KIND, scales=SWEEP_SCALES,
                   factors=SWEEP_FACTORS, log=print) -> dict:
     """Perplexity (both protocols, on evaluate's targets) at each length factor x train_seq_len

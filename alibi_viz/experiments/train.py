@@ -64,7 +64,6 @@ EVAL_MAX_LEN = 4096  # position tables this long, so that every model can be eva
 SINUSOIDAL_SCALE = 0.02 * math.sqrt(2)
 
 
-
 @dataclass
 class TrainConfig:
     arch: str

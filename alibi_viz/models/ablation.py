@@ -38,7 +38,6 @@ OUTPUT_PROJECTIONS = (  # (layers attribute path, projection attribute path insi
 )
 
 
-
 def _get(obj, path: str):
     for name in path.split("."):
         obj = getattr(obj, name, None)

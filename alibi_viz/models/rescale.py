@@ -31,7 +31,6 @@ _SCALE: ContextVar[float] = ContextVar("alibi_viz_slope_scale", default=1.0)
 SCALE_RANGE = (1 / 64, 4.0)  # the scales a page accepts
 
 
-
 def _install() -> None:
     from transformers.models.bloom import modeling_bloom  # heavy: only when a scale is applied
 

@@ -15,7 +15,6 @@ from alibi_viz.errors import AlibiVizError
 SNAPSHOT_TOKENS = 8192  # held-out tokens per kind scored at every snapshot
 
 
-
 @dataclass(frozen=True)
 class SnapshotCurves:
     """The shipped snapshot results as arrays. steps (S,); scores[behaviour] (S, layers, heads);
