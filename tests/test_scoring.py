@@ -58,3 +58,19 @@ def test_nll_in_batches_scores_every_row_as_one_batch_would():
         nll = scoring.nll_in_batches(model, windows, tokens_per_batch)
         assert nll.shape == (3, 8) and not nll.requires_grad
         torch.testing.assert_close(nll.double(), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_an_unknown_protocol_is_named_by_every_scorer():
+    """perplexity, protocol_plan and live_token_cap each refuse a protocol that is not one of
+    PROTOCOLS with the typed error that lists them."""
+    import pytest
+
+    from alibi_viz.errors import AlibiVizError
+
+    model = tiny_model("bloom").eval()
+    calls = [lambda: scoring.perplexity(model, np.arange(3, 40), 16, protocol="strided"),
+             lambda: scoring.protocol_plan("strided", 64),
+             lambda: scoring.live_token_cap(128, "strided")]
+    for call in calls:
+        with pytest.raises(AlibiVizError, match="nonoverlapping, sliding, got 'strided'"):
+            call()

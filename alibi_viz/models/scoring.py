@@ -40,6 +40,14 @@ LIVE_CELL_BUDGET = 2048 * 4096  # attention cells (query x key) a live run may c
 LIVE_MAX_TOKENS = 4096          # scored tokens of a live run, whatever the length
 
 
+
+def check_protocol(protocol: str) -> str:
+    """`protocol` if it is one of PROTOCOLS, else AlibiVizError naming them."""
+    if protocol not in PROTOCOLS:
+        raise AlibiVizError(_("protocol must be one of {choices}, got {value}.").format(
+            choices=", ".join(PROTOCOLS), value=repr(protocol)))
+    return protocol
+
 def next_token_nll(model, windows: torch.Tensor) -> torch.Tensor:
     """Negative log-likelihood (nats, float32) of each next token of `windows` (B, T + 1):
     the model reads windows[:, :-1] and is scored on windows[:, 1:]. Returns (B, T).
@@ -104,9 +112,7 @@ def perplexity(model, token_ids: Sequence[int] | np.ndarray | torch.Tensor, leng
     Runs under torch.inference_mode(); batches windows of equal length, up to
     `tokens_per_batch` input tokens per forward pass.
     """
-    if protocol not in PROTOCOLS:
-        raise AlibiVizError(_("protocol must be one of {choices}, got {value}.").format(
-            choices=", ".join(PROTOCOLS), value=repr(protocol)))
+    check_protocol(protocol)
     ids = torch.as_tensor(np.asarray(token_ids), dtype=torch.long).reshape(-1)
     if max_tokens is not None:
         ids = ids[: max_tokens + 1]
@@ -165,12 +171,9 @@ def protocol_plan(protocol: str, tokens: int, max_length: int = max(LENGTHS)) ->
     `tokens` targets: nonoverlapping scores targets 1 .. tokens; sliding scores the `tokens`
     targets after the first max_length tokens, so every window is full (a live run at one
     length passes max_length=length)."""
-    if protocol == "nonoverlapping":
+    if check_protocol(protocol) == "nonoverlapping":
         return {"max_tokens": tokens, "score_from": 1}
-    if protocol == "sliding":
-        return {"max_tokens": max_length - 1 + tokens, "score_from": max_length}
-    raise AlibiVizError(_("protocol must be one of {choices}, got {value}.").format(
-        choices=", ".join(PROTOCOLS), value=repr(protocol)))
+    return {"max_tokens": max_length - 1 + tokens, "score_from": max_length}  # sliding
 
 
 def evaluate_length(model, length: int, protocol: str = "nonoverlapping",
@@ -200,11 +203,8 @@ def live_token_cap(length: int, protocol: str = "nonoverlapping", stride: int = 
     """
     length = check_seq_len(length, "length")
     stride = min(check_int(stride, "stride", 1, 1 << 24), length)
-    if protocol == "nonoverlapping":
+    if check_protocol(protocol) == "nonoverlapping":
         cap = cell_budget // length
         return int(min(max(cap, length), max(max_tokens, length)))
-    if protocol == "sliding":
-        windows = max(1, cell_budget // (length * length))
-        return int(min(windows * stride, max_tokens))
-    raise AlibiVizError(_("protocol must be one of {choices}, got {value}.").format(
-        choices=", ".join(PROTOCOLS), value=repr(protocol)))
+    windows = max(1, cell_budget // (length * length))  # sliding
+    return int(min(windows * stride, max_tokens))
