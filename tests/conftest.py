@@ -213,7 +213,9 @@ def screenshot(page, name: str) -> None:
 # True once the app has been idle for `quiet` ms: no script run (Streamlit's stApp carries
 # data-test-script-state), no running indicator, and nothing the page draws changing (the
 # number of elements, of drawn plotly figures and of svg texts, the text's length). The
-# first call records the page's state; it is polled on every animation frame.
+# first call records the page's state; it is polled every 50 ms. (Polled on every animation
+# frame, its reading of the page's text cost chromium 8% more CPU over six page loads of
+# every page: 12.0-12.8 CPU-s against 10.5-11.6 s, three rounds, 2026-12-05.)
 SETTLED_JS = """(quiet) => {
   const app = document.querySelector('[data-testid="stApp"]');
   const state = app ? app.getAttribute('data-test-script-state') : 'initial';
@@ -237,7 +239,7 @@ def wait_for_app(page, quiet_ms: int = 250, timeout_ms: int | None = None) -> No
     changing for `quiet_ms` (SETTLED_JS): a condition, not a fixed sleep."""
     page.wait_for_selector("[data-testid='stApp']")
     page.evaluate("() => { window.__settledSignature = null; }")
-    page.wait_for_function(SETTLED_JS, arg=quiet_ms,
+    page.wait_for_function(SETTLED_JS, arg=quiet_ms, polling=50,
                            **({"timeout": timeout_ms} if timeout_ms else {}))
 
 

@@ -145,6 +145,12 @@ PANELS_JS = """() => {
 }"""
 TURNED_TICKS_JS = """() => [...document.querySelectorAll('.js-plotly-plot .xtick text')]
   .filter(t => /rotate\\(/.test(t.getAttribute('transform') || '')).map(t => t.textContent)"""
+# Every shown chart drawn at its box's width again, after the window was resized (measured on
+# every step: a page loaded at 1024x768 and resized to 1280x720 lays its charts out exactly as
+# one loaded at 1280x720, box for box).
+REDRAWN_AT_WIDTH_JS = """() => [...document.querySelectorAll('.js-plotly-plot')].filter(p => p.offsetParent)
+  .every(p => { const svg = p.querySelector('.main-svg');
+                return svg && Math.abs(svg.getBoundingClientRect().width - p.clientWidth) <= 2; })"""
 MIN_PANEL_PX = 100  # px, a panel's plot area on a projector, at least (1024x768 and 1280x720)
 MIN_TICK_LABELS = 3  # on every axis that labels its ticks
 
@@ -162,12 +168,6 @@ FIGURE_BOX_JS = """() => {
   return {top: r.top, bottom: r.bottom, left: r.left, right: r.right,
           width: window.innerWidth, height: window.innerHeight};
 }"""
-
-
-@pytest.fixture(params=[(1024, 768), (1280, 720)], ids=["1024x768", "1280x720"])
-def projector(request, screen):
-    width, height = request.param
-    return screen(width, height), width, height
 
 
 def open_step(page, server_url: str, step: int, lang: str = "en") -> None:
@@ -226,23 +226,30 @@ def assert_fits(page) -> None:
 
 
 @pytest.mark.parametrize("step", range(1, STEPS + 1))
-def test_every_step_fits_the_projector(projector, server_url, step):
-    """Presentation mode, step N, in English: nothing cut, the figure on screen (assert_fits)."""
-    page, width, height = projector
+def test_every_step_fits_the_projector(screen, server_url, step):
+    """Presentation mode, step N, in English, on a 1024x768 projector and then, the same page
+    resized, on a 1280x720 one (less height): nothing cut, the figure on screen (assert_fits);
+    at 1024x768 also no serious violation of axe-core's WCAG 2.1 A/AA rules. (One page load
+    for both sizes: nothing in the app reads the window's size, the page's CSS and plotly's
+    charts follow a resize as they follow a load at that size.)"""
+    page = screen(1024, 768)
     open_step(page, server_url, step)
     assert_fits(page)
-    if width == 1024:
-        assert serious_accessibility_violations(page) == []  # axe-core, WCAG 2.1 AA
-        ARTIFACTS.mkdir(exist_ok=True)
-        page.screenshot(path=str(ARTIFACTS / f"lesson_present_step{step}.png"))
-        if step == 4:
-            import os
-            from pathlib import Path
+    assert serious_accessibility_violations(page) == []  # axe-core, WCAG 2.1 AA
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"lesson_present_step{step}.png"))
+    if step == 4:
+        import os
+        from pathlib import Path
 
-            target = os.environ.get("ALIBI_VIZ_SCREENSHOTS")
-            if target:
-                Path(target).mkdir(parents=True, exist_ok=True)
-                page.screenshot(path=str(Path(target) / "lesson_present.png"))
+        target = os.environ.get("ALIBI_VIZ_SCREENSHOTS")
+        if target:
+            Path(target).mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(Path(target) / "lesson_present.png"))
+    page.set_viewport_size({"width": 1280, "height": 720})
+    page.wait_for_function(REDRAWN_AT_WIDTH_JS, timeout=30_000)
+    wait_for_app(page)
+    assert_fits(page)
 
 
 @pytest.mark.parametrize("lang", ["es", "ru"])
@@ -478,19 +485,6 @@ def test_pages_without_figures_on_load_pass_axe_in_spanish_and_russian(screen, s
     assert serious_accessibility_violations(page) == []
 
 
-@pytest.mark.parametrize("path", ["/", "/compare", "/model", "/extrapolation"])
-def test_figure_texts_fit_on_a_1024_screen_in_russian(screen, server_url, path):
-    """Every figure of the page, at 1024 px wide in Russian: no title, axis title, legend or
-    subplot title drawn outside its figure or over the legend. (Spanish at 1024 px is checked
-    on the same page load as its overlaps: test_no_figure_text_lies_on_another_outside_the_lesson.)"""
-    page = screen(1024, 768)
-    page.goto(f"{server_url}{path}?lang=ru")
-    page.wait_for_selector(".js-plotly-plot", timeout=FIRST_LOAD_MS)
-    draw_every_figure(page)  # the last charts finish drawing
-    assert page.locator("[data-testid='stException']").count() == 0
-    assert page.evaluate(FIGURE_TEXT_JS) == []
-
-
 def overlaps_everywhere(page) -> list[str]:
     """FIGURE_OVERLAP_JS over every figure of a page, after scrolling it through so that each
     has drawn."""
@@ -499,6 +493,11 @@ def overlaps_everywhere(page) -> list[str]:
     return page.evaluate(FIGURE_OVERLAP_JS)
 
 
+# The pages whose figure texts are also checked at 1024 px in Russian (Spanish is at 1024 px
+# above). A page loaded at 1366x768 and resized to 1024x768 draws every chart at the same size
+# and every figure text at the same width as one loaded at 1024 px (measured on all four,
+# 2026-12-05), so the Russian load at 1366 px does both.
+RUSSIAN_AT_1024 = ("/", "/compare", "/model", "/extrapolation")
 SHORT_CODE = "/model?text=def%20add(a,%20b):%0A%20%20%20%20return%20a%20%2B%20b"  # 32 tokens
 
 
@@ -514,7 +513,9 @@ def test_no_figure_text_lies_on_another_outside_the_lesson(screen, server_url, p
     as labelled heatmaps), and the lesson's steps as its handout shows them all at once. On
     the same load: no figure text drawn outside its figure or over its legend, no exception, and
     (but for the bias explorer's other head counts, the same page) no serious violation of
-    axe-core's WCAG 2.1 A/AA rules, colour contrast among them."""
+    axe-core's WCAG 2.1 A/AA rules, colour contrast among them. The Russian page of each of
+    RUSSIAN_AT_1024 is then resized to 1024 px: no figure text outside its figure or over its
+    legend there either."""
     width, height = size
     page = screen(width, height)
     page.goto(f"{server_url}{path}{'&' if '?' in path else '?'}lang={lang}")
@@ -523,6 +524,12 @@ def test_no_figure_text_lies_on_another_outside_the_lesson(screen, server_url, p
     assert page.evaluate(FIGURE_TEXT_JS) == []
     if "heads=" not in path:
         assert serious_accessibility_violations(page) == []
+    if lang == "ru" and path in RUSSIAN_AT_1024:
+        page.set_viewport_size({"width": 1024, "height": 768})
+        page.wait_for_function(REDRAWN_AT_WIDTH_JS, timeout=30_000)
+        draw_every_figure(page)  # the last charts finish drawing
+        assert page.locator("[data-testid='stException']").count() == 0
+        assert page.evaluate(FIGURE_TEXT_JS) == []
 
 
 SVG_WIDTHS_JS = """() => [...document.querySelectorAll('.js-plotly-plot .main-svg')]
@@ -561,16 +568,20 @@ def test_the_handout_prints_one_step_per_sheet_without_the_chrome(screen, server
     assert len(re.findall(rb"/Type\s*/Page[^s]", pdf)) >= STEPS
 
 
-@pytest.mark.parametrize(("width", "shown"), [(1024, True), (390, False)])
-def test_the_keys_hint_shows_on_a_projector_not_on_a_phone(screen, server_url, width, shown):
+def test_the_keys_hint_shows_on_a_projector_not_on_a_phone(screen, server_url):
     """Presentation mode names the clicker's keys in a corner at 1024 px; on a 390 px phone,
-    which has no such keys, the hint is hidden (there it lay on the sidebar's button)."""
-    page = screen(width, 800)
+    which has no such keys, the hint is hidden (there it lay on the sidebar's button). The
+    hint hides by the page's CSS (a media query on the width), so the page loaded at 1024 px
+    and narrowed to 390 px shows what a phone's load shows."""
+    page = screen(1024, 800)
     open_step(page, server_url, 2, "es")
     # attached, shown or not (after the reveal's rerun it can be redrawn a moment later)
     hint = page.wait_for_selector(".ls-keys-help", state="attached", timeout=FIRST_LOAD_MS)
-    visible = hint.evaluate("(el) => getComputedStyle(el).display !== 'none'")
-    assert visible is shown
+    assert hint.evaluate("(el) => getComputedStyle(el).display !== 'none'")
+    page.set_viewport_size({"width": 390, "height": 800})
+    wait_for_app(page)
+    hint = page.wait_for_selector(".ls-keys-help", state="attached", timeout=FIRST_LOAD_MS)
+    assert hint.evaluate("(el) => getComputedStyle(el).display") == "none"
 
 
 # The focused slider's value (Streamlit's sliders are <input type="range">, role slider), or null.
