@@ -178,6 +178,20 @@ def fresh_page(browser):
     context.close()
 
 
+# Every label, button text, navigation link and heading cut by its own box (text wider than
+# the box), as '<TAG>: text'.
+CUT_LABELS_JS = """() => {
+  const cut = [];
+  const items = document.querySelectorAll(
+    'button p, button div, [data-testid="stSidebarNavLink"] span, h1, h2, h3');
+  for (const el of items) {
+    if (!el.offsetParent || el.clientWidth === 0) continue;  // hidden or collapsed
+    if (el.scrollWidth > el.clientWidth + 1) cut.push(el.tagName + ': ' + el.textContent);
+  }
+  return cut;
+}"""
+
+
 # axe-core, the accessibility engine Lighthouse runs, as the axe-playwright-python package
 # ships it (from the npm registry; nothing vendored here): WCAG 2.1 A and AA rules.
 AXE_RUN_JS = """async () => {
@@ -241,6 +255,25 @@ def wait_for_app(page, quiet_ms: int = 250, timeout_ms: int | None = None) -> No
     page.evaluate("() => { window.__settledSignature = null; }")
     page.wait_for_function(SETTLED_JS, arg=quiet_ms, polling=50,
                            **({"timeout": timeout_ms} if timeout_ms else {}))
+
+
+# Every shown chart drawn at its box's width again, after the window was resized.
+REDRAWN_AT_WIDTH_JS = """() => [...document.querySelectorAll('.js-plotly-plot')].filter(p => p.offsetParent)
+  .every(p => { const svg = p.querySelector('.main-svg');
+                return svg && Math.abs(svg.getBoundingClientRect().width - p.clientWidth) <= 2; })"""
+
+
+def resize(page, width: int, height: int) -> None:
+    """Resize the window of a page already loaded, then wait until every shown chart is drawn
+    at its new width and the page has settled. Nothing in the app reads the window's size: the
+    page's CSS and plotly's charts follow a resize as they follow a load at that size
+    (measured 2026-12-05: every lesson step at 1024x768 resized to 1280x720, and the bias
+    explorer, Compare, Model heads and the Extrapolation lab in Russian at 1366 px resized to
+    1024 px, drew every chart at the same size and every figure text at the same width as a
+    page loaded at that size)."""
+    page.set_viewport_size({"width": width, "height": height})
+    page.wait_for_function(REDRAWN_AT_WIDTH_JS, timeout=30_000)
+    wait_for_app(page)
 
 
 def draw_every_figure(page, timeout_ms: int = 180_000) -> None:

@@ -122,7 +122,7 @@ def test_the_head_table_shows_every_head(heads):
     """The slope table holds one row per head; beyond TABLE_ROWS_SHOWN heads it is folded in
     an expander whose title gives the count. (That no row hides in a box of fixed height, as
     heads 7-8 of 8 did, is checked in the browser: axe-core's scrollable-region rule in
-    test_browser_presentation.test_bare_app_fits_1024_wide.)"""
+    test_browser_phone.test_a_laptop_sees_every_title_whole.)"""
     from app.app_pages.bias_explorer import TABLE_ROWS_SHOWN
 
     at = run_app(params={"heads": str(heads)})
