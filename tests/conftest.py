@@ -266,11 +266,12 @@ REDRAWN_AT_WIDTH_JS = """() => [...document.querySelectorAll('.js-plotly-plot')]
 def resize(page, width: int, height: int) -> None:
     """Resize the window of a page already loaded, then wait until every shown chart is drawn
     at its new width and the page has settled. Nothing in the app reads the window's size: the
-    page's CSS and plotly's charts follow a resize as they follow a load at that size
-    (measured 2026-12-05: every lesson step at 1024x768 resized to 1280x720, and the bias
+    page's CSS and plotly's charts follow a resize as they follow a load at that size.
+    Measured 2026-12-05, each against a page loaded at the new size: every lesson step at
+    1024x768 resized to 1280x720 (the same chart boxes, panels and figure box); the bias
     explorer, Compare, Model heads and the Extrapolation lab in Russian at 1366 px resized to
-    1024 px, drew every chart at the same size and every figure text at the same width as a
-    page loaded at that size)."""
+    1024 px, and in Spanish at 1024 px resized to 390x844 (the same chart sizes, every figure
+    text at the same width, and at 390 px the same page width and sideways-scrolling boxes)."""
     page.set_viewport_size({"width": width, "height": height})
     page.wait_for_function(REDRAWN_AT_WIDTH_JS, timeout=30_000)
     wait_for_app(page)

@@ -215,10 +215,9 @@ def assert_fits(page) -> None:
 @pytest.mark.parametrize("step", range(1, STEPS + 1))
 def test_every_step_fits_the_projector(screen, server_url, step):
     """Presentation mode, step N, in English, on a 1024x768 projector and then, the same page
-    resized, on a 1280x720 one (less height): nothing cut, the figure on screen (assert_fits);
-    at 1024x768 also no serious violation of axe-core's WCAG 2.1 A/AA rules. (One page load
-    for both sizes: nothing in the app reads the window's size, the page's CSS and plotly's
-    charts follow a resize as they follow a load at that size.)"""
+    resized (conftest.resize), on a 1280x720 one (less height): nothing cut, the figure on
+    screen (assert_fits); at 1024x768 also no serious violation of axe-core's WCAG 2.1 A/AA
+    rules."""
     page = screen(1024, 768)
     open_step(page, server_url, step)
     assert_fits(page)
@@ -226,13 +225,7 @@ def test_every_step_fits_the_projector(screen, server_url, step):
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / f"lesson_present_step{step}.png"))
     if step == 4:
-        import os
-        from pathlib import Path
-
-        target = os.environ.get("ALIBI_VIZ_SCREENSHOTS")
-        if target:
-            Path(target).mkdir(parents=True, exist_ok=True)
-            page.screenshot(path=str(Path(target) / "lesson_present.png"))
+        screenshot(page, "lesson_present")  # the README's projector (ALIBI_VIZ_SCREENSHOTS)
     resize(page, 1280, 720)
     assert_fits(page)
 
@@ -437,14 +430,6 @@ def assert_fits_a_phone(page, path: str) -> None:
     assert page.evaluate("() => document.documentElement.scrollWidth") <= 390
 
 
-# The pages whose phone width is checked on the Spanish load at 1024 px of
-# test_no_figure_text_lies_on_another_outside_the_lesson, resized to 390x844 (measured
-# 2026-12-05: each draws every chart at the same size, every figure text at the same width and
-# every box that scrolls sideways at the same widths as a page loaded at 390 px).
-PHONE_FROM_1024 = {"/": "", "/compare": "compare", "/model": "model",
-                   "/extrapolation": "extrapolation"}
-
-
 @pytest.mark.parametrize("path", ["inspect", "lesson"])
 def test_no_page_is_wider_than_a_phone(screen, server_url, path):
     """At 390x844 (a phone) in Spanish, no page scrolls sideways (assert_fits_a_phone); the
@@ -480,11 +465,10 @@ def overlaps_everywhere(page) -> list[str]:
     return page.evaluate(FIGURE_OVERLAP_JS)
 
 
-# The pages whose figure texts are also checked at 1024 px in Russian (Spanish is at 1024 px
-# above). A page loaded at 1366x768 and resized to 1024x768 draws every chart at the same size
-# and every figure text at the same width as one loaded at 1024 px (measured on all four,
-# 2026-12-05), so the Russian load at 1366 px does both.
-RUSSIAN_AT_1024 = ("/", "/compare", "/model", "/extrapolation")
+# The pages whose loads in test_no_figure_text_lies_on_another_outside_the_lesson serve a
+# second size too, resized (conftest.resize, where the measurements are): the Spanish load at
+# 1024 px is also the phone's at 390x844, the Russian load at 1366 px also the 1024 px one.
+RESIZED_PAGES = ("/", "/compare", "/model", "/extrapolation")
 SHORT_CODE = "/model?text=def%20add(a,%20b):%0A%20%20%20%20return%20a%20%2B%20b"  # 32 tokens
 
 
@@ -500,10 +484,10 @@ def test_no_figure_text_lies_on_another_outside_the_lesson(screen, server_url, p
     as labelled heatmaps), and the lesson's steps as its handout shows them all at once. On
     the same load: no figure text drawn outside its figure or over its legend, no exception, and
     (but for the bias explorer's other head counts, the same page) no serious violation of
-    axe-core's WCAG 2.1 A/AA rules, colour contrast among them. The Spanish page of each of
-    PHONE_FROM_1024 is then resized to a phone's 390x844: nothing wider than the screen
-    (assert_fits_a_phone); the Russian page of each of RUSSIAN_AT_1024 to 1024 px: no figure
-    text outside its figure or over its legend there either."""
+    axe-core's WCAG 2.1 A/AA rules, colour contrast among them. Each of RESIZED_PAGES is then
+    resized: in Spanish to a phone's 390x844, nothing wider than the screen
+    (assert_fits_a_phone); in Russian to 1024 px, no figure text outside its figure or over
+    its legend there either."""
     width, height = size
     page = screen(width, height)
     page.goto(f"{server_url}{path}{'&' if '?' in path else '?'}lang={lang}")
@@ -512,11 +496,11 @@ def test_no_figure_text_lies_on_another_outside_the_lesson(screen, server_url, p
     assert page.evaluate(FIGURE_TEXT_JS) == []
     if "heads=" not in path:
         assert serious_accessibility_violations(page) == []
-    if lang == "es" and path in PHONE_FROM_1024:
+    if lang == "es" and path in RESIZED_PAGES:
         resize(page, 390, 844)
         draw_every_figure(page)
-        assert_fits_a_phone(page, PHONE_FROM_1024[path])
-    if lang == "ru" and path in RUSSIAN_AT_1024:
+        assert_fits_a_phone(page, path.lstrip("/"))
+    if lang == "ru" and path in RESIZED_PAGES:
         resize(page, 1024, 768)
         draw_every_figure(page)  # the last charts finish drawing
         assert page.locator("[data-testid='stException']").count() == 0
