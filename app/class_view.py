@@ -8,8 +8,8 @@ Who is who is in the URL, read once when a session first opens the Lesson:
 - `/lesson?class=CODE&key=KEY`: the teacher again (a reload, another tab); a wrong key is told
   so, and the page joins as a student.
 - `/lesson?class=CODE`: a student. The page follows the teacher's step, myth and figure controls
-  (`follow`, polling the room's version every `POLL_S` seconds in a fragment); a student who
-  moves elsewhere looks around until "Back to the class".
+  (`follow`: the server reruns it when the room's version changes, `class_watch`); a student
+  who moves elsewhere looks around until "Back to the class".
 
 Each question of the lesson (`question`, called by the page's `ask`) takes one answer per
 browser session (a random id in a cookie that ends with the browser's session, so a reload or a
@@ -40,10 +40,11 @@ from alibi_viz.errors import ClassError
 from alibi_viz.figures.classroom import answer_distribution_figure
 from alibi_viz.figures.render import figure_spec
 from alibi_viz.i18n import N_, _, ngettext
-from app import ui
+from app import class_watch, ui
+from app.class_watch import Watcher
 
 COOKIE = "alibi_viz_class"  # the browser's class id (`session_id`); nothing else is in it
-POLL_S = 1.0        # a student's page asks the store for the teacher's version this often
+POLL_S = 1.0        # where the server cannot rerun a student's page, the page asks this often
 COUNT_POLL_S = 1.5  # the projector's "N answered" is read this often
 # The Lesson page's own keys (app_pages/lesson.py): the question a step asked and the one whose
 # answer is shown. The teacher's reveal sets both, so the clicker's next moves on after it.
@@ -82,6 +83,16 @@ def _open(setting: str):
 def store():
     """The class store this server uses (ALIBI_VIZ_CLASS_STORE; one per setting and process)."""
     return _open(os.environ.get(SETTING, ""))
+
+
+@st.cache_resource(show_spinner=False)
+def _watch(setting: str) -> Watcher:
+    return Watcher(_open(setting))
+
+
+def watcher() -> Watcher:
+    """This process's students' pages, rerun when their class moves (class_watch)."""
+    return _watch(os.environ.get(SETTING, ""))
 
 
 def session_id() -> str:
@@ -179,7 +190,7 @@ def apply(state: ClassState) -> None:
         if isinstance(value, int | float) and not isinstance(value, bool):
             values[key] = value
     ss = st.session_state
-    # Until the browser has drawn this run, its next request (a poll's, every POLL_S) may
+    # Until the browser has drawn this run, its next request (a click, or a poll's) may
     # still carry what its widgets showed before: (before, now) for each control changed
     # here, so that `settle` tells such a stale value from the student's own change. The
     # step, the myth and its reveal are no widgets' values (the step list's key holds its
@@ -215,27 +226,41 @@ def back_to_class() -> None:
 def follow() -> None:
     """First thing on the Lesson page, before its controls are drawn: enter a class from the
     URL, and on a student's page follow the teacher (step, myth, figure controls) unless the
-    student moved elsewhere; a fragment polls the room's version every POLL_S seconds and
-    reruns the page when the teacher changed something."""
+    student moved elsewhere. The server reruns a student's page when the teacher changed
+    something (class_watch); where it cannot, a fragment polls the room's version every
+    POLL_S seconds."""
     enter_from_url()
     room = code()
     if not room or teacher_key():
+        away()
         return
     try:
         state = store().state(room)
     except ClassError as exc:
         say(str(exc))
         leave()
+        away()
         return
     following = st.session_state.get("cls_follow", True)
     if following and not settle():
         following = False  # the student moved: looking around until "Back to the class"
     if following and state.version != st.session_state.get("cls_version"):
         apply(state)
-    st.session_state.update(cls_follow=following, cls_version=state.version, cls_state=state)
+    st.session_state.update(cls_follow=following, cls_version=state.version, cls_state=state,
+                            cls_watched=True)
     session_id()  # read from the browser's cookie, or made now (and written by `panel`)
-    with st.sidebar:
-        poll(room, state.version)
+    if class_watch.can_rerun(class_watch.current_session()):
+        watcher().follow(room, state.version)  # the server reruns this page when the class moves
+    else:
+        with st.sidebar:  # a server that cannot: the browser asks (class_watch says why)
+            poll(room, state.version)
+
+
+def away() -> None:
+    """This session follows no class on this page (another page than the Lesson, a teacher, a
+    class left): the server stops rerunning it when the class moves."""
+    if st.session_state.pop("cls_watched", False):
+        watcher().forget()
 
 
 @st.fragment(run_every=POLL_S)
@@ -292,6 +317,7 @@ def end_class() -> None:
     except ClassError as exc:
         say(str(exc))
         return
+    watcher().moved(code(), -1)  # its students' pages say that it ended
     leave()
     say(_("The class has ended: its answers are deleted."))
 
@@ -305,8 +331,10 @@ def publish(step: int) -> None:
     myth = int(ss.get("ls_myth", 0))
     wanted = json.dumps([step, myth, controls], sort_keys=True)
     if wanted != ss.get("cls_published"):
-        store().set_state(code(), teacher_key(), step=step, myth=myth, controls=controls)
-        ss["cls_published"] = wanted
+        version = store().set_state(code(), teacher_key(), step=step, myth=myth,
+                                    controls=controls)
+        watcher().moved(code(), version)  # this server's students now; the others' watchers
+        ss["cls_published"] = wanted        # within class_watch.WATCH_S
 
 
 def panel(step: int, present: bool) -> None:
@@ -393,7 +421,7 @@ def question_id(step: int) -> str:
 
 def teacher_reveal(step: int, qid: str) -> None:
     try:
-        store().reveal(code(), teacher_key(), qid)
+        watcher().moved(code(), store().reveal(code(), teacher_key(), qid))
     except ClassError as exc:
         say(str(exc))
         return
@@ -402,7 +430,7 @@ def teacher_reveal(step: int, qid: str) -> None:
 
 def teacher_ask_again(step: int, qid: str) -> None:
     try:
-        store().ask_again(code(), teacher_key(), qid)
+        watcher().moved(code(), store().ask_again(code(), teacher_key(), qid))
     except ClassError as exc:
         say(str(exc))
         return

@@ -58,5 +58,9 @@ st.html("<style>[data-testid='stSidebarNavLink'] span { white-space: normal !imp
 with st.container(key="alibi_touch"):
     st.html(ui.TOUCH_JS, unsafe_allow_javascript=True)
 page = st.navigation(PAGES)
+if page.url_path != "lesson" and st.session_state.get("cls_watched"):
+    from app import class_view  # a class's student who left the Lesson: not rerun for it
+
+    class_view.away()
 with ui.timed_run(page.url_path):
     page.run()
