@@ -5,8 +5,9 @@ app/main.py` servers share one SQLite class store (as `make serve-class`'s repli
 students are dealt out among them in turn, as nginx's cookies spread browsers, without nginx
 itself). Then classes of growing size (--students, 10 20 40 ... by default), each:
   * every simulated student opens /lesson?class=CODE over Streamlit's websocket and does what
-    its browser does (bench_class.py's Student: it asks for the poll fragment's rerun every
-    POLL_S seconds and reads every run);
+    its browser does (bench_class.py's Student: it reads every run, the ones the server
+    pushes when the class moves included, and polls only where the server sent a timed
+    fragment);
   * changing controls: for --changes seconds the teacher stays on step 2 ("The bias matrix"),
     its question revealed (a class's figure waits for the reveal), and each student moves the
     step's length slider (the widget state a browser sends) to a random length at random
@@ -123,7 +124,7 @@ async def one_class(ports: list[int], store, students: int, changes: float,
     clients = [ChangingStudent(ports[k % len(ports)], room.code) for k in range(students)]
     tasks = [asyncio.create_task(c.run(stop)) for c in clients]
     deadline = time.time() + 600
-    while not all(c.fragment and STEP in c.steps and c.slider for c in clients):
+    while not all(STEP in c.steps and c.slider for c in clients):
         if time.time() > deadline:
             stop.set()
             await asyncio.gather(*tasks, return_exceptions=True)

@@ -21,7 +21,7 @@ class Reruns:
         self.asked: list[str] = []
         self.gone: set[str] = set()
 
-    def __call__(self, session_id: str) -> bool:
+    def __call__(self, session_id: str, delay: float = 0.0) -> bool:
         if session_id in self.gone:
             return False
         self.asked.append(session_id)
