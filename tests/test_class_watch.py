@@ -35,6 +35,17 @@ def store(tmp_path):
     store.close()
 
 
+def one_student(store, period: float = 0.2):
+    """(room, the watcher, its recorded reruns): a class on step 1 whose one student's page,
+    session "s1", has drawn it."""
+    room = store.create_room()
+    version = store.set_state(room.code, room.key, step=1)
+    reruns = Reruns()
+    watcher = Watcher(store, period=period, rerun=reruns)
+    watcher.follow(room.code, version, "s1")
+    return room, watcher, reruns
+
+
 def test_a_move_reruns_the_pages_of_that_room_that_have_not_drawn_it(store):
     a, b = store.create_room(), store.create_room()
     va = store.set_state(a.code, a.key, step=1)
@@ -56,11 +67,7 @@ def test_a_move_reruns_the_pages_of_that_room_that_have_not_drawn_it(store):
 
 
 def test_a_page_that_does_not_draw_the_move_is_asked_again_a_few_times(store):
-    room = store.create_room()
-    version = store.set_state(room.code, room.key, step=1)
-    reruns = Reruns()
-    watcher = Watcher(store, rerun=reruns)
-    watcher.follow(room.code, version, "s1")
+    room, watcher, reruns = one_student(store)
     moved = store.set_state(room.code, room.key, step=2)
     now = time.monotonic()
     assert watcher.rerun_behind(room.code, moved, now) == ["s1"]
@@ -74,11 +81,7 @@ def test_a_page_that_does_not_draw_the_move_is_asked_again_a_few_times(store):
 
 
 def test_the_teacher_on_this_server_reruns_its_students_at_once(store):
-    room = store.create_room()
-    version = store.set_state(room.code, room.key, step=1)
-    reruns = Reruns()
-    watcher = Watcher(store, rerun=reruns)
-    watcher.follow(room.code, version, "s1")
+    room, watcher, reruns = one_student(store)
     watcher.moved(room.code, store.set_state(room.code, room.key, step=2))
     assert reruns.asked == ["s1"]
 
@@ -100,11 +103,7 @@ def test_an_ended_class_reruns_its_pages_and_a_closed_session_is_forgotten(store
 
 def test_the_watcher_thread_reruns_a_page_when_another_server_moves_its_class(store):
     """The teacher is on another replica: only the store says the class moved."""
-    room = store.create_room()
-    version = store.set_state(room.code, room.key, step=1)
-    reruns = Reruns()
-    watcher = Watcher(store, period=0.02, rerun=reruns)
-    watcher.follow(room.code, version, "s1")  # starts the thread
+    room, _watcher, reruns = one_student(store, period=0.02)  # following starts the thread
     store.set_state(room.code, room.key, step=2)
     deadline = time.monotonic() + 10
     while not reruns.asked:
