@@ -91,7 +91,11 @@ def check_bias(bias, expected: str | Sequence[float] | np.ndarray | None = None,
     expected: slopes or a schedule name (default: the official schedule for `heads`).
     head_dim: when given, a factor of sqrt(head_dim) or 1/sqrt(head_dim) is named as such.
     Returns an AlibiCheck with one layer. Raises AlibiVizError for a bias of another shape."""
-    tensor = torch.as_tensor(np.asarray(bias) if not isinstance(bias, torch.Tensor) else bias)
+    if not isinstance(bias, torch.Tensor):
+        bias = np.asarray(bias)
+        if not bias.flags.writeable:  # a view (np.broadcast_to), a buffer: torch warns on it
+            bias = bias.copy()
+    tensor = torch.as_tensor(bias)
     if tensor.dim() != 3 or tensor.shape[1] < 2 or tensor.shape[2] < tensor.shape[1]:
         raise AlibiVizError("check_bias takes a (heads, queries, keys) bias with at least 2 "
                               f"queries and no more queries than keys, got shape {tuple(tensor.shape)}.")
