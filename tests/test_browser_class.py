@@ -1,6 +1,6 @@
 """A class in real browsers (issue 42): one teacher and several students, each in a browser
 context of its own, on a Streamlit server of this module's own with a SQLite class store in a
-temporary folder. Students follow three step changes within 2 s of the teacher's press each,
+temporary folder. Students follow three step changes within 2 s of the projector each,
 each answers, and the projector's count equals the answers given; then ten students on the
 class deployment (two replicas behind nginx), one replica killed mid-question. Screenshots of
 the projector go to test-artifacts/. Each lag is measured in the pages themselves
@@ -126,7 +126,8 @@ SHOWN_STEP_JS = """() => { const h = [...document.querySelectorAll('h2')].map(h 
 
 def teacher_moves(teacher, button: str, step: int) -> float:
     """The teacher presses `button` (".st-key-ls_next" or "_prev") and the projector shows step
-    `step`; returns when the teacher pressed (s, the browser's clock). A press that moved nothing in 20 s is pressed again, as a teacher would, with a
+    `step`; returns when the teacher pressed (s, the browser's clock). A press that moved
+    nothing in 20 s is pressed again, as a teacher would, with a
     warning that says what the page showed (seen once, in a fresh clone's solo run, on the
     deployment; the cause is not known); a second press that moves nothing fails the test. A
     press that moved the projector past `step` fails at once, saying where it went (seen once

@@ -148,7 +148,7 @@ def test_a_page_running_its_script_is_asked_only_when_that_run_is_over(monkeypat
     thread.start()
     try:
         session = FakeSession(loop)
-        monkeypatch.setattr(class_watch, "_app_session", lambda sid: (session, True))
+        monkeypatch.setattr(class_watch, "_app_session", lambda sid: session)
         session._scriptrunner = object()  # a student's click is being run
         assert class_watch.rerun("s1") is True
         time.sleep(0.3)
