@@ -257,6 +257,33 @@ def wait_for_app(page, quiet_ms: int = 250, timeout_ms: int | None = None) -> No
                            **({"timeout": timeout_ms} if timeout_ms else {}))
 
 
+# SETTLED_JS polled by the page itself every 50 ms until it first holds (window.__settled),
+# so that several pages are watched at the same time (wait_for_apps).
+WATCH_SETTLED_JS = """(quiet) => {
+  const settled = """ + SETTLED_JS + """;
+  window.__settledSignature = null;
+  window.__settled = false;
+  clearInterval(window.__settledTimer);
+  const poll = () => {
+    if (settled(quiet)) { window.__settled = true; clearInterval(window.__settledTimer); }
+  };
+  window.__settledTimer = setInterval(poll, 50);
+  poll();
+}"""
+
+
+def wait_for_apps(pages, quiet_ms: int = 250, timeout_ms: int | None = None) -> None:
+    """wait_for_app on several pages (a class's browsers) at once: each page polls SETTLED_JS
+    from the same moment, so ten pages that are already idle take one quiet period, not ten
+    one after another; each still waits until its own page has been idle for `quiet_ms`."""
+    for page in pages:
+        page.wait_for_selector("[data-testid='stApp']")
+        page.evaluate(WATCH_SETTLED_JS, quiet_ms)
+    for page in pages:
+        page.wait_for_function("() => window.__settled === true", polling=50,
+                               **({"timeout": timeout_ms} if timeout_ms else {}))
+
+
 # Every shown chart drawn at its box's width again, after the window was resized.
 REDRAWN_AT_WIDTH_JS = """() => [...document.querySelectorAll('.js-plotly-plot')].filter(p => p.offsetParent)
   .every(p => { const svg = p.querySelector('.main-svg');

@@ -20,7 +20,14 @@ import zlib
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from conftest import free_port, screenshot, start_streamlit, stop_streamlit, wait_for_app
+from conftest import (
+    free_port,
+    screenshot,
+    start_streamlit,
+    stop_streamlit,
+    wait_for_app,
+    wait_for_apps,
+)
 
 from alibi_viz.classroom import SETTING, open_store
 
@@ -60,13 +67,16 @@ def class_server(tmp_path_factory):
     stop_streamlit(proc)
 
 
-def open_page(browser, url: str, width: int = 1024, height: int = 768):
+def open_page(browser, url: str, width: int = 1024, height: int = 768, wait: bool = True):
+    """A browser of its own on `url`; with wait=False the page is still loading (the caller
+    waits for it, so several pages load at once, as a class's do)."""
     context = browser.new_context(viewport={"width": width, "height": height})
     context.add_init_script(STEP_SEEN_JS)
     page = context.new_page()
     page.set_default_timeout(60_000)
-    page.goto(url)
-    wait_for_app(page, timeout_ms=FIRST_LOAD_MS)
+    page.goto(url, wait_until="commit")
+    if wait:
+        wait_for_app(page, timeout_ms=FIRST_LOAD_MS)
     return context, page
 
 
@@ -179,10 +189,13 @@ def test_students_follow_answer_and_are_counted(class_server, browser):
         assert store.is_teacher(code, key)
         assert key not in teacher.locator("[data-testid='stMain']").inner_text()
         students = []
-        for _k in range(STUDENTS):
-            context, student = open_page(browser, f"{url}/lesson?class={code}", 400, 800)
+        for _k in range(STUDENTS):  # the class arrives at once
+            context, student = open_page(browser, f"{url}/lesson?class={code}", 400, 800,
+                                         wait=False)
             contexts.append(context)
             students.append(student)
+        wait_for_apps(students, timeout_ms=FIRST_LOAD_MS)
+        for student in students:
             on_step(student, 1, 10_000)
         presses = {}
         for step in (2, 3, 4):
@@ -197,7 +210,7 @@ def test_students_follow_answer_and_are_counted(class_server, browser):
             choice = "Yes" if k % 2 == 0 else "No"
             radio = student.locator("[class*='st-key-cls_answer_']")
             radio.locator("label").filter(has_text=re.compile(f"^{choice}$")).click()
-            wait_for_app(student)
+        wait_for_apps(students)
         teacher.get_by_text(f"{STUDENTS} answered").wait_for(timeout=10_000)
         students[0].reload()  # the same browser: its answer is still its own, counted once
         wait_for_app(students[0], timeout_ms=FIRST_LOAD_MS)
@@ -254,12 +267,12 @@ def replica_cookie(stack, replica: str) -> str:
     raise AssertionError(f"no cookie routes to {replica}")
 
 
-def open_on(browser, stack, replica: str, path: str, width=1024, height=768, wait=True):
-    """A browser routed by nginx to `replica`; with wait=False the page is still loading (the
-    caller waits for it, so several pages load at once, as a class's do)."""
+def open_on(browser, stack, cookie: str, path: str, width=1024, height=768, wait=True):
+    """A browser whose alibi_replica cookie is `cookie` (replica_cookie: routed by nginx to
+    one replica); with wait=False the page is still loading (the caller waits for it, so
+    several pages load at once, as a class's do)."""
     context = browser.new_context(viewport={"width": width, "height": height})
-    context.add_cookies([{"name": "alibi_replica", "value": replica_cookie(stack, replica),
-                          "url": stack.url}])
+    context.add_cookies([{"name": "alibi_replica", "value": cookie, "url": stack.url}])
     context.add_init_script(STEP_SEEN_JS)
     page = context.new_page()
     page.set_default_timeout(90_000)
@@ -281,7 +294,10 @@ def test_class_on_two_replicas_survives_a_killed_replica(stack, browser):
 
     contexts = []
     try:
-        context, teacher = open_on(browser, stack, "r1", "/lesson?class=new")
+        # each browser's cookie, found before any page loads (asked of a busy nginx, one
+        # took 4.5 s)
+        cookies = [replica_cookie(stack, ("r1", "r2")[k % 2]) for k in range(CLASS + 1)]
+        context, teacher = open_on(browser, stack, cookies[CLASS], "/lesson?class=new")
         contexts.append(context)
         teacher.wait_for_function("() => location.search.includes('key=')")
         query = parse_qs(urlsplit(teacher.url).query)
@@ -289,12 +305,12 @@ def test_class_on_two_replicas_survives_a_killed_replica(stack, browser):
         store = SQLiteStore(stack.run_dir / "data" / "class.sqlite3")
         students = []
         for k in range(CLASS):
-            context, student = open_on(browser, stack, ("r1", "r2")[k % 2],
+            context, student = open_on(browser, stack, cookies[k],
                                        f"/lesson?class={code}", 400, 800, wait=False)
             contexts.append(context)
             students.append(student)
+        wait_for_apps(students, timeout_ms=FIRST_LOAD_MS)
         for student in students:
-            wait_for_app(student, timeout_ms=FIRST_LOAD_MS)
             on_step(student, 1, 30_000)
         presses = {}
         for step in (2, 3, 4):
@@ -308,8 +324,7 @@ def test_class_on_two_replicas_survives_a_killed_replica(stack, browser):
             on_step(student, 3, FOLLOW_S * 1000 + 10_000)
             radio = student.locator("[class*='st-key-cls_answer_']")
             radio.locator("label").filter(has_text=re.compile("^Yes$")).click()
-        for student in students:
-            wait_for_app(student)
+        wait_for_apps(students)
         teacher.get_by_text(f"{CLASS} answered").wait_for(timeout=15_000)
         moved = students[1::2]  # on r2: reloaded by nginx's failover script onto r1
         reloads = {id(page): [] for page in moved}
