@@ -9,11 +9,14 @@ BIN    := $(VENV)/bin
 PORT   ?= 8501
 CLASS_REPLICAS ?= 2
 CLASS_PORT     ?= 8080
-# Test workers (pytest-xdist): one per core, at most 4 (each browser worker runs a Streamlit
-# server and a chromium of its own, about 2 GB together). Two per core were tried: a fresh
-# clone's parallel part took 12 min 6 s, against 11 min 0 s with one per core (2 idle cores,
-# 2026-12-04), and the cold-server storm took 114 s of its 150 s bound.
-TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ "$$n" -gt 4 ] && n=4; echo $$n)
+# Test workers (pytest-xdist): one per core and one more, at most 4 (each browser worker runs
+# a Streamlit server and a chromium of its own, about 2 GB together). The extra worker has
+# work for a core whose worker waits (a page settling, a server starting, a replica failing
+# over): on 2 idle cores the parallel part took 425 s with 3 workers against 459 s and 463 s
+# with 2 (2026-12-05, in place; busy 97% of the time against 90%). Two per core were tried
+# before: a fresh clone's parallel part took 12 min 6 s, against 11 min 0 s with one per core
+# (2026-12-04), and the cold-server storm took 114 s of its 150 s bound.
+TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); n=$$((n + 1)); [ "$$n" -gt 4 ] && n=4; echo $$n)
 # The modules that hold `solo` tests: the solo run collects only them (collecting all of
 # tests/ to deselect all but two took 10 s).
 SOLO_MODULES = $(shell grep -l 'pytest.mark.solo' tests/test_*.py)
