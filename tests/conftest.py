@@ -430,7 +430,7 @@ def stop_class_stack(stack: ClassStack) -> None:
 # module's tests were spread over both workers (the class stack of test_deploy started twice,
 # 25 s each).
 # Seconds each group took on an idle 2-core machine (`--durations`), to order them.
-LONG_GROUPS = {"test_storm": 55, "test_deploy": 60, "test_fuzz_pages": 60, "test_i18n": 45,
+LONG_GROUPS = {"test_storm": 35, "test_deploy": 60, "test_fuzz_pages": 60, "test_i18n": 45,
                "test_train": 30, "test_app_extrapolation": 30, "test_app_lesson": 30,
                "test_multihost": 105, "test_browser_phone": 63}
 # Modules whose tests are independent page loads, or long checks of models each builds
