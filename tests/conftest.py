@@ -73,9 +73,38 @@ def stop_streamlit(proc) -> None:
         proc.kill()
 
 
+# Under pytest-xdist the controller starts one server for every worker's browser tests and
+# hands its URL down in SHARED_SERVER (the workers start after pytest_configure, with its
+# environment). One server per worker paid the app's cold start once each: about 7.7 CPU-s
+# (importing the app's libraries, each page's first run and cached results), on cores the
+# parallel part keeps busy 97% of the time. A server nobody asks costs its 0.6 s start.
+SHARED_SERVER = "ALIBI_VIZ_TEST_SERVER_URL"
+SHARED_SERVER_KEY = pytest.StashKey[subprocess.Popen]()
+
+
+def pytest_configure(config):
+    if hasattr(config, "workerinput") or not getattr(config.option, "numprocesses", None):
+        return  # a worker, or a run without workers: the fixture starts its own
+    proc, url = start_streamlit(free_port())
+    config.stash[SHARED_SERVER_KEY] = proc
+    os.environ[SHARED_SERVER] = url
+
+
+def pytest_unconfigure(config):
+    proc = config.stash.get(SHARED_SERVER_KEY, None)
+    if proc is not None:
+        stop_streamlit(proc)
+        os.environ.pop(SHARED_SERVER, None)
+
+
 @pytest.fixture(scope="session")
 def server_url():
-    """Base URL of a streamlit server running the app for the whole session."""
+    """Base URL of a streamlit server running the app for the whole session: the one the
+    xdist controller started for every worker (SHARED_SERVER), else one of its own."""
+    shared = os.environ.get(SHARED_SERVER)
+    if shared:
+        yield shared
+        return
     proc, url = start_streamlit(free_port())
     yield url
     stop_streamlit(proc)
