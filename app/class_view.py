@@ -41,7 +41,6 @@ from alibi_viz.figures.classroom import answer_distribution_figure
 from alibi_viz.figures.render import figure_spec
 from alibi_viz.i18n import N_, _, ngettext
 from app import class_watch, ui
-from app.class_watch import Watcher
 
 COOKIE = "alibi_viz_class"  # the browser's class id (`session_id`); nothing else is in it
 POLL_S = 1.0        # where the server cannot rerun a student's page, the page asks this often
@@ -86,11 +85,11 @@ def store():
 
 
 @st.cache_resource(show_spinner=False)
-def _watch(setting: str) -> Watcher:
-    return Watcher(_open(setting))
+def _watch(setting: str) -> class_watch.Watcher:
+    return class_watch.Watcher(_open(setting))
 
 
-def watcher() -> Watcher:
+def watcher() -> class_watch.Watcher:
     """This process's students' pages, rerun when their class moves (class_watch)."""
     return _watch(os.environ.get(SETTING, ""))
 
