@@ -13,8 +13,10 @@ def grid_titles(page) -> list[str]:
     return page.locator(".js-plotly-plot").nth(1).locator("g.textpoint").all_inner_texts()
 
 
-def test_page_renders_charts(page, server_url):
-    """The landing page draws the slope, grid and decay charts with the default 8 heads."""
+def test_page_renders_charts_and_typing_a_head_count_rerenders_the_grid(page, server_url):
+    """The landing page draws the slope, grid and decay charts with the default 8 heads; then,
+    on the same page, typing 12 heads redraws the grid with 12 panels. (One page load for both:
+    the checks of the page as it loads come first.)"""
     page.goto(server_url)
     page.wait_for_selector(".js-plotly-plot >> nth=2")
     wait_for_app(page)
@@ -24,12 +26,6 @@ def test_page_renders_charts(page, server_url):
     assert page.evaluate("() => [...document.querySelectorAll('.js-plotly-plot')]"
                          ".every(p => p._fullLayout.dragmode !== false)")
     screenshot(page, "bias_explorer")
-
-
-def test_typing_head_count_rerenders_grid(page, server_url):
-    """Typing 12 heads redraws the grid with 12 panels."""
-    page.goto(server_url)
-    page.wait_for_selector(".js-plotly-plot >> nth=2")
     box = page.get_by_label("Heads", exact=True)
     box.fill("12")
     box.press("Enter")

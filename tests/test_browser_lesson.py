@@ -13,8 +13,10 @@ STEP_TITLES = ["Where position enters attention", "The bias matrix", "Slopes",
                "How far back does it look?", "Watch a copying head form", "Common misconceptions"]
 
 
-def test_extrapolation_page_renders(page, server_url):
-    """/extrapolation draws the results chart (when shipped) and the attention maps."""
+def test_extrapolation_page_renders_with_the_shipped_reach_curves(page, server_url):
+    """/extrapolation draws the results chart (when shipped) and the attention maps, and its
+    reach section draws one line per shipped model in each panel, from
+    assets/results/reach.json (nothing is run for it). One page load for both."""
     page.goto(server_url + "/extrapolation")
     page.wait_for_selector(".st-key-xl_fig_reach .js-plotly-plot", timeout=FIRST_LOAD_MS)
     page.wait_for_selector(".st-key-xl_fig_attention .js-plotly-plot", timeout=FIRST_LOAD_MS)
@@ -23,14 +25,7 @@ def test_extrapolation_page_renders(page, server_url):
     assert page.locator("[data-testid='stException']").count() == 0
     assert page.get_by_text("Run live evaluation").count() == 1
     screenshot(page, "extrapolation")
-
-
-def test_reach_section_draws_the_shipped_curves(page, server_url):
-    """The Extrapolation lab's reach section draws one line per shipped model in each panel,
-    from assets/results/reach.json (nothing is run for it)."""
-    page.goto(server_url + "/extrapolation")
     chart = page.locator(".st-key-xl_fig_reach .js-plotly-plot")
-    chart.wait_for(timeout=FIRST_LOAD_MS)
     models = len(assets.load_reach_results()["models"])
     assert chart.locator(".scatterlayer .trace").count() >= 2 * models
 

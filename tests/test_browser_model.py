@@ -40,14 +40,6 @@ def chart_title(page, index: int) -> str:
     return page.locator(".js-plotly-plot").nth(index).locator(".gtitle").first.text_content()
 
 
-def test_model_heads_renders(page, server_url):
-    """/model draws the grid, the head row and the statistics with no exception."""
-    open_page(page, f"{server_url}/model?text={TEXT}", charts=3)
-    assert chart_title(page, 0).startswith("Layer 1:")
-    assert page.locator("[data-testid='stException']").count() == 0
-    screenshot(page, "model_heads")
-
-
 def test_choosing_a_head_redraws_its_decomposition(page, server_url):
     """Choosing head 5 redraws the decomposition row for head 5 and updates the URL."""
     open_page(page, f"{server_url}/model?text={TEXT}&head=1", charts=3)
@@ -157,10 +149,16 @@ def test_model_heads_in_russian_or_spanish_reads_letters(page, server_url, lang,
     screenshot(page, f"model_heads_{lang}")
 
 
-def test_training_step_slider_shows_an_earlier_model(page, server_url):
-    """Moving the training-step slider to its start shows the ALiBi model at step 0, puts
-    step=0 in the URL, and redraws the maps and the watch-heads-form figure for that step."""
+def test_model_heads_renders_and_its_training_step_slider_shows_an_earlier_model(page,
+                                                                                server_url):
+    """/model draws the grid, the head row and the statistics with no exception. Then, on the
+    same page, moving the training-step slider to its start shows the ALiBi model at step 0,
+    puts step=0 in the URL, and redraws the maps and the watch-heads-form figure for that
+    step. (One page load for both: the checks of the page as it loads come first.)"""
     open_page(page, f"{server_url}/model?text={TEXT}", charts=6)
+    assert chart_title(page, 0).startswith("Layer 1:")
+    assert page.locator("[data-testid='stException']").count() == 0
+    screenshot(page, "model_heads")
     before = page.locator(".js-plotly-plot").nth(0).inner_html()
     slider = page.get_by_role("slider", name="Training step")
     slider.focus()
@@ -173,26 +171,22 @@ def test_training_step_slider_shows_an_earlier_model(page, server_url):
     assert page.locator("[data-testid='stException']").count() == 0
 
 
-def test_text_box_gives_no_english_ctrl_enter_hint(page, server_url):
-    """Typing in the text box on a Spanish page shows no "Press Ctrl+Enter to apply" (English,
-    and meaningless on a phone); the page's own hint says how the text is applied."""
+def test_a_spanish_page_s_toolbar_and_text_box_give_no_english(page, server_url):
+    """On a Spanish page plotly's own toolbar tooltips are Spanish (the chart config's
+    `locales`), e.g. the reset-axes button. Then, on the same page, typing in the text box
+    shows no "Press Ctrl+Enter to apply" (English, and meaningless on a phone); the page's own
+    hint says how the text is applied. (One page load for both: the toolbar is read first.)"""
     open_page(page, f"{server_url}/model?lang=es&text={TEXT}", charts=3)
+    titles = page.locator(".js-plotly-plot").nth(1).evaluate(
+        "el => [...el.querySelectorAll('.modebar-btn')].map(b => b.getAttribute('data-title'))")
+    assert "Restablecer los ejes" in titles or "Escala automática" in titles, titles
+    assert "Reset axes" not in titles and "Autoscale" not in titles
     box = page.get_by_role("textbox", name="Texto")
     box.click()
     page.keyboard.type(" x")
     assert page.get_by_text("Press Ctrl+Enter to apply").count() == 0 or \
         not page.get_by_text("Press Ctrl+Enter to apply").first.is_visible()
     assert page.get_by_text("fuera del cuadro").count() == 1
-
-
-def test_plotly_toolbar_speaks_the_page_language(page, server_url):
-    """On a Spanish page plotly's own toolbar tooltips are Spanish (the chart config's
-    `locales`), e.g. the reset-axes button."""
-    open_page(page, f"{server_url}/model?lang=es&text={TEXT}", charts=3)
-    titles = page.locator(".js-plotly-plot").nth(1).evaluate(
-        "el => [...el.querySelectorAll('.modebar-btn')].map(b => b.getAttribute('data-title'))")
-    assert "Restablecer los ejes" in titles or "Escala automática" in titles, titles
-    assert "Reset axes" not in titles and "Autoscale" not in titles
 
 
 # Records every text a progress bar shows, from the page's first moment (an init script).
