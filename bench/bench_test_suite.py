@@ -142,8 +142,10 @@ def kind(process: psutil.Process) -> str:
 
 
 def busy_cpu() -> float:
-    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n")[0].split()[1:8]]
-    return (sum(fields) - fields[3]) / os.sysconf("SC_CLK_TCK")  # all but idle
+    """CPU-s the machine has been busy since boot: /proc/stat's user, nice, system, irq,
+    softirq and steal (not idle, not iowait)."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n")[0].split()[1:9]]
+    return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
 
 
 def run_part(name: str, command: list[str]) -> dict:
