@@ -334,7 +334,7 @@ def resize(page, width: int, height: int) -> None:
     explorer, Compare, Model heads and the Extrapolation lab in Russian at 1366 px resized to
     1024 px, and in Spanish at 1024 px resized to 390x844 (the same chart sizes, every figure
     text at the same width, and at 390 px the same page width and sideways-scrolling boxes).
-    Measured 2026-12-05 (a later session): Inspect a model and the Lesson in Spanish at 1366 px
+    Also measured: Inspect a model and the Lesson in Spanish at 1366 px
     resized to 390x844, drawn, against each loaded at 390x844: every element's box the same
     (54 and 34 of them) and the same page width."""
     page.set_viewport_size({"width": width, "height": height})

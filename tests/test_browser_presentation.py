@@ -432,8 +432,7 @@ def assert_fits_a_phone(page, path: str) -> None:
 
 @pytest.mark.parametrize("lang", ["es", "ru"])
 @pytest.mark.parametrize("path", ["inspect", "lesson"])
-def test_pages_without_figures_on_load_pass_axe_in_spanish_and_russian(screen, server_url, path,
-                                                                       lang):
+def test_pages_without_figures_on_load_pass_axe_and_fit_a_phone(screen, server_url, path, lang):
     """Inspect a model and the Lesson's first step, in Spanish and Russian: no serious violation
     of axe-core's WCAG 2.1 A/AA rules (the other pages are checked in both languages on the
     loads of test_no_figure_text_lies_on_another_outside_the_lesson, the lesson's steps on a
