@@ -27,23 +27,33 @@ SOLO_MODULES = $(shell grep -l 'pytest.mark.solo' tests/test_*.py)
 PYTEST = $(BIN)/python -m pytest -n $(WORKERS) --dist loadgroup --no-loadscope-reorder \
 	--durations=25
 
-.PHONY: run test test-quick install install-dev chromium nginx redis lint bench clean corpus models serve-class stop-class messages
+.PHONY: run test test-quick install install-dev lock chromium nginx redis lint bench clean corpus models serve-class stop-class messages
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-# Stamp files re-run pip only when a requirements file changes.
-# The project itself is installed editable (no dependencies: requirements.txt pins them), so
-# `alibi_viz` and the pages' package `app` import from anywhere without sys.path tricks.
-$(VENV)/.installed: requirements.txt pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -r requirements.txt
+# pyproject.toml declares the dependencies; pip-compile writes them, pinned, into the two lock
+# files (`make lock`), which make installs, so a fresh clone today and in a month gets the same
+# versions: requirements.lock for the app (`make run`), requirements-dev.lock for everything
+# `make test` runs. The project itself is then installed editable without dependencies (the
+# lock holds them), so `alibi_viz` and `alibi_viz_app` import from anywhere. Stamp files re-run
+# pip only when a lock or pyproject.toml changes.
+$(VENV)/.installed: requirements.lock pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -r requirements.lock
 	$(BIN)/pip install --quiet --no-deps -e .
 	touch $@
 
-$(VENV)/.installed-dev: requirements.txt requirements-dev.txt $(VENV)/.installed
-	$(BIN)/pip install --quiet -r requirements.txt -r requirements-dev.txt
+$(VENV)/.installed-dev: requirements-dev.lock $(VENV)/.installed
+	$(BIN)/pip install --quiet -r requirements-dev.lock
 	touch $@
+
+# The lock files, from pyproject.toml's lists (after a change there): pip-tools' pip-compile.
+LOCK = $(BIN)/pip-compile --quiet --strip-extras --allow-unsafe --no-emit-find-links \
+	--no-emit-index-url pyproject.toml
+lock: install-dev
+	$(LOCK) --extra app --extra redis -o requirements.lock
+	$(LOCK) --extra app --extra redis --extra dev -o requirements-dev.lock
 
 install: $(VENV)/.installed
 install-dev: $(VENV)/.installed-dev
@@ -74,7 +84,7 @@ redis:
 	else echo "redis-server missing and not root: the Redis tests will be skipped (apt-get install redis-server)"; fi
 
 run: install
-	$(BIN)/python -m app.serve --server.address localhost --server.port $(PORT) \
+	$(BIN)/python -m alibi_viz_app.serve --server.address localhost --server.port $(PORT) \
 		--browser.gatherUsageStats false
 
 # ruff, then the library's layers (pyproject.toml): a lower layer importing a higher one fails.
@@ -107,7 +117,7 @@ stop-class:
 # into the template, then carry it into each language's catalog (new strings come in empty).
 messages: install
 	$(BIN)/pybabel extract -F babel.cfg -c TRANSLATORS: --add-location=file --sort-by-file \
-		--project=alibi-viz --version=0.1.0 -w 100 -o alibi_viz/locale/messages.pot app alibi_viz
+		--project=alibi-viz --version=0.1.0 -w 100 -o alibi_viz/locale/messages.pot alibi_viz_app alibi_viz
 	$(BIN)/pybabel update -i alibi_viz/locale/messages.pot -d alibi_viz/locale \
 		--no-fuzzy-matching --ignore-obsolete -w 100
 
@@ -122,7 +132,7 @@ bench: install-dev chromium
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache test-artifacts
 
-# The four-kind training corpus (alibi_viz/corpus.py): pinned Debian 12 packages fetched with
+# The four-kind training corpus (experiments/corpus.py): pinned Debian 12 packages fetched with
 # `apt-get download` (nothing installed), unpacked and extracted under corpus/ (git-ignored),
 # checked against assets/corpus/manifest.json. Needs apt-get and dpkg-deb; as root it first runs
 # `apt-get update` when apt has no package lists, as `chromium` does. About 300 MB on disk.
@@ -137,7 +147,7 @@ corpus: install
 		apt-get update -qq; \
 	else echo "apt knows no $(CORPUS_PROBE): run 'apt-get update' as root (Debian 12 bookworm" \
 		"archive in /etc/apt/sources.list), then make corpus again"; exit 1; fi
-	$(BIN)/python -m alibi_viz.corpus build
+	$(BIN)/python -m experiments.corpus build
 
 # Retrain the shipped model family on the four-kind corpus (make corpus) and measure it: five
 # models of the train-short-test-long comparison, the ALiBi one with training snapshots, and
@@ -148,14 +158,14 @@ FAMILY := alibi sinusoidal rope learned nope
 SNAPSHOT_STEPS := 0,30,100,300,600,1000,2000,3000
 models: install-dev corpus
 	for a in $(FAMILY); do rm -rf assets/models/$$a && \
-		$(BIN)/python -m alibi_viz.train --arch $$a --out assets/models/$$a \
+		$(BIN)/python -m experiments.train --arch $$a --out assets/models/$$a \
 			$$( [ $$a = alibi ] && echo --snapshots $(SNAPSHOT_STEPS) ) || exit 1; done
-	$(BIN)/python -m alibi_viz.evaluate --models $(FAMILY)
-	$(BIN)/python -m alibi_viz.reach
-	$(BIN)/python -m alibi_viz.snapshots
-	$(BIN)/python -m alibi_viz.models.ablation
-	$(BIN)/python -m alibi_viz.models.rescale
-	rm -rf assets/variants/learnable-slopes && $(BIN)/python -m alibi_viz.train --arch alibi \
+	$(BIN)/python -m experiments.evaluate --models $(FAMILY)
+	$(BIN)/python -m experiments.reach
+	$(BIN)/python -m experiments.snapshots
+	$(BIN)/python -m experiments.ablation
+	$(BIN)/python -m experiments.rescale
+	rm -rf assets/variants/learnable-slopes && $(BIN)/python -m experiments.train --arch alibi \
 		--learn-slopes --out assets/variants/learnable-slopes
-	$(BIN)/python -m alibi_viz.models.layer_slopes
-	$(BIN)/python -m alibi_viz.train --card assets/variants/learnable-slopes
+	$(BIN)/python -m experiments.learnable_slopes
+	$(BIN)/python -m experiments.train --card assets/variants/learnable-slopes

@@ -3,7 +3,8 @@
 The library behind the app: slopes and bias matrices (`alibi`), other positional schemes for
 comparison (`positional`), figures (`figures/`: each page's figures, built with the drawing kit `figures.render`), and,
 for real models (`models/`), loading, head inspection, behaviour scores and the ALiBi
-conformance check; context reach, training and evaluation stay at the top. In a notebook,
+conformance check and context reach. It never imports the Streamlit app (`alibi_viz_app`) nor
+the experiments that train and measure the shipped models (`experiments/`). In a notebook,
 `show_heads`, `show_bias`, `show_check` and `show_gallery` return one plotly figure each
 (`notebook`); `report` writes all of it into one HTML file. It never imports streamlit, so every number the app shows can be tested
 plainly. The README's "How the code is laid out" names each module's one job.
@@ -30,12 +31,12 @@ from alibi_viz.positional import METHODS, score_matrix, score_matrix_sampled, sc
 # Model inspection needs torch and transformers (seconds to import): loaded on first use, so
 # `from alibi_viz import alibi_slopes` stays instant.
 _LAZY = {
-    "AttentionResult": "models.heads", "Decomposition": "models.heads", "HeadStatistics": "models.heads",
-    "attention_maps": "models.heads", "head_statistics": "models.heads", "score_decomposition": "models.heads",
+    "AttentionResult": "models.attention", "Decomposition": "models.attention", "HeadStatistics": "models.attention",
+    "attention_maps": "models.attention", "head_statistics": "models.attention", "score_decomposition": "models.attention",
     "ModelInfo": "models.loading", "load_model": "models.loading", "resolve_model_path": "models.loading",
     "AlibiCheck": "models.conformance", "check_alibi": "models.conformance",
     "check_kernel": "models.kernel_check", "check_bias": "models.kernel_check",
-    "behaviour_scores": "models.behaviour", "context_reach": "reach", "copy_at_distance": "reach",
+    "behaviour_scores": "models.behaviour", "context_reach": "models.context_reach", "copy_at_distance": "models.context_reach",
     "list_cached_models": "models.hub_cache",
     # In a notebook: one call, one plotly figure shown inline (alibi_viz/notebook.py).
     "show_heads": "notebook", "show_bias": "notebook", "show_check": "notebook",

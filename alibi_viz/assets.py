@@ -2,23 +2,35 @@
 
     assets/models/<name>/               one trained model per folder (save_pretrained + training.json)
     assets/results/extrapolation-<kind>.json   per kind of held-out text (python, en, es, ru),
-                                        written by `python -m alibi_viz.evaluate`
-    assets/results/reach.json           written by `python -m alibi_viz.reach`
+                                        written by `python -m experiments.evaluate`
+    assets/results/reach.json           written by `python -m experiments.reach`
 
 `SHIPPED` is the one table of the family: every page, the training CLI and the evaluation take
 names, labels and descriptions from it. The ALiBi model is the default the app opens; the other
-four are the baselines of the train-short-test-long experiment (see `alibi_viz.train`).
+four are the baselines of the train-short-test-long experiment (see `experiments.train`).
 """
 
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from alibi_viz.i18n import N_, _, get_language
 
-ASSETS_DIR = Path(__file__).resolve().parent.parent / "assets"
+
+def _assets_dir() -> Path:
+    """The shipped assets: $ALIBI_VIZ_ASSETS_DIR, else the checkout's assets/ beside the package,
+    else ./assets. A wheel holds no models (hundreds of MB), so an installed package reads
+    them from the checkout it is run in."""
+    if os.environ.get("ALIBI_VIZ_ASSETS_DIR"):
+        return Path(os.environ["ALIBI_VIZ_ASSETS_DIR"]).resolve()
+    beside = Path(__file__).resolve().parent.parent / "assets"
+    return beside if beside.is_dir() else Path.cwd().resolve() / "assets"
+
+
+ASSETS_DIR = _assets_dir()
 MODELS_DIR = ASSETS_DIR / "models"
 RESULTS_DIR = ASSETS_DIR / "results"
 REACH_PATH = RESULTS_DIR / "reach.json"
@@ -26,14 +38,14 @@ SNAPSHOT_RESULTS_PATH = RESULTS_DIR / "snapshots.json"
 ABLATION_PATH = RESULTS_DIR / "ablation.json"
 RESCALE_PATH = RESULTS_DIR / "rescale.json"
 VARIANTS_DIR = ASSETS_DIR / "variants"  # models beside the family, not in its comparison
-LEARNABLE_SLOPES_DIR = VARIANTS_DIR / "learnable-slopes"  # alibi_viz.train --learn-slopes
-LEARNABLE_SLOPES_PATH = RESULTS_DIR / "learnable-slopes.json"  # alibi_viz.models.layer_slopes
+LEARNABLE_SLOPES_DIR = VARIANTS_DIR / "learnable-slopes"  # experiments.train --learn-slopes
+LEARNABLE_SLOPES_PATH = RESULTS_DIR / "learnable-slopes.json"  # experiments.learnable_slopes
 DEFAULT_MODEL = "alibi"
 
 
 @dataclass(frozen=True)
 class ShippedModel:
-    name: str  # folder under assets/models and the --arch of alibi_viz.train
+    name: str  # folder under assets/models and the --arch of experiments.train
     label: str  # short name on charts
     title: str  # name in menus: the scheme and the transformers class
     position: str  # how the model knows where a token is, one sentence
@@ -61,7 +73,7 @@ SHIPPED = {m.name: m for m in (
 MODEL_ORDER = tuple(SHIPPED)  # shown in this order; other folders follow by name
 
 # What still differs between the five besides position (tests/test_train.py checks the counts).
-# English msgids: pages show _(difference); the model cards (alibi_viz.train) stay English.
+# English msgids: pages show _(difference); the model cards (experiments.train) stay English.
 REMAINING_DIFFERENCES = (
     N_("BLOOM (alibi) applies a LayerNorm to the token embeddings (`word_embeddings_layernorm`, "
        "384 parameters); the GPT-2 and GPT-NeoX models do not."),
@@ -75,7 +87,7 @@ REMAINING_DIFFERENCES = (
 )
 
 # An English msgid: show it as train_hint(name), or _(TRAIN_HINT).format(name=...).
-TRAIN_HINT = N_("Train it with `python -m alibi_viz.train --arch {name} --out assets/models/{name}`.")
+TRAIN_HINT = N_("Train it with `python -m experiments.train --arch {name} --out assets/models/{name}`.")
 
 
 def train_hint(name: str) -> str:
@@ -156,7 +168,7 @@ def _read_json(path) -> dict:
 
 
 def load_reach_results(path=None) -> dict:
-    """The results `python -m alibi_viz.reach` wrote (context reach, copy at a distance); {}
+    """The results `python -m experiments.reach` wrote (context reach, copy at a distance); {}
     if missing."""
     return _read_json(REACH_PATH if path is None else path)
 
@@ -167,18 +179,18 @@ def results_path(kind: str) -> Path:
 
 
 def load_extrapolation_results(kind: str = "python", path=None) -> dict:
-    """The results `python -m alibi_viz.evaluate` wrote for held-out text of `kind` (see that
+    """The results `python -m experiments.evaluate` wrote for held-out text of `kind` (see that
     module), or those in `path`; {} if missing."""
     return _read_json(results_path(kind) if path is None else path)
 
 
 def load_ablation_results(path=None) -> dict:
-    """What `python -m alibi_viz.models.ablation` measured (head ablation); {} if missing."""
+    """What `python -m experiments.ablation` measured (head ablation); {} if missing."""
     return _read_json(ABLATION_PATH if path is None else path)
 
 
 def load_rescale_results(path=None) -> dict:
-    """What `python -m alibi_viz.models.rescale` measured (slopes rescaled); {} if missing."""
+    """What `python -m experiments.rescale` measured (slopes rescaled); {} if missing."""
     return _read_json(RESCALE_PATH if path is None else path)
 
 
@@ -188,5 +200,5 @@ def load_learnable_slopes_results(path=None) -> dict:
 
 
 def load_snapshot_results(path=None) -> dict:
-    """What `python -m alibi_viz.snapshots` measured on the training snapshots; {} if missing."""
+    """What `python -m experiments.snapshots` measured on the training snapshots; {} if missing."""
     return _read_json(SNAPSHOT_RESULTS_PATH if path is None else path)

@@ -5,7 +5,7 @@ of the standard library of the interpreter that ran them: the text changed with 
 version, and Spanish or Russian typed into the app was out of distribution (per-byte perplexity
 4,979 on Russian).
 
-The four-kind corpus (`mixture_ids`; built by `alibi_viz.corpus`, `make corpus`). Four kinds of
+The four-kind corpus (`mixture_ids`; built by `experiments.corpus`, `make corpus`). Four kinds of
 text, a quarter of the bytes each (`SHARES`), all from pinned Debian 12 packages, so the same
 command gives the same bytes on any machine with Debian's archive (assets/corpus/README.md has
 the versions and sizes):
@@ -151,7 +151,7 @@ def corpus_manifest() -> dict:
     """assets/corpus/manifest.json: packages, shares, rules, every document (see corpus.py)."""
     if not MANIFEST_PATH.is_file():
         raise AlibiVizError(f"{MANIFEST_PATH} is missing: it ships with alibi-viz "
-                            "(rebuild it with `python -m alibi_viz.corpus build --update`).")
+                            "(rebuild it with `python -m experiments.corpus build --update`).")
     return json.loads(MANIFEST_PATH.read_text(encoding="utf-8"))
 
 
@@ -181,7 +181,7 @@ def read_stream(split: str = "train", root: Path | None = None,
     path = root / f"{split}.jsonl"
     if not path.is_file():
         raise AlibiVizError(f"{path} is missing: build the corpus with `make corpus` "
-                            "(python -m alibi_viz.corpus build).")
+                            "(python -m experiments.corpus build).")
     docs = _read_jsonl(path)
     shas = [hashlib.sha256(d["text"].encode("utf-8")).hexdigest() for d in docs]
     if stream_digest(shas) != manifest["streams"][split]["sha256"]:

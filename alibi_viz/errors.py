@@ -20,7 +20,7 @@ class ModelLoadError(AlibiVizError):
 
 
 class ClassError(AlibiVizError):
-    """A class session (alibi_viz.classroom) refused an operation; the message says why."""
+    """A class session (alibi_viz_app.class_store) refused an operation; the message says why."""
 
 
 class BadClassCode(ClassError):

@@ -186,7 +186,7 @@ def show_heads(model, tokenizer, text: str, layer: int | None = None, *,
     "linear". info: the ModelInfo load_model returned (else the model is described again).
     What was cut from the text, if anything, is the figure's subtitle."""
     # heavy: torch, imported with the first model's figure (show_bias needs none)
-    from alibi_viz.models.heads import attention_maps
+    from alibi_viz.models.attention import attention_maps
     from alibi_viz.models.loading import train_seq_len
 
     _check_tokenizer(tokenizer, "show_heads")

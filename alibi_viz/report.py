@@ -46,9 +46,9 @@ from alibi_viz import i18n
 from alibi_viz.data import long_example
 from alibi_viz.errors import AlibiVizError
 from alibi_viz.figures.heads import model_slopes_figure
+from alibi_viz.models.attention import attention_maps
 from alibi_viz.models.behaviour import BEHAVIOUR_TITLES, BEHAVIOURS, behaviour_scores
 from alibi_viz.models.conformance import check_alibi
-from alibi_viz.models.heads import attention_maps
 from alibi_viz.models.loading import localized, model_info_rows, train_seq_len, training_of
 from alibi_viz.notebook import attention_layers_figure, fitted, show_check, show_gallery
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import time
 from pathlib import Path
 
@@ -20,8 +19,6 @@ import plotly.graph_objects as go
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
 
 from transformers.models.bloom.modeling_bloom import build_alibi_tensor  # noqa: E402
 
@@ -67,7 +64,7 @@ def naive_heatmap_bytes(heads: int, length: int) -> int:
 
 
 def server_table() -> None:
-    from apptest_utils import run_app
+    from alibi_viz_app.testing import run_app
 
     print("\n## Page rerun: server time and payload (AppTest, cache miss, median of 3)")
     print("| heads x tokens | rerun time (s) | charts payload (MB) | grid payload (MB) "
@@ -97,8 +94,15 @@ def server_table() -> None:
 
 
 def browser_table() -> None:
-    from conftest import CHROMIUM, CHROMIUM_ARGS, free_port, start_streamlit, stop_streamlit
     from playwright.sync_api import sync_playwright
+
+    from alibi_viz_app.testing import (
+        CHROMIUM,
+        CHROMIUM_ARGS,
+        free_port,
+        start_streamlit,
+        stop_streamlit,
+    )
 
     proc, url = start_streamlit(free_port(), log_name="bench_streamlit.log")
     print("\n## Browser: control change -> updated grid (chromium, median of 3)")

@@ -1,7 +1,7 @@
 """Capacity (issue 43): how many students a replica holds before a class feels slow.
 
 For each replica count in --replicas (1, 2 and 4 by default), that many `streamlit run
-app/main.py` servers share one SQLite class store (as `make serve-class`'s replicas do; the
+alibi_viz_app/main.py` servers share one SQLite class store (as `make serve-class`'s replicas do; the
 students are dealt out among them in turn, as nginx's cookies spread browsers, without nginx
 itself). Then classes of growing size (--students, 10 20 40 ... by default), each:
   * every simulated student opens /lesson?class=CODE over Streamlit's websocket and does what
@@ -34,19 +34,16 @@ import asyncio
 import json
 import os
 import random
-import sys
 import time
 from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "bench" / "out"
-sys.path.insert(0, str(ROOT / "tests"))
-sys.path.insert(0, str(ROOT / "bench"))
 from bench_class import Student, follow_lags, pct, teacher_moves  # noqa: E402
-from conftest import free_port, start_streamlit, stop_streamlit  # noqa: E402
 
-from alibi_viz.classroom import SETTING, open_store  # noqa: E402
+from alibi_viz_app.class_store import SETTING, open_store  # noqa: E402
+from alibi_viz_app.testing import free_port, start_streamlit, stop_streamlit  # noqa: E402
 
 STEP = 2                # the class's step while students change controls
 LENGTH = "ls_s2_len"    # its length slider: the control every student moves

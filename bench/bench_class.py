@@ -1,12 +1,12 @@
 """A class following a lesson (issue 42): what the students' polling costs the server, and how
 far behind the teacher their pages are.
 
-One `streamlit run app/main.py` with a SQLite class store of its own (in bench/out/), then for
+One `streamlit run alibi_viz_app/main.py` with a SQLite class store of its own (in bench/out/), then for
 each class size in --students (20 and 60 by default):
   * a room is made in the store, and every simulated student opens /lesson?class=CODE over
     Streamlit's websocket (tests/ws_client.py's messages: a session, one run with its page and
     query string) and then does what the page's browser does: it reads every run the server
-    sends (the server reruns a student's page when the room moves: app/class_watch.py), and
+    sends (the server reruns a student's page when the room moves: alibi_viz_app/class_watch.py), and
     where the server sent a timed fragment instead (an `auto_rerun` message: a server that
     cannot rerun a page itself, or this bench run on a commit before class_watch) it asks
     for the fragment's rerun at its interval, as a browser does;
@@ -35,7 +35,6 @@ import asyncio
 import json
 import os
 import random
-import sys
 import time
 from pathlib import Path
 
@@ -43,10 +42,8 @@ import psutil
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "bench" / "out"
-sys.path.insert(0, str(ROOT / "tests"))
-from conftest import free_port, start_streamlit, stop_streamlit  # noqa: E402
-
-from alibi_viz.classroom import SETTING, open_store  # noqa: E402
+from alibi_viz_app.class_store import SETTING, open_store  # noqa: E402
+from alibi_viz_app.testing import free_port, start_streamlit, stop_streamlit  # noqa: E402
 
 
 class Student:

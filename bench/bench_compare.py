@@ -2,11 +2,7 @@
 
     .venv/bin/python bench/bench_compare.py
 """
-import sys
 import time
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from alibi_viz.figures.compare import score_matrices_figure, score_vs_distance_figure  # noqa: E402
 from alibi_viz.positional import (

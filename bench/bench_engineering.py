@@ -44,11 +44,11 @@ def child(cell: str, repeats: int, threads: int) -> dict:
 
     from alibi_viz import data
     from alibi_viz.assets import shipped_models
+    from alibi_viz.models.attention import attention_maps, head_statistics
     from alibi_viz.models.behaviour import behaviour_scores
     from alibi_viz.models.conformance import check_alibi
-    from alibi_viz.models.heads import attention_maps, head_statistics
+    from alibi_viz.models.context_reach import REACH_CONTEXTS, context_reach
     from alibi_viz.models.loading import load_model
-    from alibi_viz.models.reach import REACH_CONTEXTS, context_reach
 
     torch.set_num_threads(threads)
     tokenizer = data.make_tokenizer()

@@ -27,8 +27,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
 
 OPERATIONS = ("maps", "decomposition", "statistics")
 TARGET_SECONDS = 0.3
@@ -49,7 +47,7 @@ def load_bench_model():
         model, tokenizer, info = load_model(ROOT / "assets" / "models" / "alibi")
         return model, tokenizer, f"assets/models/alibi ({info.architecture}, {info.num_layers} layers, {info.num_heads} heads)"
     except ModelLoadError:
-        from model_factory import byte_tokenizer, tiny_model
+        from alibi_viz.tiny_models import byte_tokenizer, tiny_model
 
         model = tiny_model("bloom", hidden_size=128, n_head=8, n_layer=4, initializer_range=0.02)
         return model, byte_tokenizer(), "random BLOOM, 4 layers, 8 heads, hidden 128 (shipped model not found)"
@@ -60,7 +58,7 @@ def child(operation: str, tokens: int, threads: int, repeats: int) -> dict:
     import torch
 
     torch.set_num_threads(threads)
-    from alibi_viz.models.heads import attention_maps, head_statistics, score_decomposition
+    from alibi_viz.models.attention import attention_maps, head_statistics, score_decomposition
 
     model, tokenizer, description = load_bench_model()
     text = (Path(ROOT / "alibi_viz" / "alibi.py").read_text() * 20)[: tokens * 16]

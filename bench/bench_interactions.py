@@ -38,7 +38,6 @@ import time
 import urllib.request
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_server import run_at_commit  # noqa: E402 (a script beside this one)
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -60,9 +59,9 @@ def start_server(tree: Path) -> tuple[subprocess.Popen, str]:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     env = {**os.environ, "PYTHONPATH": str(tree)}
-    # as `make run` starts it: app/serve.py where the tree has one, else streamlit run
-    command = (["-m", "app.serve"] if (tree / "app" / "serve.py").is_file()
-               else ["-m", "streamlit", "run", "app/main.py"])
+    # as `make run` starts it: alibi_viz_app/serve.py where the tree has one, else streamlit run
+    command = (["-m", "alibi_viz_app.serve"] if (tree / "app" / "serve.py").is_file()
+               else ["-m", "streamlit", "run", "alibi_viz_app/main.py"])
     proc = subprocess.Popen(
         [sys.executable, *command, "--server.headless", "true",
          "--server.port", str(port), "--server.address", "127.0.0.1",

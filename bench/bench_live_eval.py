@@ -15,7 +15,7 @@ import torch
 from alibi_viz import assets
 from alibi_viz.models.loading import load_eval_model
 from alibi_viz.models.scoring import evaluation_stream, live_token_cap, perplexity, protocol_plan
-from alibi_viz.results.extrapolation import DEFAULT_STRIDE, LENGTHS
+from alibi_viz.results.evaluation import DEFAULT_STRIDE, LENGTHS
 
 
 def main() -> None:

@@ -35,7 +35,7 @@ Reported:
 * server CPU while the class works, to tell the server's share of the 2 cores from the
   browsers' (with --proxy: every replica and nginx).
 * the server's own time per script run (wall and CPU of the script thread, p50/p95, per
-  page), from the timing log every server writes (ALIBI_VIZ_TIMING_LOG, app/ui.py); with
+  page), from the timing log every server writes (ALIBI_VIZ_TIMING_LOG, alibi_viz_app/ui.py); with
   --proxy also the runs and sessions per replica.
 * first visits (`--first-visits`, before the class): a cold-cache visit to the bias
   explorer and a second one in the same browser, directly to Streamlit and, with --proxy,
@@ -66,10 +66,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
-
-from conftest import (  # noqa: E402
+from alibi_viz_app.testing import (
     CHROMIUM,
     CHROMIUM_ARGS,
     free_port,
@@ -79,6 +76,7 @@ from conftest import (  # noqa: E402
     stop_streamlit,
 )
 
+ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "bench" / "out"  # git-ignored: the timing log of each run
 
 VIEWPORT = {"width": 1280, "height": 900}

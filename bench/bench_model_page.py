@@ -1,6 +1,6 @@
 """Benchmark the Model heads page (/model) and compare it with bertviz's head_view.
 
-    .venv/bin/pip install -r bench/requirements.txt          # bertviz, for the comparison only
+    .venv/bin/pip install -c requirements-dev.lock -e '.[bench]'          # bertviz, for the comparison only
     apt-get install -y node-d3 libjs-requirejs libjs-jquery  # bertviz's JS libraries, offline
     .venv/bin/python bench/bench_model_page.py               # everything (about 15 minutes)
     .venv/bin/python bench/bench_model_page.py --quick       # small sizes only: a smoke test
@@ -8,7 +8,7 @@
 Two tables, each measured side by side in one run:
 
 1. Text change -> maps shown, at 128, 512 and 2048 tokens, with the shipped ALiBi model:
-   the library calls the page makes (alibi_viz.models.heads.attention_maps and the
+   the library calls the page makes (alibi_viz.models.attention.attention_maps and the
    alibi_viz.figures.heads builders), the page's rerun on the server (AppTest) and, in chromium,
    the time from typing a new text to the attention grid redrawn.
 2. This page vs bertviz's head_view(attention, tokens, html_action="return") on the SAME
@@ -39,8 +39,6 @@ from pathlib import Path
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
 
 OUT = ROOT / "bench" / "out"
 PAGE_SIZES = [128, 512, 2048]
@@ -124,7 +122,7 @@ def bertviz_missing() -> list[str]:
     (empty when everything is there)."""
     missing = []
     if importlib.util.find_spec("bertviz") is None:
-        missing.append(".venv/bin/pip install -r bench/requirements.txt")
+        missing.append(".venv/bin/pip install -c requirements-dev.lock -e '.[bench]'")
     packages = [CDN_PACKAGES[name] for name, path in CDN_LIBRARIES.items()
                 if not Path(path).is_file()]
     if packages:
@@ -309,7 +307,7 @@ def shipped_model():
     models = shipped_models()
     if DEFAULT_MODEL not in models:
         sys.exit("The shipped ALiBi model is missing (assets/models/alibi): train it first "
-                 "(python -m alibi_viz.train --arch alibi --out assets/models/alibi).")
+                 "(python -m experiments.train --arch alibi --out assets/models/alibi).")
     return load_model(models[DEFAULT_MODEL])
 
 
@@ -330,7 +328,7 @@ def library_table(sizes: list[int], repeats: int) -> None:
         decomposition_figure,
         head_statistics_figure,
     )
-    from alibi_viz.models.heads import (
+    from alibi_viz.models.attention import (
         analyze_heads,
         attention_maps,
         decomposition_view,
@@ -368,7 +366,7 @@ def library_table(sizes: list[int], repeats: int) -> None:
 
 def server_table(sizes: list[int], repeats: int) -> None:
     """The /model page's rerun after a text change, in Streamlit's AppTest (no browser)."""
-    from apptest_utils import run_app
+    from alibi_viz_app.testing import run_app
 
     print(f"\n## /model rerun after a text change (AppTest, cache miss, median of {repeats})")
     print("| tokens | rerun (s) | plotly specs sent (grid + row + statistics) |")
@@ -390,12 +388,18 @@ def server_table(sizes: list[int], repeats: int) -> None:
 
 def browser_tables(args) -> None:
     """Text change -> maps shown on /model, then the same page beside bertviz, in chromium."""
-    from conftest import CHROMIUM, CHROMIUM_ARGS, free_port, start_streamlit, stop_streamlit
-    from model_factory import save_tiny_model
     from playwright.sync_api import sync_playwright
 
-    from alibi_viz.models.heads import attention_maps
+    from alibi_viz.models.attention import attention_maps
     from alibi_viz.models.loading import load_model
+    from alibi_viz.tiny_models import save_tiny_model
+    from alibi_viz_app.testing import (
+        CHROMIUM,
+        CHROMIUM_ARGS,
+        free_port,
+        start_streamlit,
+        stop_streamlit,
+    )
 
     page_sizes, bv_sizes = args.page_sizes, args.bertviz_sizes
     missing = bertviz_missing()

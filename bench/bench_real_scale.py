@@ -15,7 +15,7 @@ Cells, side by side in one run (these machines are noisy: read the ratios):
 - body: one forward of the transformer body with output_attentions (every layer's maps at
   once, no LM head): the physical limit of "every layer's maps";
 - new text: what /inspect computes for a new text, `analyze_heads` with the shown layer split
-  in the same pass (app/heads_view.py);
+  in the same pass (alibi_viz_app/heads_view.py);
 - before: what the page computed for a new text at commit 4fe2a3f, run from that commit's
   library (`--tree`, a git worktree): `analyze_heads` (every layer's maps held at once, capped
   to 1 GiB of them), then `decomposition_views` of the shown layer in a second pass;
@@ -39,7 +39,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 OUT = ROOT / "bench" / "out"
 BLOOM_DIR = OUT / "bloom-560m-shape"
 FALCON_DIR = OUT / "falcon-rw-1b-shape"
@@ -53,8 +52,7 @@ def build(folder: Path, kind: str) -> Path:
     import torch
     from transformers import AutoModelForCausalLM, BloomConfig, FalconConfig
 
-    sys.path.insert(0, str(ROOT / "tests"))
-    from model_factory import byte_tokenizer
+    from alibi_viz.tiny_models import byte_tokenizer
 
     torch.manual_seed(0)
     if kind == "bloom":  # bigscience/bloom-560m's config.json
@@ -93,12 +91,13 @@ def reset_peak() -> float:
 
 def cell(args) -> dict:
     """Run in the child: load, time one operation once, report time and memory."""
-    if args.op.endswith("before"):  # the library of the earlier tree (a git worktree)
-        sys.path.insert(0, str(Path(args.tree).resolve()))
     import torch
 
     torch.set_num_threads(args.threads)
-    from alibi_viz.models import heads
+    try:
+        from alibi_viz.models import attention as heads
+    except ImportError:  # a tree from before the module took its name
+        from alibi_viz.models import heads
     from alibi_viz.models.conformance import check_alibi
     from alibi_viz.models.loading import load_model
 
@@ -124,7 +123,7 @@ def cell(args) -> dict:
                                        slopes=info.config_slopes, split_layers=(layer,))
         shown = analysis.seq_len
         if layer not in analysis.splits:  # the split did not fit beside the maps: the page
-            passes = 2  # splits the layer in a pass of its own (app/heads_view.decomposition)
+            passes = 2  # splits the layer in a pass of its own (alibi_viz_app/heads_view.decomposition)
             heads.decomposition_views(model, tokenizer, text,
                                       heads.decomposition_layers(info.num_layers, layer, shown),
                                       max_tokens=T, info=info, bias_shown="textbook")
@@ -150,7 +149,10 @@ def run_cell(folder: Path, op: str, tokens: int, threads: int, tree: str) -> dic
     done = subprocess.run([sys.executable, __file__, "--cell", "--folder", str(folder),
                            "--op", op, "--tokens", str(tokens), "--threads", str(threads),
                            "--tree", tree],
-                          capture_output=True, text=True, cwd=ROOT)
+                          capture_output=True, text=True, cwd=ROOT,
+                          # the library of the earlier tree (a git worktree) for a "before" op
+                          env={**os.environ, "PYTHONPATH": str(Path(tree).resolve())}
+                          if op.endswith("before") else None)
     if done.returncode != 0:
         return {"op": op, "tokens": tokens, "error": done.stderr.strip().splitlines()[-1]}
     return json.loads(done.stdout.strip().splitlines()[-1])

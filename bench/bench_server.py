@@ -31,8 +31,10 @@ BASELINE = "3648743"  # main before issue 28 (server time per interaction, round
 
 SESSION = r'''
 import json, os, statistics, sys, time
-sys.path.insert(0, os.path.join(os.getcwd(), "tests"))
-from apptest_utils import run_app
+try:  # the package layout, or an older tree's tests/apptest_utils.py (on PYTHONPATH)
+    from alibi_viz_app.testing import run_app
+except ImportError:
+    from apptest_utils import run_app
 
 REPEATS = int(sys.argv[1])
 out = {}
@@ -71,7 +73,8 @@ print("RESULT " + json.dumps(out))
 
 def run_tree(tree: Path, repeats: int) -> dict:
     """The scripted session in `tree`, in a fresh process importing that tree's code."""
-    env = {**os.environ, "PYTHONPATH": str(tree), "ALIBI_VIZ_TORCH_THREADS": "1"}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tree), str(tree / "tests")]),
+           "ALIBI_VIZ_TORCH_THREADS": "1"}
     env.pop("ALIBI_VIZ_TIMING_LOG", None)
     done = subprocess.run([sys.executable, "-c", SESSION, str(repeats)], cwd=tree, env=env,
                           capture_output=True, text=True, timeout=1800)

@@ -1,6 +1,6 @@
 """Soak: a class on one server for half an hour. Does anything leak, error or slow down?
 
-One `streamlit run app/main.py` (as `make run` starts it, with ALIBI_VIZ_TIMING_LOG set), then
+One `streamlit run alibi_viz_app/main.py` (as `make run` starts it, with ALIBI_VIZ_TIMING_LOG set), then
 for --minutes minutes:
   * --students simulated students, each a loop of page visits over Streamlit's websocket (what
     a browser sends: a session, one rerun with its page and query string, read to the end):
@@ -31,7 +31,6 @@ import asyncio
 import json
 import os
 import random
-import sys
 import time
 import urllib.parse
 import urllib.request
@@ -39,9 +38,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "bench" / "out"
-sys.path.insert(0, str(ROOT / "tests"))
-from conftest import free_port, start_streamlit, stop_streamlit  # noqa: E402
-from ws_client import run_page  # noqa: E402
+from alibi_viz_app.testing import free_port, start_streamlit, stop_streamlit  # noqa: E402
+from alibi_viz_app.ws_client import run_page  # noqa: E402
 
 LANGS = ("", "es", "ru")
 

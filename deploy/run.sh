@@ -22,10 +22,10 @@
 #                            /var/cache/alibi-viz when started as root (see WORKERS below)
 #   ALIBI_VIZ_PYTHON         the interpreter with streamlit installed (.venv/bin/python)
 #   ALIBI_VIZ_NGINX          the nginx binary (/usr/sbin/nginx)
-#   ALIBI_VIZ_TIMING_LOG     passed to every replica: one JSON line per script run (app/ui.py)
+#   ALIBI_VIZ_TIMING_LOG     passed to every replica: one JSON line per script run (alibi_viz_app/ui.py)
 #   ALIBI_VIZ_ALLOW_CUSTOM_PATHS  passed through; 0 unless set (see start_replica)
-#   ALIBI_VIZ_WARM_UP        0: skip the first run of each page in each replica (deploy/warm_up.py)
-#   ALIBI_VIZ_CLASS_STORE    the class store every replica uses (alibi_viz/classroom.py): unset,
+#   ALIBI_VIZ_WARM_UP        0: skip the first run of each page in each replica (alibi_viz_app/warm_up.py)
+#   ALIBI_VIZ_CLASS_STORE    the class store every replica uses (alibi_viz_app/class_store.py): unset,
 #                            one SQLite file shared by all replicas, class.sqlite3 in
 #                            ALIBI_VIZ_DATA_DIR; redis://host:port/db for replicas on several machines
 #   ALIBI_VIZ_DATA_DIR       where that SQLite file lives: $ALIBI_VIZ_RUN_DIR/data unless set
@@ -112,7 +112,7 @@ start_replica() {  # start_replica K PORT: one `streamlit run`, detached, its pi
     local k="$1" port="$2"
     # Replicas listen on loopback only: students reach them through nginx. The app would take
     # loopback for "a local single user" and let visitors load any model folder, so custom
-    # paths are off unless the teacher says otherwise (app/ui.py: custom_paths_allowed).
+    # paths are off unless the teacher says otherwise (alibi_viz_app/ui.py: custom_paths_allowed).
     # One cookie secret for all replicas, so a cookie signed by one is valid on another
     # after a failover (environment, not argv: `ps` shows argv to every user).
     (
@@ -129,7 +129,7 @@ start_replica() {  # start_replica K PORT: one `streamlit run`, detached, its pi
         # setsid: its own session, so closing the teacher's terminal does not stop it. The
         # shell writes its own pid, then becomes streamlit (exec), so the pid file is exact.
         setsid sh -c 'echo $$ > "$0"; exec "$@"' "$RUN_DIR/r$k.pid" \
-            "$PYTHON" -m streamlit run app/main.py --server.port "$port" \
+            "$PYTHON" -m streamlit run alibi_viz_app/main.py --server.port "$port" \
             --server.address "$REPLICA_ADDRESS" --server.headless true \
             --server.fileWatcherType none --browser.gatherUsageStats false \
             </dev/null >"$RUN_DIR/logs/r$k.log" 2>&1 &
@@ -150,8 +150,8 @@ wait_replica() {  # wait_replica K PORT: until /_stcore/health answers, or fail
 warm_up() {  # warm_up PORT...: each replica runs the landing page and Model heads once
     local port pids=()
     for port in "$@"; do
-        { "$PYTHON" "$ROOT/deploy/warm_up.py" "$port" "" \
-            && "$PYTHON" "$ROOT/deploy/warm_up.py" "$port" model; } &
+        { "$PYTHON" -m alibi_viz_app.warm_up "$port" "" \
+            && "$PYTHON" -m alibi_viz_app.warm_up "$port" model; } &
         pids+=($!)
     done
     local pid

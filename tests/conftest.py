@@ -8,15 +8,19 @@ or to $ALIBI_VIZ_SCREENSHOTS when set (the README's screenshots are made that wa
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
-import sys
-import time
-import urllib.request
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+
+from alibi_viz_app.testing import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    ROOT,
+    free_port,
+    start_streamlit,
+    stop_streamlit,
+)
 
 # Under pytest-xdist each worker gets its share of the cores for torch (set before torch is
 # imported, so the tests' own subprocesses inherit it too): two workers of two torch threads
@@ -26,52 +30,6 @@ if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
     _share = max(1, (os.cpu_count() or 1) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"]))
     os.environ.setdefault("OMP_NUM_THREADS", str(_share))
     os.environ.setdefault("MKL_NUM_THREADS", str(_share))
-
-ROOT = Path(__file__).resolve().parents[1]
-ARTIFACTS = ROOT / "test-artifacts"
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def start_streamlit(port: int, env: dict | None = None, log_name: str = "streamlit.log"):
-    """Start `streamlit run app/main.py` on 127.0.0.1:port; return (process, base url)."""
-    ARTIFACTS.mkdir(exist_ok=True)
-    log = open(ARTIFACTS / log_name, "w")  # noqa: SIM115 (closed with the process)
-    cmd = [sys.executable, "-m", "streamlit", "run", "app/main.py", "--server.port", str(port),
-           "--server.headless", "true", "--server.address", "127.0.0.1",
-           "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false"]
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
-                            env={**os.environ, **(env or {})})
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"streamlit exited early; see {ARTIFACTS / log_name}")
-        try:
-            with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as response:
-                if response.read().strip() == b"ok":
-                    return proc, url
-        except OSError:
-            time.sleep(0.3)
-    proc.kill()
-    raise RuntimeError("streamlit did not become healthy within 60 s")
-
-
-def stop_streamlit(proc) -> None:
-    """Stop a server started by start_streamlit: terminate, then kill after 10 s."""
-    proc.terminate()
-    try:
-        proc.wait(10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-
 
 # Under pytest-xdist the controller starts one server for every worker's browser tests and
 # hands its URL down in SHARED_SERVER (the workers start after pytest_configure, with its
@@ -212,166 +170,7 @@ def fresh_page(browser):
     context.close()
 
 
-# Every label, button text, navigation link and heading cut by its own box (text wider than
-# the box), as '<TAG>: text'.
-CUT_LABELS_JS = """() => {
-  const cut = [];
-  const items = document.querySelectorAll(
-    'button p, button div, [data-testid="stSidebarNavLink"] span, h1, h2, h3');
-  for (const el of items) {
-    if (!el.offsetParent || el.clientWidth === 0) continue;  // hidden or collapsed
-    if (el.scrollWidth > el.clientWidth + 1) cut.push(el.tagName + ': ' + el.textContent);
-  }
-  return cut;
-}"""
-
-
-# axe-core, the accessibility engine Lighthouse runs, as the axe-playwright-python package
-# ships it (from the npm registry; nothing vendored here): WCAG 2.1 A and AA rules.
-AXE_RUN_JS = """async () => {
-  const result = await axe.run(document, {
-    runOnly: {type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa']},
-    resultTypes: ['violations']});
-  return result.violations.filter(v => v.impact === 'serious' || v.impact === 'critical')
-    .map(v => `${v.id} (${v.impact}): ` + v.nodes.slice(0, 3).map(
-      n => n.target.join(' ') + ': ' + ((n.any[0] || n.all[0] || {}).message || '')).join(' | '));
-}"""
-
-
-def serious_accessibility_violations(page) -> list[str]:
-    """axe-core's serious and critical WCAG 2.1 A/AA violations on the page as it is now
-    (colour contrast among them), one line each: [] on an accessible page."""
-    import axe_playwright_python
-
-    if not page.evaluate("() => typeof axe !== 'undefined'"):
-        page.evaluate((Path(axe_playwright_python.__file__).parent / "axe.min.js").read_text())
-    return page.evaluate(AXE_RUN_JS)
-
-
-def screenshot(page, name: str) -> None:
-    """Save a full-page screenshot to test-artifacts/ (and $ALIBI_VIZ_SCREENSHOTS if set)."""
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
-    target = os.environ.get("ALIBI_VIZ_SCREENSHOTS")
-    if target:
-        Path(target).mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(Path(target) / f"{name}.png"), full_page=False)
-
-
-# True once the app has been idle for `quiet` ms: no script run (Streamlit's stApp carries
-# data-test-script-state), no running indicator, and nothing the page draws changing (the
-# number of elements, of drawn plotly figures and of svg texts, the text's length). The
-# first call records the page's state; it is polled every 50 ms. (Polled on every animation
-# frame, its reading of the page's text cost chromium 8% more CPU over six page loads of
-# every page: 12.0-12.8 CPU-s against 10.5-11.6 s, three rounds, 2026-12-05.)
-SETTLED_JS = """(quiet) => {
-  const app = document.querySelector('[data-testid="stApp"]');
-  const state = app ? app.getAttribute('data-test-script-state') : 'initial';
-  const status = document.querySelector('[data-testid="stStatusWidget"]');
-  const busy = state !== 'notRunning' || (status && status.innerText.includes('Running'));
-  const signature = [state, document.querySelectorAll('[data-testid="stElementContainer"]').length,
-    [...document.querySelectorAll('.js-plotly-plot')].filter(p => p._fullLayout).length,
-    document.querySelectorAll('svg text').length, document.body.innerText.length].join('|');
-  const now = performance.now();
-  if (busy || signature !== window.__settledSignature) {
-    window.__settledSignature = signature;
-    window.__settledSince = now;
-    return false;
-  }
-  return now - window.__settledSince >= quiet;
-}"""
-
-
-def wait_for_app(page, quiet_ms: int = 250, timeout_ms: int | None = None) -> None:
-    """Wait until Streamlit has finished running the script and the page has stopped
-    changing for `quiet_ms` (SETTLED_JS): a condition, not a fixed sleep."""
-    page.wait_for_selector("[data-testid='stApp']")
-    page.evaluate("() => { window.__settledSignature = null; }")
-    page.wait_for_function(SETTLED_JS, arg=quiet_ms, polling=50,
-                           **({"timeout": timeout_ms} if timeout_ms else {}))
-
-
-# SETTLED_JS polled by the page itself every 50 ms until it first holds (window.__settled),
-# so that several pages are watched at the same time (wait_for_apps).
-WATCH_SETTLED_JS = """(quiet) => {
-  const settled = """ + SETTLED_JS + """;
-  window.__settledSignature = null;
-  window.__settled = false;
-  clearInterval(window.__settledTimer);
-  const poll = () => {
-    if (settled(quiet)) { window.__settled = true; clearInterval(window.__settledTimer); }
-  };
-  window.__settledTimer = setInterval(poll, 50);
-  poll();
-}"""
-
-
-def wait_for_apps(pages, quiet_ms: int = 250, timeout_ms: int | None = None) -> None:
-    """wait_for_app on several pages (a class's browsers) at once: each page polls SETTLED_JS
-    from the same moment, so ten pages that are already idle take one quiet period, not ten
-    one after another; each still waits until its own page has been idle for `quiet_ms`. A
-    page must not navigate meanwhile (a reload drops its watch: use wait_for_app)."""
-    for page in pages:
-        page.wait_for_selector("[data-testid='stApp']")
-        page.evaluate(WATCH_SETTLED_JS, quiet_ms)
-    for page in pages:
-        page.wait_for_function("() => window.__settled === true", polling=50,
-                               **({"timeout": timeout_ms} if timeout_ms else {}))
-
-
-# Every shown chart drawn at its box's width again, after the window was resized.
-REDRAWN_AT_WIDTH_JS = """() => [...document.querySelectorAll('.js-plotly-plot')].filter(p => p.offsetParent)
-  .every(p => { const svg = p.querySelector('.main-svg');
-                return svg && Math.abs(svg.getBoundingClientRect().width - p.clientWidth) <= 2; })"""
-
-
-def resize(page, width: int, height: int) -> None:
-    """Resize the window of a page already loaded, then wait until every shown chart is drawn
-    at its new width and the page has settled. Nothing in the app reads the window's size: the
-    page's CSS and plotly's charts follow a resize as they follow a load at that size.
-    Measured 2026-12-05, each against a page loaded at the new size: every lesson step at
-    1024x768 resized to 1280x720 (the same chart boxes, panels and figure box); the bias
-    explorer, Compare, Model heads and the Extrapolation lab in Russian at 1366 px resized to
-    1024 px, and in Spanish at 1024 px resized to 390x844 (the same chart sizes, every figure
-    text at the same width, and at 390 px the same page width and sideways-scrolling boxes).
-    Also measured: Inspect a model and the Lesson in Spanish at 1366 px
-    resized to 390x844, drawn, against each loaded at 390x844: every element's box the same
-    (54 and 34 of them) and the same page width."""
-    page.set_viewport_size({"width": width, "height": height})
-    page.wait_for_function(REDRAWN_AT_WIDTH_JS, timeout=30_000)
-    wait_for_app(page)
-
-
-def draw_every_figure(page, timeout_ms: int = 180_000) -> None:
-    """Bring every chart of the page into view in turn until plotly has drawn it (a chart
-    far below the fold may wait to be drawn until it is scrolled to), then wait for the page
-    to settle."""
-    wait_for_app(page, timeout_ms=timeout_ms)
-    charts = page.locator("[data-testid='stPlotlyChart']")
-    for index in range(charts.count()):
-        chart = charts.nth(index)
-        if not chart.is_visible():
-            continue  # in a closed expander or a hidden tab: nothing to draw
-        chart.scroll_into_view_if_needed()
-        chart.locator(".main-svg").first.wait_for(timeout=timeout_ms)
-    wait_for_app(page, timeout_ms=timeout_ms)
-
-
 # ----------------------------------------------------------------------------- command line
-
-# The command line `alibi-viz ...` as CI reads it: exit status, stdout and stderr. The `cli`
-# fixture calls `alibi_viz.cli.main` in the test's own process with pytest's file-descriptor
-# capture, so what the C side or a library writes straight to fd 2 is read too: the same code,
-# without the 3-4 s a new Python spends importing torch and transformers. `run_process` starts
-# `python -m alibi_viz.cli` for what only a process shows (the module's `__main__`, variables
-# read when huggingface_hub is imported).
-
-
-def run_process(*args, env=None) -> subprocess.CompletedProcess:
-    """`python -m alibi_viz.cli ARGS` in a process of its own, `env` added to this one's."""
-    return subprocess.run([sys.executable, "-m", "alibi_viz.cli", *map(str, args)],
-                          capture_output=True, text=True, cwd=ROOT, timeout=300,
-                          env={**os.environ, **(env or {})})
 
 
 @pytest.fixture
@@ -395,64 +194,6 @@ def cli(capfd, monkeypatch):
     return run
 
 
-# ----------------------------------------------------------------------------- class deployment
-
-DEPLOY = ROOT / "deploy" / "run.sh"
-NGINX = "/usr/sbin/nginx"
-
-
-@dataclass
-class ClassStack:
-    """A running `deploy/run.sh` stack: nginx at `url` in front of `replica_ports`; `timing`
-    is the replicas' ALIBI_VIZ_TIMING_LOG when one was given."""
-
-    url: str
-    run_dir: Path
-    replica_ports: list[int]
-    env: dict = field(repr=False, default_factory=dict)
-    timing: Path | None = None
-
-    def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-        """Run `deploy/run.sh ARGS` against this stack (status, kill-replica K, stop...)."""
-        done = subprocess.run([str(DEPLOY), *args], cwd=ROOT, env=self.env,
-                              capture_output=True, text=True, timeout=300)
-        if check and done.returncode != 0:  # what run.sh said, not only its exit status
-            raise AssertionError(f"deploy/run.sh {' '.join(args)} exited {done.returncode}:\n"
-                                 f"{done.stdout}{done.stderr}")
-        return done
-
-    def pids(self) -> dict[str, int]:
-        """The pid of each replica (r1, r2, ...) and of nginx's master, from the pid files."""
-        return {f.stem: int(f.read_text()) for f in sorted(self.run_dir.glob("*.pid"))
-                if f.read_text().strip()}
-
-
-def start_class_stack(run_dir: Path, replicas: int = 2, env: dict | None = None) -> ClassStack:
-    """Start `deploy/run.sh start` on free loopback ports, its files in `run_dir`."""
-    ports: list[int] = []
-    while len(ports) < replicas + 1:
-        port = free_port()
-        if port not in ports:
-            ports.append(port)
-    listen, replica_ports = ports[0], ports[1:]
-    env = {**os.environ, **(env or {}), "ALIBI_VIZ_RUN_DIR": str(run_dir),
-           "ALIBI_VIZ_REPLICA_PORTS": " ".join(map(str, replica_ports)),
-           "ALIBI_VIZ_PYTHON": sys.executable}
-    timing = env.get("ALIBI_VIZ_TIMING_LOG")
-    stack = ClassStack(f"http://127.0.0.1:{listen}", run_dir, replica_ports, env,
-                       Path(timing) if timing else None)
-    done = stack.run("start", "--replicas", str(replicas), "--port", str(listen),
-                     "--listen", "127.0.0.1", check=False)
-    if done.returncode != 0:
-        raise RuntimeError(f"deploy/run.sh start failed:\n{done.stdout}{done.stderr}")
-    return stack
-
-
-def stop_class_stack(stack: ClassStack) -> None:
-    """`deploy/run.sh stop`: nginx and every replica, no process left behind."""
-    stack.run("stop", check=False)
-
-
 # ----------------------------------------------------------------------------- parallel runs
 
 # `make test` runs the suite on every core with pytest-xdist (`-n`, `--dist loadgroup`). The
@@ -470,7 +211,7 @@ def stop_class_stack(stack: ClassStack) -> None:
 # Seconds each group took on an idle 2-core machine (`--durations`), to order them.
 LONG_GROUPS = {"test_storm": 27, "test_deploy": 60, "test_fuzz_pages": 60, "test_i18n": 45,
                "test_train": 30, "test_app_extrapolation": 30, "test_app_lesson": 30,
-               "test_multihost": 105, "test_browser_phone": 63}
+               "test_multihost": 105, "test_browser_phone": 63, "test_packaging": 100}
 # Modules whose tests are independent page loads, or long checks of models each builds
 # itself (a module fixture there is cheap): dealt out one by one.
 UNGROUPED = {"test_browser_presentation", "test_browser_model", "test_browser_bias_explorer",

@@ -1,4 +1,4 @@
-"""Results shaped like `python -m alibi_viz.evaluate` writes them, for tests that read them."""
+"""Results shaped like `python -m experiments.evaluate` writes them, for tests that read them."""
 
 LENGTHS = [128, 256, 512]
 

@@ -1,4 +1,4 @@
-"""Head ablation (alibi_viz.models.ablation) finds the one head that matters."""
+"""Head ablation (alibi_viz.models.head_ablation) finds the one head that matters."""
 
 import copy
 
@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from model_factory import tiny_model
 
 from alibi_viz.errors import AlibiVizError
-from alibi_viz.models.ablation import head_ablation, output_projections
+from alibi_viz.models.head_ablation import head_ablation, output_projections
+from alibi_viz.tiny_models import tiny_model
 
 IDS = torch.randint(3, 200, (4, 33), generator=torch.Generator().manual_seed(0))
 
@@ -127,10 +127,10 @@ def test_shipped_ablation_is_what_the_shipped_model_gives():
     cheapest head, are what the model gives now on the held-out windows the measurement used,
     each head silenced by the library's own hook (zeroed_head, which head_ablation runs)."""
     from alibi_viz.assets import load_ablation_results, shipped_models, shipped_train_seq_len
-    from alibi_viz.experiments.ablation import heldout_windows
-    from alibi_viz.models.ablation import zeroed_head
+    from alibi_viz.models.head_ablation import zeroed_head
     from alibi_viz.models.loading import load_eval_model
     from alibi_viz.results.ablation import ablation_summary
+    from experiments.ablation import heldout_windows
 
     torch.set_num_threads(min(2, torch.get_num_threads()))
     entry = load_ablation_results()["models"]["alibi"]

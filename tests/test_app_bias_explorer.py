@@ -1,7 +1,8 @@
 """The bias explorer page under Streamlit's AppTest: controls, URL state, bad parameters."""
 
 import pytest
-from apptest_utils import figure_keys, figure_titles, figures, run_app, warnings
+
+from alibi_viz_app.testing import figure_keys, figure_titles, figures, run_app, warnings
 
 
 def grid(at) -> dict:
@@ -123,7 +124,7 @@ def test_the_head_table_shows_every_head(heads):
     an expander whose title gives the count. (That no row hides in a box of fixed height, as
     heads 7-8 of 8 did, is checked in the browser: axe-core's scrollable-region rule in
     test_browser_phone.test_a_laptop_sees_every_title_whole.)"""
-    from app.app_pages.bias_explorer import TABLE_ROWS_SHOWN
+    from alibi_viz_app.app_pages.bias_explorer import TABLE_ROWS_SHOWN
 
     at = run_app(params={"heads": str(heads)})
     table = at.table[0]

@@ -1,4 +1,4 @@
-"""The Lesson's class session under AppTest (issue 42, app/class_view.py): the teacher starts a
+"""The Lesson's class session under AppTest (issue 42, alibi_viz_app/class_view.py): the teacher starts a
 class, students follow its step and answer, the teacher reveals and asks again; a student's URL
 cannot move the class; bad codes and keys get a message, never a traceback. Each test has a
 SQLite class store of its own in tmp_path (ALIBI_VIZ_CLASS_STORE)."""
@@ -6,9 +6,9 @@ SQLite class store of its own in tmp_path (ALIBI_VIZ_CLASS_STORE)."""
 from __future__ import annotations
 
 import pytest
-from apptest_utils import figure_keys, figures, run_app
 
-from alibi_viz.classroom import CODE_ALPHABET, CODE_LENGTH, SETTING, open_store
+from alibi_viz_app.class_store import CODE_ALPHABET, CODE_LENGTH, SETTING, open_store
+from alibi_viz_app.testing import figure_keys, figures, run_app
 
 
 @pytest.fixture

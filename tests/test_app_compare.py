@@ -6,7 +6,7 @@ landing page runs first, then the query parameters are replaced and the test swi
 compare.py, which is what opening /compare?... does in a browser.
 """
 
-from apptest_utils import figure_keys, figure_titles, figures, run_app, warnings
+from alibi_viz_app.testing import figure_keys, figure_titles, figures, run_app, warnings
 
 DEFAULT_LINES = 6
 

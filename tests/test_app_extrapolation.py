@@ -1,10 +1,9 @@
 """The Extrapolation lab under Streamlit's AppTest, against the shipped models and results."""
 
-from apptest_utils import figure_keys, figure_titles, figures, run_app, warnings
-
 from alibi_viz import assets
 from alibi_viz.models.loading import load_eval_model
 from alibi_viz.models.scoring import evaluation_stream, perplexity
+from alibi_viz_app.testing import figure_keys, figure_titles, figures, run_app, warnings
 
 SHIPPED = assets.shipped_models()
 
@@ -78,9 +77,9 @@ def test_missing_assets_give_clear_messages(monkeypatch, tmp_path):
     at = run_app("extrapolation")
     assert not at.exception
     infos = " ".join(i.value for i in at.info)
-    assert "python -m alibi_viz.evaluate" in infos and "python -m alibi_viz.reach" in infos
-    assert "python -m alibi_viz.models.layer_slopes" in infos
-    assert "python -m alibi_viz.train --arch alibi" in infos
+    assert "python -m experiments.evaluate" in infos and "python -m experiments.reach" in infos
+    assert "python -m experiments.learnable_slopes" in infos
+    assert "python -m experiments.train --arch alibi" in infos
     assert not figures(at)
 
 
@@ -114,7 +113,7 @@ def test_key_result_is_the_librarys_and_leaves_section_5s_answer_to_its_box():
     shipped sweep answers section 5's question, so it is not appended here (it spoiled the
     question from the top of the page) but sits in that question's Answer box."""
     from alibi_viz import paper
-    from alibi_viz.results.extrapolation import key_result
+    from alibi_viz.results.evaluation import key_result
     from alibi_viz.results.rescale import interpolation_note
 
     at = run_app("extrapolation")
@@ -135,7 +134,7 @@ def test_where_no_window_is_significantly_better_the_key_result_says_the_weaker_
     """On Russian prose no sliding-window length is significantly better than a shorter one:
     the key result says so, with the change from 128 to 4,096, and counts no gain "from 128 to
     128 tokens"."""
-    from alibi_viz.results.extrapolation import describe_ratio, useful_context
+    from alibi_viz.results.evaluation import describe_ratio, useful_context
 
     use = useful_context(assets.load_extrapolation_results("ru"), "alibi")
     assert use.last_gain is None
@@ -291,7 +290,7 @@ def test_rescaled_run_uses_the_live_runs_protocol():
     says, whatever protocol the table of shipped cells above it lists last (a loop over those
     cells once left its own protocol in the page's variable, so a run asked in non-overlapping
     windows ran sliding ones)."""
-    from alibi_viz.results.extrapolation import PROTOCOLS, protocol_name
+    from alibi_viz.results.evaluation import PROTOCOLS, protocol_name
 
     at = run_app("extrapolation", {"length": "128"})
     for protocol in PROTOCOLS:
@@ -361,14 +360,14 @@ def test_a_live_run_replaces_its_last_result_in_one_slot(monkeypatch):
     the run ended (the block twice)."""
     from types import SimpleNamespace
 
-    import alibi_viz.models.reach
+    import alibi_viz.models.context_reach
 
     def quick_reach(model, ids, contexts, progress=None):  # the page's call, without the 50 s
         for done in range(1, len(contexts) + 1):
             progress(done, len(contexts))
         return SimpleNamespace(contexts=list(contexts), nll=[1.0] * len(contexts))
 
-    monkeypatch.setattr(alibi_viz.models.reach, "context_reach", quick_reach)
+    monkeypatch.setattr(alibi_viz.models.context_reach, "context_reach", quick_reach)
     at = run_app("extrapolation", {"length": "128"})
     at.button(key="xl_reach_run").click().run()
     assert not at.exception and not at.error
@@ -408,8 +407,8 @@ def test_plant_your_own_span_reports_what_reach_own_span_measures():
     model, and draws its copy-heads figure; a one-token span draws none (no token follows a
     twin)."""
     from alibi_viz.i18n import number
+    from alibi_viz.models.context_reach import own_span
     from alibi_viz.models.loading import load_model
-    from alibi_viz.models.reach import own_span
 
     at = run_app("extrapolation")
     at.button(key="xl_span_run").click().run()

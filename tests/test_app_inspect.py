@@ -5,7 +5,11 @@ while the app runs."""
 import shutil
 
 import pytest
-from apptest_utils import (
+
+from alibi_viz import assets
+from alibi_viz.models.zoo import broken_model
+from alibi_viz.tiny_models import save_tiny_model
+from alibi_viz_app.testing import (
     INSPECT_HEADS_FIGURES,
     figure_keys,
     figure_titles,
@@ -13,10 +17,6 @@ from apptest_utils import (
     run_app,
     warnings,
 )
-from model_factory import save_tiny_model
-
-from alibi_viz import assets
-from alibi_viz.models.zoo import broken_model
 
 SHIPPED = assets.MODELS_DIR / "alibi"
 SHORT = "def add(a, b):\n    return a + b\n"
@@ -133,7 +133,7 @@ def test_loopback_server_allows_paths(monkeypatch):
     """The app's policy: a loopback server.address allows custom paths without any setting."""
     import streamlit as st
 
-    from app import ui
+    from alibi_viz_app import ui
 
     monkeypatch.delenv("ALIBI_VIZ_ALLOW_CUSTOM_PATHS", raising=False)
     monkeypatch.delenv("ALIBI_VIZ_MODEL_ROOT", raising=False)

@@ -7,9 +7,9 @@ import re
 from pathlib import Path
 
 import pytest
-from apptest_utils import figure_keys, figure_titles, figures, run_app, warnings
 
 from alibi_viz import alibi_slopes, assets
+from alibi_viz_app.testing import figure_keys, figure_titles, figures, run_app, warnings
 
 STEP_TITLES = ["Where position enters attention", "The bias matrix", "Slopes",
                "Decay and half-life", "A real head of the shipped model", "Train short, test long",
@@ -135,9 +135,9 @@ def test_missing_model_and_results_give_messages(monkeypatch, tmp_path):
     monkeypatch.setattr(assets, "MODELS_DIR", tmp_path / "models")
     monkeypatch.setattr(assets, "RESULTS_DIR", tmp_path)
     at = run_app("lesson", {"step": "5"})
-    assert "python -m alibi_viz.train" in at.info[0].value
+    assert "python -m experiments.train" in at.info[0].value
     at.button(key="ls_next").click().run()
-    assert "python -m alibi_viz.evaluate" in at.info[0].value
+    assert "python -m experiments.evaluate" in at.info[0].value
     assert not at.exception
 
 
@@ -255,13 +255,13 @@ def test_handout_shows_every_step_with_its_answer():
     assert not keys & {"ls_next", "ls_prev", "ls_key_next"}
 
 
-LESSON_STEPS = Path(__file__).resolve().parents[1] / "app" / "lesson_steps.py"
+LESSON_STEPS = Path(__file__).resolve().parents[1] / "alibi_viz_app" / "lesson_steps.py"
 
 
 def lesson_defines() -> tuple[int, int]:
     """(questions, myths) as the lesson's code defines them: the calls of `ask` in its steps'
     module (one predict-then-reveal question each) and its myths' demonstrations."""
-    from app.lesson_steps import MYTHS
+    from alibi_viz_app.lesson_steps import MYTHS
 
     tree = ast.parse(LESSON_STEPS.read_text())
     questions = sum(isinstance(node, ast.Call) and getattr(node.func, "id", None) == "ask"
@@ -271,7 +271,7 @@ def lesson_defines() -> tuple[int, int]:
 
 def test_every_myth_has_its_demonstration():
     """The last step's myths and their demonstrations are one list: a key each, in order."""
-    from app.lesson_steps import DEMOS, MYTHS, myths
+    from alibi_viz_app.lesson_steps import DEMOS, MYTHS, myths
 
     assert [key for key, _claim, _fact in myths()] == list(DEMOS)
     assert MYTHS == len(DEMOS)
@@ -304,7 +304,7 @@ def test_where_no_longer_context_helps_the_lesson_does_not_count_from_l_to_l():
     than a shorter one: the lesson's handout says so with the change from 128 to 4,096, instead
     of "a gain of +0.0% from 128 to 128 tokens"."""
     from alibi_viz.i18n import set_language
-    from alibi_viz.results.extrapolation import describe_ratio, useful_context
+    from alibi_viz.results.evaluation import describe_ratio, useful_context
 
     use = useful_context(assets.load_extrapolation_results("ru"), "alibi")
     assert use.last_gain is None
@@ -424,32 +424,32 @@ def test_handout_writes_the_chosen_values_and_no_hover_hint(lang, score):
 
 def test_the_files_the_page_reads_beside_it_are_package_data():
     """The Lesson page's style sheets and clicker script (read beside the page at run time) are
-    matched by pyproject's package data for app/, so a wheel ships them with the page."""
+    matched by pyproject's package data for alibi_viz_app/, so a wheel ships them with the page."""
     import fnmatch
 
     import tomllib
 
     root = Path(__file__).resolve().parents[1]
     patterns = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"][
-        "package-data"]["app"]
-    page = (root / "app" / "app_pages" / "lesson.py").read_text()
+        "package-data"]["alibi_viz_app"]
+    page = (root / "alibi_viz_app" / "app_pages" / "lesson.py").read_text()
     read = re.findall(r'page_file\(str\(HERE / "([\w.]+)"\)\)', page)
     assert read, "the page reads no file beside it"
     for name in read:
-        assert (root / "app" / "app_pages" / name).is_file(), name
+        assert (root / "alibi_viz_app" / "app_pages" / name).is_file(), name
         assert any(fnmatch.fnmatch(f"app_pages/{name}", p) for p in patterns), name
 
 
 def test_one_press_moves_the_lesson_once_however_often_it_arrives():
     """A press's callback that runs twice for one press (its trigger delivered twice) moves the
-    lesson once: Next and Back act on the screen they were drawn on (app.lesson_nav.screen).
+    lesson once: Next and Back act on the screen they were drawn on (alibi_viz_app.lesson_nav.screen).
     Presses drawn on the screen as it is move every time."""
     from streamlit.testing.v1 import AppTest
 
     def script():
         import streamlit as st
 
-        from app.lesson_nav import backward, forward, screen
+        from alibi_viz_app.lesson_nav import backward, forward, screen
 
         st.session_state.setdefault("ls_step", 3)
         drawn = screen(st.session_state["ls_step"])

@@ -4,7 +4,9 @@ head selection, URL state, bad parameters, a 1 MB paste, and a model folder that
 import shutil
 
 import pytest
-from apptest_utils import (
+
+from alibi_viz import assets, data
+from alibi_viz_app.testing import (
     MODEL_HEADS_FIGURES,
     figure_keys,
     figure_titles,
@@ -12,8 +14,6 @@ from apptest_utils import (
     run_app,
     warnings,
 )
-
-from alibi_viz import assets, data
 
 SHIPPED = assets.MODELS_DIR / "alibi"
 SHORT = "def add(a, b):\n    return a + b\n"  # 32 byte tokens: labelled heatmaps, fast

@@ -2,7 +2,6 @@
 
 import numpy as np
 import pytest
-from model_factory import byte_tokenizer, tiny_model
 
 from alibi_viz.models.behaviour import (
     BEHAVIOURS,
@@ -18,6 +17,7 @@ from alibi_viz.models.behaviour import (
     span90,
     token_pairs,
 )
+from alibi_viz.tiny_models import byte_tokenizer, tiny_model
 
 
 def one_hot_rows(T: int, target) -> np.ndarray:

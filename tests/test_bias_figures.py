@@ -8,13 +8,13 @@ from figure_colours import assert_pixel_reads_like_the_bar, colour_scales, mosai
 
 from alibi_viz import AlibiVizError, alibi_bias, alibi_slopes
 from alibi_viz.alibi import head_summary
-from alibi_viz.export import matrices_to_csv, to_npy_bytes
 from alibi_viz.figures.bias import (
     bias_display_values,
     bias_grid_figure,
     decay_figure,
     slope_schedule_figure,
 )
+from alibi_viz_app.export import matrices_to_csv, to_npy_bytes
 
 MB = 1_000_000
 

@@ -3,7 +3,7 @@
 import time
 
 import pytest
-from conftest import draw_every_figure, screenshot, wait_for_app
+from helpers import draw_every_figure, screenshot, wait_for_app
 
 pytestmark = pytest.mark.browser
 

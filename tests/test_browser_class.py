@@ -20,16 +20,10 @@ import zlib
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from conftest import (
-    free_port,
-    screenshot,
-    start_streamlit,
-    stop_streamlit,
-    wait_for_app,
-    wait_for_apps,
-)
+from helpers import screenshot, wait_for_app, wait_for_apps
 
-from alibi_viz.classroom import SETTING, open_store
+from alibi_viz_app.class_store import SETTING, open_store
+from alibi_viz_app.testing import free_port, start_streamlit, stop_streamlit
 
 # Every student's follow lag is held to 2 s: with other tests' browsers and servers on the
 # same 2 cores (make test's parallel part), a loaded run measured up to 4.2 s, so these run
@@ -244,7 +238,7 @@ FAILOVER_S = 10  # test_deploy's bound: a killed replica's student is back on th
 def stack(tmp_path_factory):
     """deploy/run.sh: nginx and two replicas sharing one SQLite class store in the run folder
     (ALIBI_VIZ_DATA_DIR, set by run.sh)."""
-    from conftest import NGINX, start_class_stack, stop_class_stack
+    from alibi_viz_app.testing import NGINX, start_class_stack, stop_class_stack
 
     if not os.path.exists(NGINX):
         pytest.skip("nginx is not installed (make test installs it as root)")
@@ -290,7 +284,7 @@ def test_class_on_two_replicas_survives_a_killed_replica(stack, browser):
     projector) and answer; SIGKILL the replica of half of them mid-question: every answer
     is still counted once, and its students are back on the teacher's step on the live
     replica, their answers still theirs."""
-    from alibi_viz.classroom import SQLiteStore
+    from alibi_viz_app.class_store import SQLiteStore
 
     contexts = []
     try:

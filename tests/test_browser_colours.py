@@ -17,7 +17,7 @@ import re
 
 import numpy as np
 import pytest
-from conftest import wait_for_app
+from helpers import wait_for_app
 
 from alibi_viz.alibi import alibi_slopes
 from alibi_viz.positional import DEFAULT_METHODS

@@ -1,7 +1,7 @@
 """The compare page in a real browser: renders, re-renders on input, restores a shared URL."""
 
 import pytest
-from conftest import screenshot, wait_for_app
+from helpers import screenshot, wait_for_app
 
 pytestmark = pytest.mark.browser
 

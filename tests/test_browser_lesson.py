@@ -1,7 +1,7 @@
 """The Extrapolation lab and the Lesson in a real browser: they render, the lesson steps through."""
 
 import pytest
-from conftest import screenshot, wait_for_app
+from helpers import screenshot, wait_for_app
 
 from alibi_viz import assets
 

@@ -6,10 +6,10 @@ import re
 from urllib.parse import quote
 
 import pytest
-from conftest import screenshot, wait_for_app
+from helpers import screenshot, wait_for_app
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-from alibi_viz.params import MAX_PARAM_CHARS
+from alibi_viz_app.query_params import MAX_PARAM_CHARS
 
 pytestmark = pytest.mark.browser
 

@@ -5,9 +5,7 @@ sideways without a scrollbar in sight. One page load per page and size does ever
 laptop's page, resized to 1024x768, also shows no cut label and passes axe-core."""
 
 import pytest
-from conftest import (
-    CHROMIUM,
-    CHROMIUM_ARGS,
+from helpers import (
     CUT_LABELS_JS,
     draw_every_figure,
     resize,
@@ -15,6 +13,8 @@ from conftest import (
     serious_accessibility_violations,
     wait_for_app,
 )
+
+from alibi_viz_app.testing import CHROMIUM, CHROMIUM_ARGS
 
 pytestmark = pytest.mark.browser
 

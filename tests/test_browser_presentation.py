@@ -8,8 +8,7 @@ import json
 import re
 
 import pytest
-from conftest import (
-    ARTIFACTS,
+from helpers import (
     CUT_LABELS_JS,
     draw_every_figure,
     resize,
@@ -20,6 +19,7 @@ from conftest import (
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from alibi_viz import i18n
+from alibi_viz_app.testing import ARTIFACTS
 
 pytestmark = pytest.mark.browser
 

@@ -157,7 +157,7 @@ def assert_context_claims(sentence: str, results: dict) -> dict:
 def test_context_use_sentence_is_true_of_every_pair_of_lengths(kind, name):
     """For every model and kind of text, what the sliding-window sentence says of the context
     used holds for every pair of lengths it covers."""
-    from alibi_viz.results.extrapolation import context_use_sentence, useful_context
+    from alibi_viz.results.evaluation import context_use_sentence, useful_context
 
     use = useful_context(RESULTS[kind], name)
     assert_context_claims(context_use_sentence(use), RESULTS[kind])
@@ -170,7 +170,7 @@ def test_key_result_is_true_of_both_protocols_and_the_paper(kind):
     a significant gain ending at n, the non-overlapping change over the lengths it names, the
     early token curse named only where that change is a significant fall, and the paper's
     Table 15 numbers (L = 512 row) read from its table."""
-    from alibi_viz.results.extrapolation import key_result
+    from alibi_viz.results.evaluation import key_result
 
     results = RESULTS[kind]
     text = key_result(results)
@@ -208,7 +208,7 @@ def test_key_result_is_true_of_both_protocols_and_the_paper(kind):
 def test_extrapolation_summary_is_true_of_every_length(kind, protocol):
     """Who is lowest at the training length (in order, with the values), how each model moves
     to the longest length, and who is lowest at each length, against the results file."""
-    from alibi_viz.results.extrapolation import extrapolation_summary
+    from alibi_viz.results.evaluation import extrapolation_summary
 
     results = RESULTS[kind]
     ppl = {n: e["perplexity"][protocol] for n, e in results["models"].items()}
@@ -241,7 +241,7 @@ def test_extrapolation_summary_is_true_of_every_length(kind, protocol):
 def test_in_distribution_ranking_states_each_gap_with_its_interval(kind):
     """The ranking at the training length: the lowest model, each other model's value and its
     paired ratio to the lowest, recomputed from the chunks."""
-    from alibi_viz.results.extrapolation import in_distribution_ranking
+    from alibi_viz.results.evaluation import in_distribution_ranking
 
     results = RESULTS[kind]
     ppl = {n: e["perplexity"]["nonoverlapping"]["128"] for n, e in results["models"].items()}
@@ -616,9 +616,9 @@ def beyond():
     the queries past 128."""
     import torch
 
-    from alibi_viz.models.heads import attention_maps
+    from alibi_viz.models.attention import attention_maps
+    from alibi_viz.models.context_reach import attention_beyond
     from alibi_viz.models.loading import load_model
-    from alibi_viz.models.reach import attention_beyond
 
     folder = assets.shipped_models().get("alibi")
     if folder is None:
@@ -674,7 +674,7 @@ def test_steep_heads_stay_within_training_distances_and_gentle_ones_reach_beyond
     assert (shares[:, -2:] > 0.10).all()
     assert peak[:, -1].max() > 0.1  # concentrated, not thin: why the sentences do not say it
     for page in ("extrapolation.py", "bias_explorer.py"):
-        source = re.sub(r'"\s*\n\s*"', "", (ROOT / "app" / "app_pages" / page).read_text())
+        source = re.sub(r'"\s*\n\s*"', "", (ROOT / "alibi_viz_app" / "app_pages" / page).read_text())
         assert "the gentle ones put part of theirs beyond" in source \
             or "the gentle heads put part of theirs beyond" in source
         assert "thin over many keys" not in source

@@ -1,11 +1,11 @@
-"""The class's answer distribution (alibi_viz.figures.classroom, issue 42): one bar per choice in
+"""The class's answer distribution (alibi_viz_app.class_chart, issue 42): one bar per choice in
 the question's order, the computed answer marked, texts large enough for a projector."""
 
 import pytest
 
 from alibi_viz import i18n
 from alibi_viz.errors import AlibiVizError
-from alibi_viz.figures.classroom import FONT_PX, RIGHT_COLOR, answer_distribution_figure
+from alibi_viz_app.class_chart import FONT_PX, RIGHT_COLOR, answer_distribution_figure
 
 
 def test_bars_counts_shares_and_the_computed_answer():

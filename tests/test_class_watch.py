@@ -1,4 +1,4 @@
-"""The class watcher (app/class_watch.py): which students' pages the server reruns when their
+"""The class watcher (alibi_viz_app/class_watch.py): which students' pages the server reruns when their
 class moves, against a real SQLite class store; the reruns themselves are recorded here (a real
 server's are in test_browser_class.py, where no student's browser polls)."""
 
@@ -8,9 +8,9 @@ import time
 
 import pytest
 
-from alibi_viz.classroom import SQLiteStore
-from app import class_watch
-from app.class_watch import RETRIES, RETRY_S, Watcher
+from alibi_viz_app import class_watch
+from alibi_viz_app.class_store import SQLiteStore
+from alibi_viz_app.class_watch import RETRIES, RETRY_S, Watcher
 
 
 class Reruns:

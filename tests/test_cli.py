@@ -9,12 +9,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import run_process
-from model_factory import byte_tokenizer
+from helpers import run_process
 
 from alibi_viz.cli import SCHEMA
 from alibi_viz.models.loading import describe_model
 from alibi_viz.models.zoo import tiny_model
+from alibi_viz.tiny_models import byte_tokenizer
 
 ROOT = Path(__file__).resolve().parents[1]
 REV = "0123456789abcdef0123456789abcdef01234567"
@@ -240,7 +240,7 @@ def test_bad_check_options_exit_2_with_one_line(args, message, cli):
 def test_sdpa_on_bloom_is_refused_before_loading(tmp_path, cli):
     """--attn sdpa on BLOOM is refused from config.json alone: a folder without weights gets
     that message, not the loader's (the architecture is checked first, not after a load)."""
-    from model_factory import tiny_config
+    from alibi_viz.tiny_models import tiny_config
 
     folder = tmp_path / "config-only"
     tiny_config("bloom").save_pretrained(folder)

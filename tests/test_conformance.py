@@ -9,8 +9,6 @@ import math
 import numpy as np
 import pytest
 import torch
-from model_factory import byte_tokenizer, save_tiny_model
-from model_factory import tiny_model as factory_model
 
 from alibi_viz.alibi import alibi_slopes
 from alibi_viz.assets import shipped_models
@@ -18,6 +16,8 @@ from alibi_viz.errors import AlibiVizError
 from alibi_viz.models.conformance import check_alibi, probe_bias, thresholds
 from alibi_viz.models.loading import load_model
 from alibi_viz.models.zoo import BUGS, broken_model, is_harmless, tiny_model
+from alibi_viz.tiny_models import byte_tokenizer, save_tiny_model
+from alibi_viz.tiny_models import tiny_model as factory_model
 
 HEAD_COUNTS = (8, 12, 16, 32, 64)
 DTYPES = (torch.float32, torch.bfloat16, torch.float16)
@@ -356,7 +356,7 @@ def test_app_banner_reads_as_the_diagnosis(bug, banner):
     """The zoo demo on Inspect a model: the error banner is the diagnosis, one sentence per
     finding, with no stray punctuation (no "Does not conform: ; ..."), and the decode table
     judges the logits and the first layer only."""
-    from apptest_utils import run_app
+    from alibi_viz_app.testing import run_app
 
     at = run_app("inspect_model")
     at.selectbox(key="im_zoo_bug").set_value(bug).run()

@@ -140,7 +140,7 @@ def test_bloom_build_alibi_tensor_patched_is_named(monkeypatch):
     original = bloom_module.build_alibi_tensor
     monkeypatch.setattr(bloom_module, "build_alibi_tensor",
                         lambda mask, heads, dtype: 2 * original(mask, heads, dtype))
-    from model_factory import byte_tokenizer
+    from alibi_viz.tiny_models import byte_tokenizer
 
     check = check_alibi(tiny_model("bloom", 8, layers=1), byte_tokenizer())
     assert "builder" in [f.verdict for f in check.diagnosis]

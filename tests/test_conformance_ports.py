@@ -7,11 +7,11 @@ at real head counts that must not be flagged."""
 import numpy as np
 import pytest
 import torch
-from model_factory import byte_tokenizer
 
 from alibi_viz.alibi import alibi_slopes
 from alibi_viz.models.conformance import check_alibi
 from alibi_viz.models.zoo import tiny_model
+from alibi_viz.tiny_models import byte_tokenizer
 
 
 @pytest.fixture(scope="module")

@@ -8,9 +8,10 @@ import shutil
 import numpy as np
 import pytest
 
-from alibi_viz import corpus, data
-from alibi_viz.corpus import Document
+from alibi_viz import data
 from alibi_viz.errors import AlibiVizError
+from experiments import corpus
+from experiments.corpus import Document
 
 
 @pytest.fixture(scope="module")

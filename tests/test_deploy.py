@@ -21,7 +21,15 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from conftest import CHROMIUM, NGINX, ROOT, free_port, start_class_stack, stop_class_stack
+
+from alibi_viz_app.testing import (
+    CHROMIUM,
+    NGINX,
+    ROOT,
+    free_port,
+    start_class_stack,
+    stop_class_stack,
+)
 
 pytestmark = [
     pytest.mark.browser,
@@ -304,7 +312,7 @@ def test_checkout_in_a_private_folder_still_serves_the_bundle(tmp_path):
     checkout.mkdir()
     shutil.copytree(ROOT / "deploy", checkout / "deploy",
                     ignore=shutil.ignore_patterns("run", ".static-cache"))
-    for name in ("app", "alibi_viz", "assets"):  # read by the replicas (root), not by nginx
+    for name in ("alibi_viz_app", "alibi_viz", "assets"):  # read by the replicas (root), not by nginx
         (checkout / name).symlink_to(ROOT / name)
     run_sh = checkout / "deploy" / "run.sh"
     listen, replica = free_port(), free_port()

@@ -6,15 +6,15 @@ from statistics import NormalDist
 import numpy as np
 import pytest
 from fake_results import RESULTS
-from model_factory import tiny_model
 
 from alibi_viz.models.scoring import LIVE_CELL_BUDGET, live_token_cap, perplexity, protocol_plan
-from alibi_viz.results.extrapolation import (
+from alibi_viz.results.evaluation import (
     confidence_interval,
     extrapolation_summary,
     paired_ratio_interval,
     results_table,
 )
+from alibi_viz.tiny_models import tiny_model
 
 
 def test_summary_names_rope_best_in_distribution_when_it_is():
@@ -92,7 +92,7 @@ def test_paired_interval_is_tight_when_one_model_is_uniformly_better():
 
 def test_the_lesson_compares_at_8x_when_evaluated_there_else_at_the_longest():
     """8 x the training length when the results hold it; the longest length otherwise."""
-    from alibi_viz.results.extrapolation import comparison_length
+    from alibi_viz.results.evaluation import comparison_length
 
     assert comparison_length({"lengths": [128, 256, 1024, 4096]}, 128) == 1024
     assert comparison_length({"lengths": [128, 256, 512]}, 128) == 512
@@ -103,7 +103,7 @@ def test_useful_context_finds_the_last_significant_gain_not_the_first_flat_step(
     256: the last significant gain is 128 -> 512, and "no longer window is significantly better"
     is said from 512 on. The earlier rule (the first length no later one beats) stopped at
     256, before the gain."""
-    from alibi_viz.results.extrapolation import context_use_sentence, useful_context
+    from alibi_viz.results.evaluation import context_use_sentence, useful_context
 
     rng = np.random.default_rng(0)
     base = rng.uniform(1.0, 2.0, 16)

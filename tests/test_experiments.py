@@ -1,10 +1,10 @@
-"""What every experiment's command shares (alibi_viz.experiments.program)."""
+"""What every experiment's command shares (experiments.program)."""
 
 import json
 
 import torch
 
-from alibi_viz.experiments.program import parse, parser, write_results
+from experiments.program import parse, parser, write_results
 
 
 def test_threads_reach_torch_and_other_options_parse(monkeypatch):

@@ -70,7 +70,7 @@ def test_live_runs_are_drawn_as_stars_in_their_protocol_panel():
 
 def test_missing_results_raise_a_clear_error():
     """Empty results raise AlibiVizError naming the command that writes them."""
-    with pytest.raises(AlibiVizError, match="alibi_viz.evaluate"):
+    with pytest.raises(AlibiVizError, match="experiments.evaluate"):
         perplexity_figure({})
 
 

@@ -5,12 +5,12 @@ import math
 import numpy as np
 import pytest
 import torch
-from model_factory import byte_tokenizer, tiny_model
 
 from alibi_viz import data
 from alibi_viz.alibi import implied_attention_map
-from alibi_viz.models.heads import beyond_training
-from alibi_viz.models.reach import COPY_SPAN, copy_heads, copy_sequences, own_span
+from alibi_viz.models.attention import beyond_training
+from alibi_viz.models.context_reach import COPY_SPAN, copy_heads, copy_sequences, own_span
+from alibi_viz.tiny_models import byte_tokenizer, tiny_model
 
 
 def _brute_beyond(attention, distance):

@@ -1,9 +1,10 @@
 """Fuzzing every page's URL: whatever the query string, no exception reaches the page."""
 
 import pytest
-from apptest_utils import run_app, warnings
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+from alibi_viz_app.testing import run_app, warnings
 
 PAGES = {
     "": ["heads", "len", "mode", "schedule", "max_bias", "show", "scale", "decode"],

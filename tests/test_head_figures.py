@@ -14,7 +14,6 @@ from figure_colours import (
     image_pixels,
     mosaic_panels,
 )
-from model_factory import byte_tokenizer, tiny_model
 from plotly.colors import unlabel_rgb
 
 from alibi_viz.alibi import alibi_slopes, bias_only_mean_distance
@@ -29,7 +28,7 @@ from alibi_viz.figures.heads import (
     model_slopes_figure,
 )
 from alibi_viz.figures.render import PAGE_WIDTH_PX
-from alibi_viz.models.heads import (
+from alibi_viz.models.attention import (
     Decomposition,
     HeadStatistics,
     analyze_heads,
@@ -37,6 +36,7 @@ from alibi_viz.models.heads import (
     score_decomposition,
 )
 from alibi_viz.models.loading import describe_model, model_info_rows, train_seq_len
+from alibi_viz.tiny_models import byte_tokenizer, tiny_model
 
 TEXT = "def f(x):\n    return x + 1\n"  # 28 bytes: labelled heatmaps
 MB = 2**20
@@ -497,7 +497,7 @@ def test_labels_note_explains_the_continuation_mark_once_with_its_count():
     from alibi_viz import i18n
     from alibi_viz.data import make_tokenizer
     from alibi_viz.figures.heads import labels_note
-    from alibi_viz.models.heads import CONTINUATION, token_labels
+    from alibi_viz.models.attention import CONTINUATION, token_labels
 
     tokenizer = make_tokenizer()
     ids = tokenizer(RU_SENTENCE, add_special_tokens=False)["input_ids"]

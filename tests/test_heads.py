@@ -8,7 +8,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from model_factory import ALIBI_KINDS, KINDS, byte_tokenizer, save_tiny_model, tiny_model
 from transformers import OPTConfig, OPTForCausalLM
 from transformers.models.bloom.modeling_bloom import build_alibi_tensor as bloom_alibi
 from transformers.models.falcon.modeling_falcon import build_alibi_tensor as falcon_alibi
@@ -17,8 +16,8 @@ from transformers.models.mpt.modeling_mpt import build_mpt_alibi_tensor
 from alibi_viz.alibi import alibi_slopes, implied_attention_map, mean_distance
 from alibi_viz.errors import AlibiVizError, BudgetError
 from alibi_viz.figures.heads import highlight_html
-from alibi_viz.models import heads as heads_module
-from alibi_viz.models.heads import (
+from alibi_viz.models import attention as heads_module
+from alibi_viz.models.attention import (
     CONTINUATION,
     AttentionResult,
     analyze_heads,
@@ -33,6 +32,7 @@ from alibi_viz.models.heads import (
     tokenize_capped,
 )
 from alibi_viz.models.loading import describe_model, load_model
+from alibi_viz.tiny_models import ALIBI_KINDS, KINDS, byte_tokenizer, save_tiny_model, tiny_model
 
 TEXT = "ALiBi adds a linear bias to attention scores; heads look near or far."
 T = len(TEXT)  # 69 ASCII characters: 69 byte tokens
@@ -580,7 +580,7 @@ def test_content_kl_needs_slopes():
 def test_all_layers_decompose_in_one_forward_pass(models, tokenizer, kind):
     """score_decompositions runs the model once for every layer (a layer switch on the page
     reruns nothing) and gives each layer what score_decomposition gives it alone."""
-    from alibi_viz.models.heads import attention_modules, score_decompositions
+    from alibi_viz.models.attention import attention_modules, score_decompositions
 
     model = models[kind]
     calls = []
@@ -601,7 +601,7 @@ def test_decompositions_survive_sessions_adding_and_removing_hooks(models, token
     """Many sessions splitting scores at once on one shared model: while one pass runs, others
     register and remove their hooks (torch may then call a hook registered with kwargs
     without them); every pass still completes with its own, correct result."""
-    from alibi_viz.models.heads import score_decompositions
+    from alibi_viz.models.attention import score_decompositions
 
     model, errors, done = models["bloom"], [], []
     expected = reference_attentions(model, TEXT, tokenizer)
@@ -669,7 +669,7 @@ def test_a_long_text_is_split_one_layer_at_a_time():
     """A new text splits every layer of a small model in one pass when the text is short (a
     layer switch then runs no model), only the layer shown when it is long or the model deep
     (the first screen waits for one layer)."""
-    from alibi_viz.models.heads import decomposition_layers
+    from alibi_viz.models.attention import decomposition_layers
 
     assert decomposition_layers(4, 2, 512) == (0, 1, 2, 3)
     assert decomposition_layers(4, 2, 2048) == (2,)

@@ -2,12 +2,12 @@
 
 import numpy as np
 import pytest
-from model_factory import save_tiny_model
 
 from alibi_viz.errors import ModelLoadError
-from alibi_viz.models.heads import attention_maps
+from alibi_viz.models.attention import attention_maps
 from alibi_viz.models.hub_cache import list_cached_models, parse_repo_id, positional_from_config
 from alibi_viz.models.loading import load_model
+from alibi_viz.tiny_models import save_tiny_model
 
 REV = "0123456789abcdef0123456789abcdef01234567"
 

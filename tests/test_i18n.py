@@ -9,11 +9,11 @@ import ast
 import re
 
 import pytest
-from apptest_utils import figures, run_app
 from babel.messages.extract import extract_from_dir
 from babel.messages.pofile import read_po
 
 from alibi_viz import i18n
+from alibi_viz_app.testing import figures, run_app
 
 ROOT = i18n.LOCALE_DIR.parents[1]
 LANGS = [code for code in i18n.LANGUAGES if code != i18n.DEFAULT_LANGUAGE]
@@ -24,9 +24,9 @@ ALLOW = {"ALiBi", "RoPE", "NoPE", "BLOOM", "MPT", "Falcon", "GPT-2", "alibi-viz"
 
 
 def extracted() -> dict:
-    """msgid -> first location, for every string marked in app/ and alibi_viz/."""
+    """msgid -> first location, for every string marked in alibi_viz_app/ and alibi_viz/."""
     found = {}
-    for package in ("app", "alibi_viz"):
+    for package in ("alibi_viz_app", "alibi_viz"):
         for filename, lineno, message, _comments, _context in extract_from_dir(
                 ROOT / package, [("**.py", "python")]):
             found.setdefault(message, f"{package}/{filename}:{lineno}")
@@ -47,7 +47,7 @@ def test_no_code_rebinds_the_gettext_name():
     """`_` is gettext: a throwaway `a, _ = f()` in a function makes `_` local to the whole
     function, and every `_("...")` in it fails. No module that translates rebinds it."""
     offenders = []
-    for path in [*(ROOT / "app").rglob("*.py"), *(ROOT / "alibi_viz").rglob("*.py")]:
+    for path in [*(ROOT / "alibi_viz_app").rglob("*.py"), *(ROOT / "alibi_viz").rglob("*.py")]:
         tree = ast.parse(path.read_text(encoding="utf-8"))
         uses = any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "_"
                    for n in ast.walk(tree))
@@ -296,7 +296,7 @@ def test_small_percent_keeps_small_shares_readable():
 @pytest.mark.parametrize("code", LANGS)
 def test_the_lessons_glossary_uses_the_catalogs_terms(code):
     """The glossary the lesson shows names each term as the language's glossary.csv does."""
-    from alibi_viz.glossary import TERMS, glossary_rows
+    from alibi_viz_app.glossary import TERMS, glossary_rows
 
     chosen = {row["english"]: row["term"] for row in i18n.glossary(code)}
     i18n.set_language(code)

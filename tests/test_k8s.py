@@ -14,7 +14,8 @@ from pathlib import Path
 import kubernetes_validate
 import pytest
 import yaml
-from conftest import ROOT
+
+from alibi_viz_app.testing import ROOT
 
 K8S = ROOT / "deploy" / "k8s"
 README = ROOT / "deploy" / "README.md"
@@ -232,24 +233,25 @@ def test_replicas_use_the_redis_of_the_kustomization():
     assert claim["spec"]["resources"]["requests"]["storage"]
 
 
-def test_dockerfile_pins_torch_as_requirements_txt_and_runs_make_runs_server():
-    """The image installs requirements.txt and takes torch's pin from it (no second version
-    to drift), runs as a non-root uid, and starts `python -m app.serve` like make run."""
+def test_dockerfile_pins_torch_as_the_lock_and_runs_make_runs_server():
+    """The image installs the app's lock and takes torch's pin from it (no second version to
+    drift), copies both packages, runs as a non-root uid, and starts
+    `python -m alibi_viz_app.serve` like make run."""
     dockerfile = DOCKERFILE.read_text()
-    assert "pip install -r requirements.txt" in dockerfile
-    assert re.search(r"grep -E '\^torch==' requirements.txt", dockerfile)
+    assert "pip install -r requirements.lock" in dockerfile
+    assert re.search(r"grep -E '\^torch==' requirements.lock", dockerfile)
     assert not re.search(r"torch==\d", dockerfile), "a torch version written in the Dockerfile"
-    assert re.search(r"^torch==\d", (ROOT / "requirements.txt").read_text(), flags=re.M)
+    assert re.search(r"^torch==2\.13\.0", (ROOT / "requirements.lock").read_text(), flags=re.M)
+    copied = re.findall(r"^COPY (\S+) ", dockerfile, flags=re.M)
+    assert {"alibi_viz", "alibi_viz_app", "assets"} <= set(copied)
     assert numeric_user(dockerfile) != 0
     assert re.search(r"^FROM python:3\.11-slim$", dockerfile, flags=re.M)
     cmd = re.search(r"^CMD (\[.*?\])$", dockerfile, flags=re.M | re.S).group(1)
     argv = yaml.safe_load(cmd.replace("\\\n", ""))
-    assert argv[:3] == ["python", "-m", "app.serve"]
+    assert argv[:3] == ["python", "-m", "alibi_viz_app.serve"]
     options = dict(zip(argv[3::2], argv[4::2], strict=True))
     assert options == {"--server.address": "0.0.0.0", "--server.port": "8501",
                        "--server.headless": "true", "--browser.gatherUsageStats": "false"}
-    # app.serve warms the pages up with deploy/warm_up.py: the image must have it.
-    assert "COPY deploy/warm_up.py" in dockerfile
 
 
 def test_top_level_readme_repeats_the_sizing_table():

@@ -6,17 +6,17 @@ import json
 import numpy as np
 import pytest
 import torch
-from model_factory import save_tiny_model, tiny_model
 from transformers.models.bloom import modeling_bloom
 
 from alibi_viz import assets, data
 from alibi_viz.alibi import alibi_slopes
 from alibi_viz.errors import AlibiVizError
-from alibi_viz.experiments import train
 from alibi_viz.models import layer_slopes
 from alibi_viz.models.conformance import check_alibi
 from alibi_viz.models.loading import load_model
 from alibi_viz.results import learnable_slopes
+from alibi_viz.tiny_models import save_tiny_model, tiny_model
+from experiments import train
 
 IDS = torch.tensor([list(range(3, 3 + 24))])
 FACTORS = np.array([[1.0], [0.5], [1.7]])  # layer l's slopes: the official ones times this
@@ -209,7 +209,7 @@ def shipped():
 
 
 def test_shipped_fixed_column_is_the_shipped_alibi_evaluation(shipped):
-    """The comparison's fixed-slope numbers are what `alibi_viz.evaluate` shipped for ALiBi."""
+    """The comparison's fixed-slope numbers are what `experiments.evaluate` shipped for ALiBi."""
     for kind in shipped["kinds"]:
         family = assets.load_extrapolation_results(kind)["models"]["alibi"]["perplexity"]
         for protocol in shipped["protocols"]:

@@ -1,11 +1,11 @@
-"""The lesson's library (alibi_viz.lesson): the cursor (LessonCursor), what the clicker's next
+"""The lesson's library (alibi_viz_app.lesson_cursor): the cursor (LessonCursor), what the clicker's next
 and back do, step by step and myth by myth, outside and inside presentation mode; and the small
 computations the steps show (labels, verdicts, the myths' table and sentence)."""
 
 import numpy as np
 import pytest
 
-from alibi_viz.lesson import LessonCursor
+from alibi_viz_app.lesson_cursor import LessonCursor
 
 STEPS, MYTHS = 9, 6
 
@@ -109,7 +109,7 @@ def test_the_shipped_models_differ_in_parameters_only_by_blooms_embedding_layern
     from transformers import AutoModelForCausalLM
 
     from alibi_viz import assets
-    from alibi_viz.lesson import embedding_norm_parameters
+    from alibi_viz_app.lesson_cursor import embedding_norm_parameters
 
     paths = assets.shipped_models()
     if not {"alibi", "rope"} <= set(paths):
@@ -122,7 +122,7 @@ def test_the_shipped_models_differ_in_parameters_only_by_blooms_embedding_layern
 
 def test_slope_labels_write_no_bias_fractions_and_one():
     """The slope control's labels: 0 is "no position", a slope below 1 its fraction, 1 itself."""
-    from alibi_viz.lesson import slope_label
+    from alibi_viz_app.lesson_cursor import slope_label
 
     assert [slope_label(m) for m in (0.0, 1 / 256, 0.25, 1.0)] == [
         "0 (no position)", "1/256", "1/4", "1"]
@@ -131,7 +131,7 @@ def test_slope_labels_write_no_bias_fractions_and_one():
 def test_share_verdict_compares_with_and_without_the_bias():
     """Step 1's verdict: more or less of the attention with the bias, "The same" within
     rounding (m = 0 gives the same share by two computations)."""
-    from alibi_viz.lesson import share_verdict
+    from alibi_viz_app.lesson_cursor import share_verdict
 
     assert share_verdict(0.61, 0.2) == "More"
     assert share_verdict(0.1, 0.2) == "Less"
@@ -142,7 +142,7 @@ def test_split_answer_keeps_the_first_sentence_of_a_long_answer():
     """A projector shows the first sentence of an answer of 3+ sentences and folds the rest;
     a sentence starting with a Spanish "¿" or a Russian capital counts, "m = 0.5" does not
     split; an answer of up to 2 sentences stays whole."""
-    from alibi_viz.lesson import split_answer
+    from alibi_viz_app.lesson_cursor import split_answer
 
     assert split_answer("One. Two.") == ("One. Two.", "")
     assert split_answer("One m = 0.5 here. Two! ¿Tres? Четыре.") == (
@@ -153,7 +153,7 @@ def test_split_answer_keeps_the_first_sentence_of_a_long_answer():
 def test_half_formed_is_the_first_snapshot_at_half_the_final_score():
     """Step 8's answer: the first saved score reaching half the last one, even if a later one
     dips below it again."""
-    from alibi_viz.lesson import half_formed
+    from alibi_viz_app.lesson_cursor import half_formed
 
     assert half_formed([0.0, 0.1, 0.5, 0.3, 0.8, 1.0]) == 2
     assert half_formed(np.array([0.7, 0.2, 1.0])) == 0
@@ -163,7 +163,7 @@ def test_paper_context_rows_hold_both_tables_by_length():
     """The context myth's table: one row per evaluation length of Table 3 or Table 15 (L =
     1,024), in order, each table's number where it has that length, "—" where not."""
     from alibi_viz import paper
-    from alibi_viz.lesson import paper_context_rows
+    from alibi_viz_app.lesson_cursor import paper_context_rows
 
     rows = paper_context_rows()
     lengths = [row["evaluation length (tokens)"] for row in rows]
@@ -178,7 +178,7 @@ def test_parameters_sentence_names_the_layernorm_only_when_it_is_the_whole_diffe
     """The parameters myth: 2h extra parameters that are BLOOM's embedding LayerNorm are named
     as such (2 × h = 2h); any other difference is said to lie in other layers; none, no
     sentence."""
-    from alibi_viz.lesson import parameters_sentence
+    from alibi_viz_app.lesson_cursor import parameters_sentence
 
     named = parameters_sentence(1024, 1024)
     assert "1,024 more parameters" in named and "2 × 512 = 1,024" in named

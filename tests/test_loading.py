@@ -6,7 +6,6 @@ import os
 import numpy as np
 import pytest
 import torch
-from model_factory import KINDS, byte_tokenizer, save_tiny_model, tiny_model
 from transformers import BertConfig, BertModel, T5Config
 from transformers.models.bloom.modeling_bloom import build_alibi_tensor as bloom_alibi
 from transformers.models.falcon.modeling_falcon import build_alibi_tensor as falcon_alibi
@@ -16,8 +15,9 @@ from alibi_viz import assets
 from alibi_viz.alibi import alibi_slopes
 from alibi_viz.errors import ModelLoadError
 from alibi_viz.models import loading
-from alibi_viz.models.heads import attention_modules
+from alibi_viz.models.attention import attention_modules
 from alibi_viz.models.loading import describe_model, load_model, resolve_model_path
+from alibi_viz.tiny_models import KINDS, byte_tokenizer, save_tiny_model, tiny_model
 
 POSITIONAL = {"bloom": "alibi", "mpt": "alibi", "falcon": "alibi", "falcon_mq": "alibi",
               "falcon_new": "alibi", "gpt2": "learned", "llama": "rope", "gpt_neox": "rope"}
@@ -396,7 +396,7 @@ def test_disk_offload_gives_the_in_memory_maps(tmp_path):
     """device_map="auto" with almost no memory offloads the shipped model's layers to disk
     (accelerate); its attention maps and decomposition equal the in-memory run's."""
     from alibi_viz.assets import shipped_models
-    from alibi_viz.models.heads import attention_maps, score_decomposition
+    from alibi_viz.models.attention import attention_maps, score_decomposition
 
     folder = shipped_models()["alibi"]
     text = "def f(x):\n    return x * 2\n"
@@ -416,9 +416,8 @@ def test_disk_offload_gives_the_in_memory_maps(tmp_path):
 def test_position_tables_are_told_apart():
     """A GPT-2 table of zeros is no position information, one proportional to the sinusoidal
     formula is sinusoidal, a random one learned; all three still cap the input length."""
-    from model_factory import tiny_model as factory_model
-
     from alibi_viz.positional import sinusoidal_table
+    from alibi_viz.tiny_models import tiny_model as factory_model
 
     kinds = {}
     for name, fill in (("none", lambda w: w.zero_()),
@@ -500,14 +499,14 @@ def test_models_loaded_in_eight_threads_at_once_all_load(load_through):
 def test_every_model_load_goes_through_the_one_locked_loader():
     """The eight-thread test above covers the app's, the lab's and the snapshots' paths; the
     rest (training's `halve`, anything added later) is held to the same loader by reading the
-    code: no `.from_pretrained(` of a model anywhere in alibi_viz/ or app/ but the one in
+    code: no `.from_pretrained(` of a model anywhere in alibi_viz/ or alibi_viz_app/ but the one in
     models/pretrained.py (configs and tokenizers load without building a model)."""
     import ast
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[1]
     calls = []
-    for path in [*(root / "alibi_viz").rglob("*.py"), *(root / "app").rglob("*.py")]:
+    for path in [*(root / "alibi_viz").rglob("*.py"), *(root / "alibi_viz_app").rglob("*.py")]:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                     and node.func.attr == "from_pretrained"):

@@ -1,10 +1,9 @@
 """The server holds each model once, whichever pages show it."""
 
-from apptest_utils import run_app
-
 from alibi_viz import assets
 from alibi_viz.models import loading
-from app import ui
+from alibi_viz_app import ui
+from alibi_viz_app.testing import run_app
 
 
 def test_every_page_that_shows_the_shipped_alibi_model_shares_one_object(monkeypatch):

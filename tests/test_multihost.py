@@ -32,9 +32,10 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from conftest import CHROMIUM, NGINX, ROOT, wait_for_app
+from helpers import wait_for_app
 
-from alibi_viz.classroom import open_store
+from alibi_viz_app.class_store import open_store
+from alibi_viz_app.testing import CHROMIUM, NGINX, ROOT
 
 IP = shutil.which("ip") or "/usr/sbin/ip"
 REDIS = shutil.which("redis-server") or "/usr/bin/redis-server"

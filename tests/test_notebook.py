@@ -9,10 +9,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from model_factory import byte_tokenizer, tiny_model
 
 import alibi_viz
 from alibi_viz.errors import AlibiVizError
+from alibi_viz.tiny_models import byte_tokenizer, tiny_model
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "examples" / "inspect_a_model.ipynb"

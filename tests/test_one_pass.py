@@ -7,13 +7,12 @@ the body once, never the LM head; and its token cap follows one layer's maps."""
 import numpy as np
 import pytest
 import torch
-from model_factory import KINDS, byte_tokenizer, tiny_model
 
 from alibi_viz import assets
 from alibi_viz.display import stack_view
 from alibi_viz.errors import BudgetError
-from alibi_viz.models import heads
-from alibi_viz.models.heads import (
+from alibi_viz.models import attention as heads
+from alibi_viz.models.attention import (
     GRID_HOVER_CELLS,
     RECOMPUTE,
     analyze_heads,
@@ -22,6 +21,7 @@ from alibi_viz.models.heads import (
     head_statistics,
 )
 from alibi_viz.models.loading import load_model
+from alibi_viz.tiny_models import KINDS, byte_tokenizer, tiny_model
 
 TEXT = "def add(a, b):\n    return a + b  # (a + b) * 2\n" * 3
 

@@ -4,14 +4,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from alibi_viz.params import (
+from alibi_viz.positional import DEFAULT_METHODS
+from alibi_viz_app.query_params import (
     UrlParam,
     format_head_selection,
     parse_head_selection,
     parse_methods,
     parse_param,
 )
-from alibi_viz.positional import DEFAULT_METHODS
 
 HEADS = UrlParam("heads", "int", 8, 1, 128)
 MAX_BIAS = UrlParam("max_bias", "float", 8.0, 0.5, 16.0)

@@ -3,18 +3,18 @@
 import numpy as np
 import pytest
 import torch
-from model_factory import byte_tokenizer, tiny_model
 
 from alibi_viz import data
-from alibi_viz.models import reach
-from alibi_viz.models.heads import tokenize_capped
-from alibi_viz.models.reach import (
+from alibi_viz.models import context_reach as reach
+from alibi_viz.models.attention import tokenize_capped
+from alibi_viz.models.context_reach import (
     COPY_PREFIX,
     COPY_SPAN,
     context_reach,
     copy_at_distance,
     copy_sequences,
 )
+from alibi_viz.tiny_models import byte_tokenizer, tiny_model
 
 STREAM = data.heldout_ids("python", max_tokens=4000)
 

@@ -6,10 +6,10 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import run_process
-from model_factory import byte_tokenizer, save_tiny_model
+from helpers import run_process
 
 from alibi_viz.models.zoo import broken_model, tiny_model
+from alibi_viz.tiny_models import byte_tokenizer, save_tiny_model
 
 ROOT = Path(__file__).resolve().parents[1]
 FIGURE_SPEC = re.compile(r'<script type="application/json" class="figure-spec"')

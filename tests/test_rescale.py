@@ -1,17 +1,17 @@
-"""Slopes rescaled at inference (alibi_viz.models.rescale), against transformers' own bias."""
+"""Slopes rescaled at inference (alibi_viz.models.slope_scale), against transformers' own bias."""
 
 import threading
 
 import numpy as np
 import pytest
 import torch
-from model_factory import tiny_model
 from transformers.models.bloom.modeling_bloom import build_alibi_tensor
 
 from alibi_viz.errors import AlibiVizError
-from alibi_viz.models.heads import attention_maps_of_ids
-from alibi_viz.models.rescale import slope_scale
+from alibi_viz.models.attention import attention_maps_of_ids
+from alibi_viz.models.slope_scale import slope_scale
 from alibi_viz.results.rescale import interpolation_scale
+from alibi_viz.tiny_models import tiny_model
 
 IDS = list(range(3, 3 + 24))
 
@@ -86,11 +86,10 @@ def test_shipped_sweep_at_s_1_is_the_shipped_evaluation():
 def test_lab_states_the_sweeps_best_scales():
     """Section 5 of the lab states, per protocol and length, the best scale and the
     interpolation scale's change, computed from the shipped sweep."""
-    from apptest_utils import run_app
-
     from alibi_viz.assets import load_rescale_results
-    from alibi_viz.results.extrapolation import protocol_name, relative_change
+    from alibi_viz.results.evaluation import protocol_name, relative_change
     from alibi_viz.results.rescale import rescale_summary, scale_label
+    from alibi_viz_app.testing import run_app
 
     summary = rescale_summary(load_rescale_results())
     c = summary["cells"][("nonoverlapping", 1024)]

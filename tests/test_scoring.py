@@ -5,11 +5,11 @@ import math
 
 import numpy as np
 import torch
-from model_factory import tiny_model
 
-from alibi_viz.experiments import train
 from alibi_viz.models import scoring
 from alibi_viz.models.scoring import next_token_nll
+from alibi_viz.tiny_models import tiny_model
+from experiments import train
 
 
 def reference_nll(model, windows: torch.Tensor) -> torch.Tensor:

@@ -19,8 +19,8 @@ from alibi_viz.assets import (
     shipped_models,
     training_info,
 )
+from alibi_viz.models.context_reach import copy_at_distance
 from alibi_viz.models.loading import load_eval_model
-from alibi_viz.models.reach import copy_at_distance
 from alibi_viz.models.scoring import perplexity
 from alibi_viz.positional import sinusoidal_table
 
@@ -97,7 +97,7 @@ def test_the_five_models_share_every_training_setting():
 def test_sinusoidal_model_holds_the_sinusoidal_table():
     """The shipped sinusoidal model's wpe is the sinusoidal formula times SINUSOIDAL_SCALE, bit
     for bit: frozen through training."""
-    from alibi_viz.experiments.train import SINUSOIDAL_SCALE
+    from experiments.train import SINUSOIDAL_SCALE
 
     model = AutoModelForCausalLM.from_pretrained(shipped_models()["sinusoidal"],
                                                  local_files_only=True)

@@ -6,11 +6,11 @@ import torch
 
 from alibi_viz import data
 from alibi_viz.assets import load_snapshot_results, shipped_models, training_info
-from alibi_viz.experiments.snapshots import heldout_loss
 from alibi_viz.figures.training import snapshot_figure
 from alibi_viz.models.behaviour import behaviour_scores
 from alibi_viz.models.loading import describe_model, load_snapshot, snapshot_folders
 from alibi_viz.results.snapshots import SnapshotCurves
+from experiments.snapshots import heldout_loss
 
 STEPS = [0, 30, 100, 300, 600, 1000, 2000, 3000]
 

@@ -3,9 +3,9 @@
 Each session's script runs in its own thread. On a freshly started server, sessions that
 reach a lazily imported library at the same moment (pandas inside ui.table, transformers'
 lazy AutoModelForCausalLM) used to get a partially initialised module, and Streamlit's
-exception box. app/preload.py imports all of it once before any page runs.
+exception box. alibi_viz_app/preload.py imports all of it once before any page runs.
 
-The storm: a FRESH `streamlit run app/main.py`, then STORM_SESSIONS sessions over Streamlit's
+The storm: a FRESH `streamlit run alibi_viz_app/main.py`, then STORM_SESSIONS sessions over Streamlit's
 websocket (what a browser's page sends: one rerun request with its page and query string),
 every page of the app, all connected first and then asked to run at the same moment. No run
 may show an exception and the server log must hold no traceback; repeated on STORM_REPEATS
@@ -13,7 +13,7 @@ fresh servers. Websocket clients rather than chromium: 18 browsers would need mo
 machine's 2 cores, while the server sees the same messages either way.
 
 One fresh server is enough to catch the race this storm is for. Run against the app of
-93873de (before app/preload.py), every one of 11 storms of 18 sessions failed, each with 3 or 4
+93873de (before alibi_viz_app/preload.py), every one of 11 storms of 18 sessions failed, each with 3 or 4
 sessions showing pandas' or transformers' partly imported module (8 storms on 2026-12-04; 3 on
 2026-12-05, each alone on a fresh server, each with 4 sessions failing: pandas' "partially
 initialized module", transformers' AutoModelForCausalLM not importable). The other race of a class
@@ -35,8 +35,9 @@ import sys
 import time
 
 import pytest
-from conftest import ARTIFACTS, ROOT, free_port, start_streamlit, stop_streamlit
-from ws_client import run_page
+
+from alibi_viz_app.testing import ARTIFACTS, ROOT, free_port, start_streamlit, stop_streamlit
+from alibi_viz_app.ws_client import run_page
 
 pytestmark = [pytest.mark.slow, pytest.mark.deploy]
 
@@ -107,10 +108,10 @@ def test_cold_server_storm_shows_no_exception():
 # ----------------------------------------------------------------------------- lazy imports
 
 def lazy_imports() -> list[tuple[str, str, str | None]]:
-    """Every import inside a function of app/ or alibi_viz/: (where, module, name imported
+    """Every import inside a function of alibi_viz_app/ or alibi_viz/: (where, module, name imported
     from it or None). These run in session threads, possibly several at once."""
     found = []
-    for path in sorted([*(ROOT / "app").rglob("*.py"), *(ROOT / "alibi_viz").rglob("*.py")]):
+    for path in sorted([*(ROOT / "alibi_viz_app").rglob("*.py"), *(ROOT / "alibi_viz").rglob("*.py")]):
         where = str(path.relative_to(ROOT))
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -125,7 +126,7 @@ def lazy_imports() -> list[tuple[str, str, str | None]]:
 
 CHECK = """
 import json, sys
-import app.preload
+import alibi_viz_app.preload
 missing = []
 for where, module, name in json.loads(sys.stdin.read()):
     loaded = sys.modules.get(module)
@@ -143,7 +144,7 @@ print(json.dumps(sorted(set(missing))))
 
 
 def test_every_lazy_import_is_preloaded():
-    """After `import app.preload` (main.py's first statement), every module that a function
+    """After `import alibi_viz_app.preload` (main.py's first statement), every module that a function
     of the app or the library imports is complete in sys.modules and every name taken from a
     lazy module is resolved: no page's own lazy import can race another session's."""
     imports = lazy_imports()
@@ -154,13 +155,13 @@ def test_every_lazy_import_is_preloaded():
 
 
 def test_main_imports_preload_first():
-    """app/main.py's first statement imports app.preload: nothing the pages import lazily is
+    """alibi_viz_app/main.py's first statement imports alibi_viz_app.preload: nothing the pages import lazily is
     reached before every session has waited for it (a plain import elsewhere in main.py would
     let a second session reach torch or plotly while the first is still importing them)."""
-    tree = ast.parse((ROOT / "app" / "main.py").read_text(encoding="utf-8"))
+    tree = ast.parse((ROOT / "alibi_viz_app" / "main.py").read_text(encoding="utf-8"))
     first = next(node for node in tree.body
                  if not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)))
-    assert isinstance(first, ast.Import) and [a.name for a in first.names] == ["app.preload"]
+    assert isinstance(first, ast.Import) and [a.name for a in first.names] == ["alibi_viz_app.preload"]
 
 
 if __name__ == "__main__":  # a quick look: python tests/test_storm.py [SESSIONS]

@@ -11,9 +11,9 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from alibi_viz import data
 from alibi_viz.errors import AlibiVizError
-from alibi_viz.experiments import train
-from alibi_viz.experiments.evaluate import merge_results
 from alibi_viz.models.scoring import evaluate_length, evaluation_stream, perplexity
+from experiments import train
+from experiments.evaluate import merge_results
 
 TINY = dict(layers=1, heads=2, hidden=16)
 
@@ -88,7 +88,7 @@ def test_training_cli_writes_a_loadable_model(tmp_path, arch, small_corpus):
     assert model.config.vocab_size == len(tok) == data.VOCAB_SIZE
     assert info["arch"] == arch and info["train_seq_len"] == 16 and info["steps"] == 3
     assert [p["step"] for p in info["loss_curve"]] == [2, 3]
-    assert info["command"].startswith("python -m alibi_viz.train --arch " + arch)
+    assert info["command"].startswith("python -m experiments.train --arch " + arch)
     assert (out / "training.log").is_file() and "## Regenerate" in (out / "README.md").read_text()
 
 

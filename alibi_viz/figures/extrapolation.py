@@ -4,7 +4,7 @@ In the order the page uses them:
 
 * `perplexity_figure`: perplexity against evaluation length for every shipped model, one panel
   per protocol, with the training length marked (the numbers are `assets/results/
-  extrapolation.json`, read and summarised by `alibi_viz.evaluate`).
+  extrapolation.json`, read and summarised by `experiments.evaluate`).
 * `attention_pair_figure`: two attention maps side by side, each a kit panel
   (`render.image_panel`: max-pooled to at most `max_px` pixels a side, so a 4,096-token map
   costs the same as a 512-token one) with a sparse hover grid of exact values;
@@ -33,8 +33,8 @@ from alibi_viz.assets import MODEL_ORDER, model_label, results_train_seq_len, te
 from alibi_viz.errors import AlibiVizError
 from alibi_viz.figures.render import ATTENTION_COLORSCALE, causal_map_panel, explicit_colorscale
 from alibi_viz.i18n import N_, _, ngettext, number, significant
-from alibi_viz.models.heads import check_attention
-from alibi_viz.results.extrapolation import check_results, protocol_name, protocols_in, result_curve
+from alibi_viz.models.attention import check_attention
+from alibi_viz.results.evaluation import check_results, protocol_name, protocols_in, result_curve
 from alibi_viz.results.learnable_slopes import cell
 from alibi_viz.results.rescale import interpolation_scale, scale_label
 
@@ -288,9 +288,9 @@ def extrapolation_attention_figure(short, long, train_seq_len: int, layer: int, 
 # ----------------------------------------------------------------------------- context reach
 
 def check_reach(reach: dict) -> None:
-    """Raise AlibiVizError unless `reach` looks like what `python -m alibi_viz.reach` writes."""
+    """Raise AlibiVizError unless `reach` looks like what `python -m experiments.reach` writes."""
     if not isinstance(reach, dict) or not reach.get("models"):
-        raise AlibiVizError(_("No reach results: run `python -m alibi_viz.reach` to write "
+        raise AlibiVizError(_("No reach results: run `python -m experiments.reach` to write "
                               "assets/results/reach.json."))
 
 

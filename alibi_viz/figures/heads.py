@@ -43,15 +43,15 @@ from alibi_viz.figures.render import (
     wrap_text,
 )
 from alibi_viz.i18n import N_, _, ngettext, number, significant
-from alibi_viz.models.behaviour import BEHAVIOUR_TITLES, BEHAVIOURS
-from alibi_viz.models.conformance import VERDICT_TITLES
-from alibi_viz.models.heads import (
+from alibi_viz.models.attention import (
     CONTINUATION,
     DECOMPOSITION_PARTS,
     DecompositionView,
     HeadStatistics,
     check_attention,
 )
+from alibi_viz.models.behaviour import BEHAVIOUR_TITLES, BEHAVIOURS
+from alibi_viz.models.conformance import VERDICT_TITLES
 
 LABEL_MAX_TOKENS = 48        # up to this many tokens, maps are heatmaps with token labels
 GRID_TITLE_PX = 13           # panel titles of a labelled grid

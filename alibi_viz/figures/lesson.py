@@ -23,7 +23,7 @@ from alibi_viz.errors import AlibiVizError
 from alibi_viz.figures.extrapolation import MARKER_COLOR, attention_pair_figure
 from alibi_viz.figures.render import CHAR_EM, fit_texts
 from alibi_viz.i18n import _, number, significant, tokens
-from alibi_viz.models.heads import check_attention
+from alibi_viz.models.attention import check_attention
 
 
 def head_vs_bias_figure(attention, slope: float, layer: int, head: int, **kwargs) -> go.Figure:

@@ -27,7 +27,6 @@ import re
 import numpy as np
 import plotly.colors as pc
 import plotly.graph_objects as go
-from _plotly_utils.utils import convert_to_base64
 from PIL import Image
 
 from alibi_viz.display import (
@@ -347,7 +346,7 @@ def figure_spec(fig: go.Figure, width: int = PAGE_WIDTH_PX, fit: bool = True) ->
         fig.update_layout(separators=plotly_separators())
     if fit:  # fit=False: fitted already, e.g. for a projector (lesson.projector_figure)
         fit_texts(fig, width)
-        fig.update_layout(meta={"fitted_width": width})  # a phone keeps this width (app.ui)
+        fig.update_layout(meta={"fitted_width": width})  # a phone keeps this width (alibi_viz_app.ui)
     return _spec_of(fig)
 
 
@@ -421,11 +420,56 @@ def _spec_of(fig: go.Figure) -> dict:
 
 
 
+# plotly.js's typed-array spec ({"dtype", "bdata", "shape"}): the dtypes it reads, by short name.
+TYPED_ARRAY_DTYPES = {"int8": "i1", "uint8": "u1", "int16": "i2", "uint16": "u2", "int32": "i4",
+                      "uint32": "u4", "float32": "f4", "float64": "f8"}
+UNTYPED_KEYS = {"geojson", "layer", "layers", "range"}  # plotly.js reads these as plain lists
+
+
+def typed_array(value):
+    """A numpy array as plotly.js's typed-array spec, as plotly's to_dict encodes it: 64-bit
+    integers narrowed to the smallest type that holds them; an empty array, a list or another
+    dtype unchanged."""
+    if not isinstance(value, np.ndarray) or value.size == 0:
+        return value
+    if value.dtype.kind in "iu" and value.dtype.itemsize == 8:
+        low, high = value.min(), value.max()
+        signed = value.dtype.kind == "i"
+        for bits in (8, 16, 32):
+            info = np.iinfo(f"{'int' if signed else 'uint'}{bits}")
+            if info.min <= low and high <= info.max:
+                value = value.astype(info.dtype)
+                break
+        else:
+            return value
+    short = TYPED_ARRAY_DTYPES.get(str(value.dtype))
+    if short is None:
+        return value
+    spec = {"dtype": short, "bdata": base64.b64encode(np.ascontiguousarray(value)).decode("ascii")}
+    if value.ndim > 1:
+        spec["shape"] = str(value.shape)[1:-1]
+    return spec
+
+
+def _encode_arrays(tree) -> None:
+    if isinstance(tree, dict):
+        for key, value in tree.items():
+            if key in UNTYPED_KEYS:
+                continue
+            if isinstance(value, np.ndarray):
+                tree[key] = typed_array(value)
+            else:
+                _encode_arrays(value)
+    elif isinstance(tree, list | tuple):
+        for value in tree:
+            _encode_arrays(value)
+
+
 def sendable(spec: dict) -> dict:
     """`spec` copied (containers only) with its numeric arrays base64-encoded, as plotly's
     to_dict hands a figure to plotly.js."""
     spec = _copy_tree(spec)
-    convert_to_base64(spec)
+    _encode_arrays(spec)
     return spec
 
 

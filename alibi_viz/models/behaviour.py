@@ -38,7 +38,7 @@ import numpy as np
 from alibi_viz.alibi import implied_attention_map
 from alibi_viz.errors import AlibiVizError
 from alibi_viz.i18n import N_, _, number
-from alibi_viz.models.heads import (
+from alibi_viz.models.attention import (
     attention_maps,
     attention_maps_of_ids,
     check_attention,

@@ -144,9 +144,3 @@ def read(folder) -> np.ndarray | None:
     """(layers, heads) slopes of a saved model folder's config.json, or None."""
     value = json.loads((Path(folder) / "config.json").read_text()).get(CONFIG_KEY)
     return None if value is None else np.asarray(value, dtype=np.float64)
-
-
-if __name__ == "__main__":  # the command `make models` and the results record: the experiment
-    import runpy  # runs the program by name: the hook does not import the experiment above it
-
-    runpy.run_module("alibi_viz.experiments.learnable_slopes", run_name="__main__")

@@ -196,7 +196,7 @@ def _inside(path: str, root: str) -> bool:
 
 def _custom_paths_on(allow_custom: bool | None = None) -> bool:
     """Whether folders other than the shipped models may be loaded: `allow_custom` when given
-    (the app decides it from where its server listens, see app/ui.py), else the environment:
+    (the app decides it from where its server listens, see alibi_viz_app/ui.py), else the environment:
     `ALIBI_VIZ_ALLOW_CUSTOM_PATHS=0` turns them off; unset, the library allows them."""
     return bool(allow_custom) if allow_custom is not None else not _env_flag_off(ALLOW_CUSTOM_ENV)
 
@@ -573,7 +573,7 @@ def load_eval_model(folder: Path, for_attentions: bool = False):
 
 
 # A shipped model's training snapshots: assets/models/<name>/snapshots/step-<N>/ (saved by
-# `python -m alibi_viz.train --snapshots STEPS`; Model heads steps through them).
+# `python -m experiments.train --snapshots STEPS`; Model heads steps through them).
 SNAPSHOT_PREFIX = "step-"
 
 

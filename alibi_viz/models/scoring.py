@@ -13,7 +13,7 @@ distinguishes (Press et al. 2021, section 4 and appendix B):
 
 `next_token_nll` is the one place a model's predictions are scored against its text: training
 (`experiments.train.lm_loss`), the perplexity here (the lab's live runs and `python -m
-alibi_viz.evaluate`), the copy and context-reach measurements (`models.reach`) and head
+experiments.evaluate`), the copy and context-reach measurements (`models.reach`) and head
 ablation all use it. Perplexity is exp(mean negative log-likelihood per token); tokens are
 bytes in the shipped models.
 """
@@ -31,7 +31,7 @@ from alibi_viz import data
 from alibi_viz.alibi import check_int, check_seq_len
 from alibi_viz.errors import AlibiVizError
 from alibi_viz.i18n import _, number
-from alibi_viz.results.extrapolation import CHUNKS, DEFAULT_STRIDE, LENGTHS, PROTOCOLS
+from alibi_viz.results.evaluation import CHUNKS, DEFAULT_STRIDE, LENGTHS, PROTOCOLS
 
 NONOVERLAPPING_TOKENS = 16384  # 4 windows at 4096
 SLIDING_TOKENS = 512  # scored tokens per kind; each costs length / stride forward tokens
@@ -181,7 +181,7 @@ def evaluate_length(model, length: int, protocol: str = "nonoverlapping",
                     max_length: int = max(LENGTHS), progress=None, kind: str = "python") -> dict:
     """One cell of extrapolation-<kind>.json, computed live: perplexity of `model` on the
     held-out text of `kind` at `length` under `protocol`, on the same targets as `python -m
-    alibi_viz.evaluate` (tokens defaults to NONOVERLAPPING_TOKENS or SLIDING_TOKENS). Returns
+    experiments.evaluate` (tokens defaults to NONOVERLAPPING_TOKENS or SLIDING_TOKENS). Returns
     perplexity()'s dict.
     """
     if tokens is None:

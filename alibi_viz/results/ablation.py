@@ -1,4 +1,4 @@
-"""What `python -m alibi_viz.models.ablation` found, read back from
+"""What `python -m experiments.ablation` found, read back from
 assets/results/ablation.json: how much each head's silencing costs beside its slope, as the
 numbers Model heads states. Plain Python and numpy, no torch."""
 

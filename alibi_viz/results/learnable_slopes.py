@@ -1,5 +1,5 @@
 """What the learnable-slope comparison found: the shipped variant's results
-(assets/results/learnable-slopes.json, written by `alibi_viz.experiments.learnable_slopes`)
+(assets/results/learnable-slopes.json, written by `experiments.learnable_slopes`)
 read back, and the sentences the pages and the model card say about them. No torch."""
 
 from __future__ import annotations

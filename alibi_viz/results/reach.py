@@ -1,5 +1,5 @@
-"""What `python -m alibi_viz.reach` found, read back from assets/results/reach.json: a
-context-reach curve as `alibi_viz.models.reach.context_reach` measures it (where the loss is
+"""What `python -m experiments.reach` found, read back from assets/results/reach.json: a
+context-reach curve as `alibi_viz.models.context_reach.context_reach` measures it (where the loss is
 lowest and where it settles), and the sentences written from the shipped curves and from a
 text's attention beyond a distance. Plain Python and numpy, no torch."""
 
@@ -13,7 +13,7 @@ import numpy as np
 from alibi_viz.alibi import half_life
 from alibi_viz.assets import model_label
 from alibi_viz.i18n import _, number, percent, significant, small_percent, tokens
-from alibi_viz.results.extrapolation import signed
+from alibi_viz.results.evaluation import signed
 
 
 @dataclass

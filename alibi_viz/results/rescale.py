@@ -1,4 +1,4 @@
-"""What `python -m alibi_viz.models.rescale` found, read back from
+"""What `python -m experiments.rescale` found, read back from
 assets/results/rescale.json: the shipped ALiBi model's perplexity and reach with every slope
 multiplied by s, and the sentences written from it. Plain Python and numpy, no torch."""
 
@@ -8,7 +8,7 @@ from alibi_viz import paper
 from alibi_viz.assets import text_kind_in_sentence
 from alibi_viz.errors import AlibiVizError
 from alibi_viz.i18n import _, significant
-from alibi_viz.results.extrapolation import relative_change
+from alibi_viz.results.evaluation import relative_change
 from alibi_viz.results.reach import ReachResult
 
 

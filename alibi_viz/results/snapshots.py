@@ -1,4 +1,4 @@
-"""What `python -m alibi_viz.snapshots` measured of the shipped ALiBi model's training
+"""What `python -m experiments.snapshots` measured of the shipped ALiBi model's training
 snapshots, read back from assets/results/snapshots.json: each head's behaviour scores and the
 held-out loss per kind of text at every snapshot step, and when the copying head formed.
 Plain Python and numpy, no torch."""
@@ -27,7 +27,7 @@ class SnapshotCurves:
     @classmethod
     def from_dict(cls, results: dict) -> SnapshotCurves:
         if not results.get("steps"):
-            raise AlibiVizError("No snapshot results: run `python -m alibi_viz.snapshots`.")
+            raise AlibiVizError("No snapshot results: run `python -m experiments.snapshots`.")
         return cls(np.array(results["steps"]),
                    {b: np.array(v, dtype=float) for b, v in results["scores"].items()},
                    {k: np.array(v, dtype=float) for k, v in results["heldout_loss"].items()})

@@ -1,0 +1,485 @@
+"""Small Streamlit helpers shared by the pages: URL state, figures, downloads.
+
+Only display code lives here; everything a page shows is computed in `alibi_viz`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import inspect
+import json
+import os
+import threading
+import time
+
+import numpy as np
+import plotly.graph_objects as go
+import streamlit as st
+from streamlit.runtime.scriptrunner import add_script_run_ctx, get_script_run_ctx
+
+from alibi_viz import i18n
+from alibi_viz.errors import AlibiVizError
+from alibi_viz.figures.extrapolation import perplexity_figure, reach_figure
+from alibi_viz.figures.lesson import projector_figure
+from alibi_viz.figures.render import PAGE_WIDTH_PX, figure_spec, sendable, with_toolbar_room
+from alibi_viz.i18n import _
+from alibi_viz_app.query_params import UrlParam, parse_param
+
+STATE_KEYS = "_url_state_keys"  # widget keys registered by seed_from_url
+PLOT_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
+
+
+def _seeded_flag(prefix: str) -> str:
+    return f"_{prefix}_seeded"
+
+
+def first_visit(prefix: str) -> bool:
+    """True until `seed_from_url(prefix, ...)` has run in this session: the page's first run,
+    when its controls still come from the URL."""
+    return not st.session_state.get(_seeded_flag(prefix))
+
+
+def seed_from_url(prefix: str, specs: list[UrlParam]) -> bool:
+    """Set each control's state from the URL on a session's first visit to the page.
+
+    Widget keys are f"{prefix}_{name}". Bad URL values fall back to defaults with a visible
+    warning. The keys are registered for `keep_page_state`, which carries their values across
+    visits to other pages. Returns True on that first visit (the values just came from the URL).
+    """
+    flag = _seeded_flag(prefix)
+    keys = [f"{prefix}_{spec.name}" for spec in specs]
+    seeding = first_visit(prefix)
+    if seeding:
+        warnings = []
+        for spec, key in zip(specs, keys, strict=True):
+            value, warning = parse_param(spec, st.query_params.get_all(spec.name) or None)
+            st.session_state[key] = value
+            if warning:
+                warnings.append(warning)
+        st.session_state[flag] = True
+        st.session_state[f"_{prefix}_url_warnings"] = warnings
+        st.session_state[STATE_KEYS] = [*st.session_state.get(STATE_KEYS, []), *keys]
+    for spec, key in zip(specs, keys, strict=True):
+        if key not in st.session_state:
+            st.session_state[key] = spec.default
+    return seeding
+
+
+def keep_page_state() -> None:
+    """Keep every page's controls while another page is shown (main.py calls this each run).
+
+    Streamlit deletes the state of widgets that a run does not draw, so visiting another page
+    would reset a page's controls. Assigning a key to itself at the start of every run hands
+    its value to Session State for that run, so it survives: Streamlit's documented way to
+    carry widget values between pages.
+    """
+    for key in st.session_state.get(STATE_KEYS, []):
+        if key in st.session_state:
+            st.session_state[key] = st.session_state[key]
+
+
+def show_url_warnings(prefix: str) -> None:
+    """Show (once) the warnings collected when the URL was read."""
+    for warning in st.session_state.pop(f"_{prefix}_url_warnings", []):
+        st.warning(_("URL parameter ignored: {warning}").format(warning=warning), icon="⚠️")
+
+
+def labels(options, label=None):
+    """A widget's format_func whose texts are written now, in this run's language: `options`
+    a {value: English name} table (the names are translated) or any values with `label(value)`
+    writing each. Streamlit and AppTest may call a format_func later, outside the script
+    thread where the run's language is set, so it must not translate by itself."""
+    if label is None:
+        texts = {value: _(name) for value, name in options.items()}
+    else:
+        texts = {value: label(value) for value in options}
+    return texts.__getitem__
+
+
+LANG_PARAM = UrlParam("lang", "choice", i18n.DEFAULT_LANGUAGE, choices=tuple(i18n.LANGUAGES))
+LANG_KEY = "app_lang"  # the sidebar switch's key
+
+
+def choose_language() -> str:
+    """Set this run's language and draw the switch. main.py calls it first thing in every run.
+
+    The session's first run takes the URL's `lang`, else the browser's Accept-Language, else
+    English; after that the sidebar switch decides, and `write_url` keeps it in the URL, so a
+    shared link opens in the same language. A bad `lang` falls back with a warning.
+    """
+    if LANG_KEY not in st.session_state:
+        raw = st.query_params.get_all("lang") or None
+        value, warning = parse_param(LANG_PARAM, raw)
+        if raw is None:
+            value = i18n.negotiate(st.context.headers.get("Accept-Language")) or value
+        st.session_state[LANG_KEY] = value
+        st.session_state["_lang_warning"] = warning
+    else:  # a widget's value survives a run that does not draw it only if handed back
+        st.session_state[LANG_KEY] = st.session_state[LANG_KEY]
+    with st.sidebar:
+        # The label names the switch in all three languages: a reader who cannot read the
+        # current one can still find it.
+        st.selectbox("Language · Idioma · Язык", list(i18n.LANGUAGES), key=LANG_KEY,
+                     format_func=i18n.LANGUAGES.get)
+    language = i18n.set_language(st.session_state[LANG_KEY])
+    if warning := st.session_state.pop("_lang_warning", None):
+        st.warning(_("URL parameter ignored: {warning}").format(warning=warning), icon="⚠️")
+    return language
+
+
+@contextlib.contextmanager
+def question(text: str):
+    """Predict, then reveal: the question in bold, and under it a closed "Answer" box; what
+    the block writes goes into the box, so a student predicts before opening it."""
+    st.markdown(_("**Question.** {question}").format(question=text))
+    with st.expander(_("Answer"), icon=":material/visibility:"):
+        yield
+
+
+def write_url(values: dict) -> None:
+    """Mirror the page's controls in the URL so it can be shared (only when something changed).
+    The language rides along when it is not English."""
+    wanted = {k: str(v) for k, v in values.items() if v is not None}
+    if (lang := i18n.get_language()) != i18n.DEFAULT_LANGUAGE:
+        wanted["lang"] = lang
+    current = {k: st.query_params.get_all(k) for k in st.query_params}
+    if current != {k: [v] for k, v in wanted.items()}:
+        st.query_params.from_dict(wanted)
+
+
+def set_url_value(name: str, value) -> None:
+    """Set one value of the shareable URL (a fragment's own control: the rest of the URL
+    was written by the page's last full run and stays)."""
+    if st.query_params.get(name) != str(value):
+        st.query_params[name] = str(value)
+
+
+class Ready(go.Figure):
+    """A figure dict (`render.figure_spec`) handed to st.plotly_chart as it is: Streamlit runs
+    a plain dict through plotly's full validation on every rerun, and asks a Figure only for
+    to_dict(). Display only: it holds no traces of its own."""
+
+    def __init__(self, spec: dict):
+        super().__init__()
+        self._spec = spec
+
+    def to_dict(self) -> dict:
+        return sendable(self._spec)
+
+
+def ready(fig):
+    """What st.plotly_chart should get for `fig`, a figure or a figure dict (see `Ready`); a
+    figure dict fitted to a page gets a strip at its top for the chart's toolbar
+    (`render.with_toolbar_room`)."""
+    return Ready(with_toolbar_room(fig)) if isinstance(fig, dict) else fig
+
+
+def cached_figure(max_entries: int = 16, width: int | None = None):
+    """Decorator for a page's figure builder (a function returning a plotly Figure): the one
+    way a figure reaches a page. Calling the decorated builder returns the figure cached per
+    language (st.cache_data, `max_entries` per builder), its texts fitted to the page, or to
+    `width` px for a figure in a column (`render.figure_spec`), as `show_figure` takes it.
+
+    The builder's own arguments are the cache key, except those named with a leading `_`
+    (Streamlit's rule: pass a hashed key beside them). The language and the number format
+    are set here, once, so no call site can show an unfitted or wrongly localised figure.
+    `projector=True` (a keyword of the decorated builder) gives the lesson's projector version
+    instead (`figures.lesson.projector_figure`), cached apart."""
+    def decorate(build):
+        def cached(lang, projector, *args, **kwargs):
+            fig = build(*args, **kwargs)
+            if projector:
+                return figure_spec(projector_figure(fig), fit=False)
+            return figure_spec(fig, **({"width": width} if width else {}))
+
+        # Streamlit keys a cache by the function's module and qualified name (and source, here
+        # always this wrapper's), and hashes the arguments by the names in its signature: both
+        # are the builder's, plus `lang`. Page scripts all run as __main__, so the builder's
+        # file and line make its name unique.
+        signature = inspect.signature(build)
+        cached.__signature__ = signature.replace(parameters=[
+            inspect.Parameter("lang", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+            inspect.Parameter("projector", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+            *signature.parameters.values()])
+        code = build.__code__
+        cached.__module__ = build.__module__
+        cached.__qualname__ = f"{build.__qualname__}@{code.co_filename}:{code.co_firstlineno}"
+        cached = st.cache_data(max_entries=max_entries, show_spinner=False)(cached)
+
+        @functools.wraps(build)
+        def figure(*args, projector: bool = False, **kwargs) -> dict:
+            return cached(i18n.get_language(), bool(projector), *args, **kwargs)
+
+        figure.clear = cached.clear
+        return figure
+    return decorate
+
+
+# The shipped results' figures, which the Extrapolation lab and the Lesson both show: one cache
+# entry for both pages.
+@cached_figure(max_entries=8)
+def perplexity_fig(results: dict, protocols: tuple | None = None):
+    return perplexity_figure(results, protocols=protocols)
+
+
+@cached_figure(max_entries=4)
+def reach_fig(reach: dict, train_seq_len: int):
+    return reach_figure(reach, train_seq_len)
+
+
+def show_figure(fig, filename: str, key: str | None = None, width: int | None = None) -> None:
+    """st.plotly_chart of a figure dict from a `cached_figure` builder, or of a plotly Figure
+    built on the spot (fitted here to the page, or to `width` px for a column), with a modebar
+    that saves a 2x PNG named `filename`."""
+    if not isinstance(fig, dict):
+        fig = figure_spec(fig, **({"width": width} if width else {}))
+    config = {**PLOT_CONFIG, **i18n.plotly_locale(),
+              "toImageButtonOptions": {**PLOT_CONFIG["toImageButtonOptions"], "filename": filename}}
+    with figure_box(fig, key or filename):
+        st.plotly_chart(ready(fig), width="stretch", config=config, key=key, theme=None)
+
+
+def figure_box(spec: dict, key: str):
+    """Where a chart of figure dict `spec` goes: for a figure fitted to a page's width, a
+    container (key WIDE + `key`) that a phone scrolls sideways (WIDE_CSS); else none."""
+    if fitted_width(spec) > PHONE_WIDTH_PX:
+        return st.container(key=f"{WIDE}{key}")
+    return contextlib.nullcontext()
+
+
+WIDE = "wide_figure_"  # key prefix of the container of a figure fitted to the page's width
+# On a screen as narrow as a phone's, a figure whose texts were fitted to the page's width keeps
+# that width and scrolls sideways: squeezed to 360 px its titles, legends and tick labels ran
+# into each other, and fitted to 360 px its panels had no room (both measured at 390 px).
+PHONE_WIDTH_PX = 400
+WIDE_CSS = (f"@media (max-width: 640px) {{ [class*='st-key-{WIDE}'] {{ overflow-x: auto; }} "
+            f"[class*='st-key-{WIDE}'] [data-testid='stElementContainer'] "
+            f"{{ min-width: {PAGE_WIDTH_PX}px; }} }}")  # Streamlit sizes the plot to it
+# On a phone, a box that scrolls sideways (a wide figure's, a table's) shows a scrollbar that
+# stays in sight: a phone's own is drawn only while a finger scrolls, and Streamlit makes every
+# scrollbar transparent (scrollbar-color) but under the pointer, so a figure's title or a
+# table's header cut at the screen's edge looked merely cut. Chrome draws a styled
+# ::-webkit-scrollbar, taking room, once scrollbar-width and scrollbar-color are back to auto.
+SCROLLERS = f"[class*='st-key-{WIDE}'], [data-testid='stTable'] > div"
+SCROLLBAR_CSS = (f"@media (max-width: 640px) {{ :is({SCROLLERS}) "
+                 f"{{ scrollbar-width: auto; scrollbar-color: auto; }} "
+                 f":is({SCROLLERS})::-webkit-scrollbar {{ height: 10px; }} "
+                 f":is({SCROLLERS})::-webkit-scrollbar-thumb "
+                 f"{{ background: #8a8886; border-radius: 5px; }} "  # grey on a light track
+                 f":is({SCROLLERS})::-webkit-scrollbar-track {{ background: #e8e8e8; }} }}")
+# On a phone a wide figure's right end, where plotly puts its toolbar, is out of sight: there
+# the toolbar sits at the left end of the strip `render.with_toolbar_room` keeps for it.
+MODEBAR_CSS = (f"@media (max-width: 640px) {{ [class*='st-key-{WIDE}'] .modebar "
+               f"{{ right: auto !important; left: 2px !important; }} }}")
+# A markdown table's cell breaks a long word where it must (st.table's scroll instead): unbroken,
+# a model's folder path widened /inspect's model table past a phone's screen, cut there with no
+# scrollbar (in a checkout at /tmp/fc.PHM5/p, 8 px too wide at 390 px).
+TABLE_CSS = "[data-testid='stMarkdownContainer'] td { overflow-wrap: anywhere; }"
+# Captions in a grey that reads at the back of a room: Streamlit's own (the text colour at 60%
+# opacity, #828180 on white) is 3.9:1 on white and 3.7:1 on a code span's #fafafa, under WCAG
+# AA's 4.5:1 for small text (axe-core's color-contrast rule); this one, opaque, is 6.4:1 on
+# white and 5.7:1 on the sidebar's #f0f2f6.
+CAPTION_COLOR = "#5f5e5c"
+READABLE_CSS = f"[data-testid='stCaptionContainer'] {{ color: {CAPTION_COLOR}; opacity: 1; }}"
+
+
+# On a touch screen a swipe that starts on a chart scrolls the page: each chart is drawn with
+# no drag mode (plotly's dragmode false), so plotly leaves the finger to the browser; a tap
+# still shows a value, and the chart's toolbar (zoom or pan) turns exploring on for that chart
+# until the page draws it anew. With a drag mode, a vertical swipe zoomed the chart ("double
+# click to reset") and the page did not move (measured at 390x844 with touch emulation).
+# A mouse keeps drag-to-zoom. Run once per browser tab (st.html with its script).
+TOUCH_JS = """<script>
+(() => {
+  if (window.__alibiVizTouch || !window.matchMedia('(pointer: coarse)').matches) return;
+  window.__alibiVizTouch = true;
+  // A figure as the page sent it has no drag mode of its own (plot.layout.dragmode undefined):
+  // set none. One the toolbar set ('zoom', 'pan') or this script set (false) is left alone.
+  const calm = (plot) => {
+    if (plot.layout && plot.layout.dragmode === undefined && window.Plotly)
+      window.Plotly.relayout(plot, {dragmode: false});
+  };
+  const watch = (plot) => {
+    if (plot.__alibiVizWatched || !plot.on) return;
+    plot.__alibiVizWatched = true;
+    plot.on('plotly_afterplot', () => calm(plot));  // drawn anew by a rerun (Plotly.react)
+    calm(plot);
+  };
+  // One scan a frame at most: a rerun adds hundreds of nodes, each a mutation record
+  let queued = false;
+  const scan = () => {
+    queued = false;
+    document.querySelectorAll('.js-plotly-plot').forEach(watch);
+  };
+  new MutationObserver(() => {
+    if (!queued) { queued = true; requestAnimationFrame(scan); }
+  }).observe(document.body, {childList: true, subtree: true});
+  scan();
+})();
+</script>"""
+
+
+def fitted_width(spec: dict) -> int:
+    """The width a figure dict's texts were fitted to (`render.figure_spec` records it)."""
+    return int(spec.get("layout", {}).get("meta", {}).get("fitted_width", PAGE_WIDTH_PX))
+
+
+def table(rows: list[dict], **kwargs) -> None:
+    """A plain table (st.table: no data-grid bundle to download) of `rows`, whose keys are
+    English column names marked for translation: the headers in the current language, whole
+    numbers with the language's grouping, other numbers with 4 significant digits and its
+    decimal mark (written here as text: a pandas Styler doing the same costs 50 ms a rerun)."""
+    import pandas as pd
+
+    from alibi_viz.i18n import formatted, significant
+
+    def cell(value):
+        if isinstance(value, (bool, str)) or value is None:
+            return value
+        if isinstance(value, (int, np.integer)):
+            return formatted(int(value), ",")
+        return significant(float(value), 4)
+
+    frame = pd.DataFrame([{_(key): cell(value) for key, value in row.items()} for row in rows])
+    st.table(frame, border="horizontal", hide_index=True, **kwargs)
+
+
+class StepProgress:
+    """A progress bar moved by a long computation's own steps (a model run's layers), also
+    from inside a cached function: `with StepProgress(label) as progress:` then pass
+    `progress` as the computation's progress(done, total) callback; label(done, total) is the
+    bar's text. The bar appears once the first step is done and is gone after the block.
+
+    An element called inside a cached function is recorded to be replayed on cache hits, and
+    one on a placeholder made outside the function cannot be (CacheReplayClosureError). So the
+    callback only notes the step, and a thread of this session (add_script_run_ctx, as
+    Streamlit's multithreading guide describes) draws it every 0.1 s."""
+
+    def __init__(self, label):
+        self.label = label
+        self.step = None  # (done, total, text), written by the callback
+        self.slot = st.empty()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._draw, daemon=True)
+        add_script_run_ctx(self._thread, get_script_run_ctx())
+
+    def __call__(self, done: int, total: int) -> None:
+        # the text is made here, in the script's thread, which knows the page's language
+        self.step = (done, total, self.label(done, total))
+
+    def _draw(self) -> None:
+        shown = None
+        while not self._stop.wait(0.1):
+            step = self.step
+            if step is not None and step != shown and step[1]:
+                shown = step
+                self.slot.progress(min(1.0, step[0] / step[1]), text=step[2])
+
+    def __enter__(self) -> StepProgress:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.slot.empty()
+
+
+def failure_message(exc: Exception) -> str:
+    """What to tell the visitor when a model run failed: the library's own sentence for bad
+    input (AlibiVizError), else one plain sentence (the traceback stays in the server log)."""
+    if isinstance(exc, AlibiVizError):
+        return str(exc)
+    return _("The model could not run on this text ({kind}). Try fewer tokens (sidebar), or "
+             "reload the page.").format(kind=type(exc).__name__)
+
+
+LOOPBACK = {"localhost", "127.0.0.1", "::1"}
+
+
+def server_is_local() -> bool:
+    """True when Streamlit's server.address is a loopback name (`make run` passes localhost).
+    Unset means Streamlit listens on every interface, so it counts as shared."""
+    address = str(st.config.get_option("server.address") or "").strip().strip("[]").lower()
+    return address in LOOPBACK
+
+
+def custom_paths_allowed() -> bool:
+    """Whether visitors may load folders and cached models other than the shipped ones.
+
+    Safe by default when shared: an operator's explicit ALIBI_VIZ_ALLOW_CUSTOM_PATHS (1 or 0)
+    decides; else a model root (ALIBI_VIZ_MODEL_ROOT) allows folders inside it; else only a
+    server listening on loopback allows them.
+    """
+    import os
+
+    from alibi_viz.models.loading import ALLOW_CUSTOM_ENV, MODEL_ROOT_ENV
+
+    setting = os.environ.get(ALLOW_CUSTOM_ENV, "").strip().lower()
+    if setting in ("1", "true", "yes", "on"):
+        return True
+    if setting in ("0", "false", "no", "off"):
+        return False
+    return bool(os.environ.get(MODEL_ROOT_ENV, "").strip()) or server_is_local()
+
+
+def cached_model(path: str, stamp: tuple | None = None):
+    """Load a model once for all sessions and pages: (model, tokenizer, info).
+
+    One cache entry per folder and files' stamp (`model_stamp`, taken here when not given), so
+    every page that shows the shipped ALiBi model holds the same object. A folder whose files
+    changed is loaded (and checked) again instead of served stale."""
+    path = os.path.realpath(path)  # one key whichever way a page names the folder
+    stamp = model_stamp(path) if stamp is None else stamp
+    with st.spinner(_("Loading the model...")):
+        return _cached_model(path, stamp)
+
+
+@st.cache_resource(max_entries=4, show_spinner=False)
+def _cached_model(path: str, stamp: tuple):
+    """See `cached_model`. The serving policy (`custom_paths_allowed`) is fixed for a server's
+    life, so it is read here rather than keyed; the loader checks the path against it again."""
+    from alibi_viz.models.loading import load_model
+
+    return load_model(path, allow_custom=custom_paths_allowed())
+
+
+def model_stamp(path: str) -> tuple:
+    """(name, size, mtime) of the files in a model folder: the cache key of `cached_model`."""
+    from pathlib import Path
+
+    folder = Path(path)
+    if not folder.is_dir():
+        return ()
+    return tuple(sorted((f.name, f.stat().st_size, f.stat().st_mtime_ns)
+                        for f in folder.iterdir() if f.is_file()))
+
+
+TIMING_LOG_ENV = "ALIBI_VIZ_TIMING_LOG"  # a file: one JSON line per run (bench/bench_load.py)
+
+
+@contextlib.contextmanager
+def timed_run(page: str):
+    """With ALIBI_VIZ_TIMING_LOG set, append one JSON line per script run to that file: which
+    replica (ALIBI_VIZ_REPLICA, else the port) and session ran which page, its wall time and the
+    script thread's CPU time. The server's own cost of a rerun, apart from any browser's; the
+    load bench and the deployment tests read it. Costs nothing when the variable is unset."""
+    path = os.environ.get(TIMING_LOG_ENV)
+    if not path:
+        yield
+        return
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    wall, cpu = time.perf_counter(), time.thread_time()
+    try:
+        yield
+    finally:
+        ctx = get_script_run_ctx()
+        line = {"t": time.time(), "page": page or "bias",
+                "replica": os.environ.get("ALIBI_VIZ_REPLICA") or str(st.get_option("server.port")),
+                "pid": os.getpid(), "session": ctx.session_id if ctx else None,
+                "wall_s": round(time.perf_counter() - wall, 6),
+                "cpu_s": round(time.thread_time() - cpu, 6)}
+        with open(path, "a", encoding="utf-8") as f:  # one short write per line: atomic append
+            f.write(json.dumps(line) + "\n")
