@@ -280,3 +280,37 @@ def test_attention_pair_panels_have_the_colours_their_bar_shows():
         assert_pixel_reads_like_the_bar(pixels[-1, 0], axis, 0.0)
     shades = [bar_color(axis, value) for value in np.linspace(0.0, 0.5, 11)]
     assert min(shades, key=sum) is shades[-1]  # most attention: the darkest blue
+
+
+def test_sendable_encodes_arrays_as_plotly_itself_does():
+    """`sendable` writes the typed-array spec plotly.js reads exactly as plotly's own encoder
+    (_plotly_utils.utils.convert_to_base64, the reference here) does, for every dtype a figure
+    can hold: 64-bit integers narrowed, floats kept, 2-D shapes, empty and other arrays left
+    alone, and the keys plotly.js reads as lists (range) untouched."""
+    import copy
+
+    from _plotly_utils.utils import convert_to_base64  # plotly's private encoder: the reference
+    from plotly.io.json import to_json_plotly
+
+    from alibi_viz.figures.render import sendable
+
+    rng = np.random.default_rng(0)
+    arrays = {
+        "f8": rng.normal(size=7), "f4": rng.normal(size=(3, 4)).astype(np.float32),
+        "f2": np.ones(3, dtype=np.float16), "i8small": np.arange(-5, 5),
+        "i8mid": np.arange(-300, 300, 7), "i8big": np.array([0, 2**40]),
+        "i8wide": np.array([-2**20, 2**20]), "u8": np.array([1, 70000], dtype=np.uint64),
+        "u1": np.arange(9, dtype=np.uint8), "empty": np.zeros(0), "bool": np.array([True, False]),
+        "text": np.array(["a", "b"]), "range": np.array([0.0, 1.0]),
+    }
+    spec = {"data": [{"type": "heatmap", **arrays, "nested": {"z": arrays["f4"]}}],
+            "layout": {"xaxis": {"range": np.array([0.0, 1.0])}}}
+    reference = copy.deepcopy(spec)
+    convert_to_base64(reference)
+    ours = sendable(spec)
+
+    # What reaches the browser: the same JSON (an array plotly's encoder leaves alone, such as
+    # bool or text, becomes the same JSON list whatever its numpy dtype).
+    assert to_json_plotly(ours) == to_json_plotly(reference)
+    assert "bdata" in to_json_plotly(ours)
+    assert isinstance(spec["data"][0]["f8"], np.ndarray)  # the spec given is not changed
