@@ -458,3 +458,115 @@ def test_every_class_message_is_in_the_pages_language(class_store, monkeypatch, 
         opened = run_app("lesson", {"class": "new", "lang": lang})
     assert opened.error[0].value.startswith(
         {"es": "Este navegador ya tiene", "ru": "В этом браузере уже идут"}[lang])
+
+
+def test_a_class_of_students_who_do_what_students_do(class_store, monkeypatch):
+    """A Spanish teacher and seven students, each a browser of their own (their class cookie):
+    one moves the slope before answering, one leaves the class and comes back by the link,
+    one reloads, one answers in two tabs, one presses the clicker's keys, one opens
+    ?class=new first, one answers after the reveal. On two questions every answer is counted
+    exactly once (each browser's last one) or refused with a sentence; then the teacher ends
+    the class and every page still open says so."""
+    from collections import Counter
+
+    from app import class_view
+
+    browser = {"id": ""}
+    monkeypatch.setattr(class_view, "cookies", lambda: {class_view.COOKIE: browser["id"]})
+
+    def open_as(who: str, params: dict):
+        browser["id"] = f"{who:x<24}"
+        at = run_app("lesson", params)
+        assert not at.exception
+        return at
+
+    given, finals, refused = [], {}, []
+
+    def answer(at, who: str, choice: str) -> None:
+        answer_radio(at).set_value(choice).run()
+        assert not at.exception
+        given.append(who)
+        if at.error:
+            refused.append(at.error[0].value)
+        else:
+            finals[who] = choice
+
+    t = open_as("teacher", {"class": "new", "step": "1", "present": "1", "lang": "es"})
+    code = t.query_params["class"]
+    link = {"class": code}
+
+    ana = open_as("ana", link)
+    ana.select_slider(key="ls_s1_slope").set_value(0.5).run()  # explores before answering
+    answer(ana, "ana", "less")
+    boris = open_as("boris", link | {"lang": "ru"})
+    answer(boris, "boris", "less")
+    boris.button(key="cls_leave").click().run()
+    boris = open_as("boris", link | {"lang": "ru"})  # back by the link: his answer is there
+    assert answer_radio(boris).value == "less"
+    answer(boris, "boris", "more")
+    carla = open_as("carla", link)
+    answer(carla, "carla", "same")
+    carla = open_as("carla", link)  # a reload
+    assert answer_radio(carla).value == "same"
+    dima_1, dima_2 = open_as("dima", link), open_as("dima", link)  # two tabs
+    answer(dima_1, "dima", "less")
+    answer(dima_2, "dima", "more")
+    eva = open_as("eva", link)
+    # a follower's page has no clicker: its keys move nothing
+    assert not [b for b in eva.button if b.key and b.key.startswith(("ls_key_", "ls_next"))]
+    assert not [h for h in eva.get("html") if "ls_key_next" in h.proto.body]
+    answer(eva, "eva", "more")
+    felix = open_as("felix", {"class": "new"})  # a new room of his own, then the class
+    assert felix.query_params["class"] != code
+    felix = open_as("felix", link)
+    answer(felix, "felix", "more")
+    gina = open_as("gina", link)  # reads the question, answers too late
+
+    t.run()
+    from alibi_viz.i18n import translations
+
+    live = translations("es").ngettext("{n} answered", "{n} answered", 6).format(n=6)
+    assert f'<div class="cls-count">{live}</div>' in texts(t)
+    t.button(key="cls_reveal_1").click().run()
+    answer(gina, "gina", "more")  # drawn before the reveal, clicked after it
+    chart = class_chart(t)
+    labels = dict(class_view.CHOICES[1])
+    expected = Counter(finals.values())
+    assert dict(zip(chart["data"][0]["y"], chart["data"][0]["x"], strict=True)) == {
+        ("✓ " if v == "more" else "") + in_language("es", label): expected.get(v, 0)
+        for v, label in labels.items()}
+    (first,) = class_store.state(code).revealed
+    counted = class_store.counts(code, first).total
+    assert counted == len(finals) == 6
+    assert refused == [in_language("en", "The answers to this question are shown, so it takes "
+                                         "no more answers until the teacher asks it again.")]
+    for who, page in (("ana", ana), ("carla", carla), ("eva", eva), ("felix", felix)):
+        page.run()
+        assert f"**Your answer:** {labels[finals[who]]}" in texts(page), who
+    assert ana.select_slider(key="ls_s1_slope").value == 0.5  # her own figure stays hers
+
+    t.radio(key="ls_step_at_1").set_value(3).run()
+    second = {}
+    for who, page in (("ana", ana), ("boris", boris), ("carla", carla), ("eva", eva),
+                      ("felix", felix), ("gina", gina)):
+        page.run()
+        assert step_header(page).startswith("3."), who
+        if who == "felix":
+            page.number_input(key="ls_s3_heads").set_value(12).run()
+        answer(page, who, "yes")
+        second[who] = "yes"
+    dima_2.run()
+    answer(dima_2, "dima", "no")
+    second["dima"] = "no"
+    qid = answer_radio(ana).key.split("_")[2]
+    assert class_store.counts(code, qid).by_choice == dict(Counter(second.values()))
+    counted += class_store.counts(code, qid).total
+    print(f"class scenario: 7 students, {len(given)} answers given (changes included), "
+          f"{counted} counted (each browser's last answer to each question), "
+          f"{len(refused)} refused with a sentence")
+
+    t.button(key="cls_end").click().run()
+    for who, page in (("ana", ana), ("boris", boris), ("dima", dima_1), ("gina", gina)):
+        page.run()
+        assert [e.value for e in page.error] == [in_language(
+            "ru" if who == "boris" else "en", "The teacher ended the class.")], who
