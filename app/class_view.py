@@ -74,12 +74,30 @@ CHOICES = {
 }
 HEADS = 8  # step 4 asks which of the 8 heads looks furthest back
 COOKIE_JS = "<script>document.cookie = '%s=%s; path=/; SameSite=Strict';</script>"
+# On a projector, a reveal scrolls the page once (per question and round) so that the question,
+# its answer, the class's chart and the step's figure under them fill the screen: the step's
+# text and controls above them go out of sight, and the teacher never needs the mouse. It
+# waits for the step's figure, since until it is drawn the page may be too short to scroll.
+SCROLL_JS = """<script>(() => {
+  const id = %s, seen = (window.__clsScrolled = window.__clsScrolled || {});
+  if (seen[id]) return;
+  seen[id] = true;
+  let tries = 0;
+  const go = () => {
+    const box = document.querySelector('.st-key-cls_revealed');
+    const fig = document.querySelector('[class*="st-key-ls_fig_"] .main-svg');
+    if ((!box || !fig) && tries++ < 100) { setTimeout(go, 100); return; }
+    if (box) box.scrollIntoView({block: 'start'});
+  };
+  go();
+})();</script>"""
 FORGET_COOKIE_JS = "<script>document.cookie = '%s=; path=/; max-age=0; SameSite=Strict';</script>"
 CSS = """<style>
 .cls-code { font-size: 64px; font-weight: 700; letter-spacing: 0.12em; line-height: 1.1; }
 .cls-link { font-size: 22px; word-break: break-all; }
 .cls-count { font-size: 30px; font-weight: 700; }
 .cls-line { font-size: 18px; color: #444; }
+.st-key-cls_revealed { scroll-margin-top: 60px; }  /* below Streamlit's header */
 </style>"""
 
 
@@ -631,15 +649,20 @@ def teacher_question(step, text, answer, present, room, qid, options, right) -> 
         st.button(_("Reveal the answer"), key=f"cls_reveal_{step}", type="primary",
                   on_click=teacher_reveal, args=(step, qid))
         return False
-    left, chart = st.columns([1, 1]) if options else (st.container(), None)
-    with left:
-        st.markdown(_("**Predict:** {question}").format(question=text))
-        answer_lines(answer)
-        st.button(_("Ask again"), key=f"cls_again_{step}", on_click=teacher_ask_again,
-                  args=(step, qid), help=_("Deletes this question's answers and opens it again."))
-    if chart is not None:
-        with chart:
-            distribution(room, qid, options, right)
+    with st.container(key="cls_revealed"):
+        left, chart = st.columns([1, 1]) if options else (st.container(), None)
+        with left:
+            st.markdown(_("**Predict:** {question}").format(question=text))
+            answer_lines(answer)
+            st.button(_("Ask again"), key=f"cls_again_{step}", on_click=teacher_ask_again,
+                      args=(step, qid),
+                      help=_("Deletes this question's answers and opens it again."))
+        if chart is not None:
+            with chart:
+                distribution(room, qid, options, right)
+    if present:
+        round_ = store().state(room).round(qid)
+        st.html(SCROLL_JS % json.dumps(f"{room}-{qid}-{round_}"), unsafe_allow_javascript=True)
     return True
 
 

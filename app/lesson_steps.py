@@ -131,20 +131,28 @@ PROJECTOR = {"position": (lambda slope: pipeline(slope, side_by_side=True), 305)
              "extrapolation": (lambda results, protocols: perplexity_figure(
                  results, protocols=protocols), 365),
              "reach": (reach_figure, 335), "training": (training, 400)}
+# In a class a step's figure appears on the reveal, under the question, its answer and the
+# class's chart (up to 356 px for eight choices), which the reveal scrolls to the top of the
+# screen (class_view.SCROLL_JS): on a 1024x768 projector that leaves it this much room.
+CLASS_PROJECTOR_PX = 300
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def projector_spec(lang: str, name: str, args: tuple) -> dict:
-    """Step figure `name` built from `args` for a projector (`projector_figure` at its step's
-    height), in language `lang` (the cache key; the run has set it)."""
-    build, height = PROJECTOR[name]
+def projector_spec(lang: str, name: str, args: tuple, height: int) -> dict:
+    """Step figure `name` built from `args` for a projector (`projector_figure`, `height` px
+    tall), in language `lang` (the cache key; the run has set it)."""
+    build, _height = PROJECTOR[name]
     return figure_spec(projector_figure(build(*args), height=height), fit=False)
 
 
 def step_figure(name: str, present: bool, *args) -> dict:
-    """The step's one figure, for a projector or for the page (cached either way)."""
+    """The step's one figure, for a projector or for the page (cached either way); in a class
+    on a projector, no taller than CLASS_PROJECTOR_PX."""
     if present:
-        return projector_spec(i18n.get_language(), name, args)
+        height = PROJECTOR[name][1]
+        if class_view.code():
+            height = min(height, CLASS_PROJECTOR_PX)
+        return projector_spec(i18n.get_language(), name, args, height)
     return PAGE_FIGURES[name](*args)
 
 
