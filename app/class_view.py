@@ -23,7 +23,7 @@ teacher has not revealed it. The projector shows the live count; on reveal, the 
 beside the computed one. Everything stored is in `alibi_viz.classroom` (what, and for how long);
 every refusal is a `ClassError` whose message is shown as it is, in the page's language.
 
-Only the teacher's URL moves the class: every teacher operation of the store checks the key.
+Only the teacher's session moves the class: every teacher operation of the store checks the key.
 """
 
 from __future__ import annotations

@@ -405,7 +405,8 @@ def test_the_teacher_is_back_after_a_reload(class_store, monkeypatch):
 
 def test_a_browser_opens_only_a_few_classes(class_store, monkeypatch):
     """One browser session (its class cookie) that opens ?class=new again and again gets a
-    few rooms, then a sentence; the rooms no student joined close within minutes."""
+    few rooms, then a sentence; the rooms no student joined close within minutes, and one
+    that a student joined lives its full lifetime."""
     from app import class_view
 
     me = "s" * 24
@@ -414,9 +415,13 @@ def test_a_browser_opens_only_a_few_classes(class_store, monkeypatch):
         at = run_app("lesson", {"class": "new"})
         assert "class" in at.query_params
         assert class_store.state(at.query_params["class"]).expires_in <= class_store.empty_ttl
+    last = at.query_params["class"]
     at = run_app("lesson", {"class": "new", "lang": "es"})
     assert not at.exception and "class" not in at.query_params
     assert any("Este navegador" in e.value for e in at.error), [e.value for e in at.error]
+    monkeypatch.setattr(class_view, "cookies", lambda: {})
+    run_app("lesson", {"class": last})  # a student joins: the room lives its full lifetime
+    assert class_store.state(last).expires_in > class_store.empty_ttl
 
 
 def in_language(lang: str, message: str, **values) -> str:

@@ -277,7 +277,8 @@ def test_projector_shows_each_reveal_whole_and_its_url_makes_a_student(class_ser
     answer, no reveal and no navigation). After each reveal of steps 1-8 the question, its
     answer, the class's chart and the step's figure are all inside the screen (the reveal
     scrolls to them; the clicker alone moves the lesson), and past step 1 the join panel is
-    one line."""
+    one line. A reload of the teacher's browser is the teacher again. When the class ends, the
+    student's page, still open, says that the teacher ended it, in its language."""
     url, store = class_server
     contexts = []
     try:
@@ -291,8 +292,6 @@ def test_projector_shows_each_reveal_whole_and_its_url_makes_a_student(class_ser
         assert not other.locator("[class*='st-key-cls_reveal_'], .st-key-ls_next").count()
         other.locator("[class*='st-key-cls_answer_'] label:has(input)").first.click()
         wait_for_app(other)
-        context.close()
-        contexts.pop()
         for step in range(1, 9):
             on_step(teacher, step, 60_000)
             wait_for_app(teacher)
@@ -309,6 +308,11 @@ def test_projector_shows_each_reveal_whole_and_its_url_makes_a_student(class_ser
             screenshot(teacher, f"class_projector_es_step{step}")
             teacher.keyboard.press("PageDown")  # the clicker: the next step
         assert "key=" not in teacher.url
+        teacher.reload()  # the teacher's cookie: the same browser is the teacher again
+        wait_for_app(teacher, timeout_ms=FIRST_LOAD_MS)
+        teacher.locator(".st-key-cls_end").wait_for(state="attached")
+        store.end(code, key)  # as a teacher on another replica would: the store alone tells
+        other.get_by_text("El profesor ha terminado la clase.").first.wait_for(timeout=30_000)
     finally:
         for context in contexts:
             context.close()
