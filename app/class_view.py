@@ -196,7 +196,7 @@ def own_figure_note(step: int) -> None:
 
 def leave() -> None:
     for key in ("cls_code", "cls_key", "cls_state", "cls_version", "cls_at", "cls_follow",
-                "cls_published", "cls_join", "cls_sent", "cls_join_small"):
+                "cls_published", "cls_join", "cls_sent", "cls_join_small", "cls_join_step"):
         st.session_state.pop(key, None)
 
 
@@ -457,10 +457,12 @@ def panel(step: int, present: bool) -> None:
             st.toast(message, icon=":material/door_open:")  # seen wherever the page is scrolled
         st.error(message)
     room = code()
-    if room and teacher_key() and step > 1 and not st.session_state.get("cls_join_small"):
-        # Past the first step the join panel shrinks to one line (before its toggle is drawn),
-        # once: the teacher's toggle brings it back whole.
-        st.session_state.update(cls_join=False, cls_join_small=True)
+    if room and teacher_key() and not st.session_state.get("cls_join_small"):
+        # Once the teacher moves on from the step the class started on, the join panel
+        # shrinks to one line (set before its toggle is drawn), once: the toggle brings it
+        # back whole.
+        if st.session_state.setdefault("cls_join_step", step) != step:
+            st.session_state.update(cls_join=False, cls_join_small=True)
     with st.sidebar:
         if room and st.session_state.pop("cls_set_cookie", False):
             st.html(COOKIE_JS % (COOKIE, session_id()), unsafe_allow_javascript=True)

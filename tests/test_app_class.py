@@ -575,3 +575,19 @@ def test_a_class_of_students_who_do_what_students_do(class_store, monkeypatch):
         page.run()
         assert [e.value for e in page.error] == [in_language(
             "ru" if who == "boris" else "en", "The teacher ended the class.")], who
+
+
+def test_the_join_panel_shrinks_to_one_line_once_the_class_moves_on(class_store):
+    """The projector shows the code, link and QR code on the step the class started on (any
+    step); once the teacher moves on, one line with the code and link, until the sidebar's
+    switch brings the panel back."""
+    at_t, code, _key = teacher(class_store, step=3)
+    html_of = lambda: "\n".join(h.proto.body for h in at_t.get("html"))  # noqa: E731
+    assert 'class="cls-code"' in html_of() and 'class="cls-line"' not in html_of()
+    at_t.button(key="cls_reveal_3").click().run()
+    at_t.button(key="ls_next").click().run()
+    assert step_header(at_t).startswith("4.")
+    assert 'class="cls-code"' not in html_of()
+    assert f'class="cls-line">Join the class: <b>{code}</b>' in html_of()
+    at_t.toggle(key="cls_join").set_value(True).run()
+    assert 'class="cls-code"' in html_of()

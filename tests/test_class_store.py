@@ -429,19 +429,27 @@ def test_a_room_nobody_joined_closes_in_minutes_and_a_joined_one_lives_its_ttl(m
         store.join("ZZZZZ")
 
 
-def test_an_empty_room_expires_on_redis_too(make_store):
-    """Every key of a room nobody joined expires after empty_ttl (Redis's own clock)."""
-    if make_store.kind != "redis":
-        pytest.skip("SQLite's expiry runs on the fake clock: the test above")
-    store = make_store(empty_ttl=1)
-    room = store.create_room()
-    store.answer(room.code, session(), "q", "same", choices=CHOICES)
-    store.reveal(room.code, room.key, "q")
-    deadline = time.monotonic() + 15
-    while f"{PREFIX}{room.code} hash" in make_store.raw() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    store.create_room()  # which purges the code from the room limit too
-    assert room.code not in make_store.raw()
+def test_an_empty_room_expires_on_redis_too(redis_url):
+    """On Redis (its own clock, which the SQLite test above fakes) every key of a room nobody
+    joined expires after empty_ttl, answers and reveals included."""
+    import redis
+
+    client = redis.Redis.from_url(redis_url, decode_responses=True)
+    client.flushdb()
+    store = RedisStore(redis_url, prefix=PREFIX, empty_ttl=1)
+    try:
+        room = store.create_room()
+        store.answer(room.code, session(), "q", "same", choices=CHOICES)
+        store.reveal(room.code, room.key, "q")
+        assert room.code in redis_raw(client)
+        deadline = time.monotonic() + 15
+        while f"{PREFIX}{room.code} hash" in redis_raw(client) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        store.create_room()  # which purges the code from the room limit too
+        assert room.code not in redis_raw(client)
+    finally:
+        store.close()
+        client.close()
 
 
 def test_one_browser_session_holds_a_few_rooms(make_store):
