@@ -35,6 +35,7 @@ import json
 import os
 import re
 import secrets
+import time
 import zlib
 from urllib.parse import urlsplit
 
@@ -330,8 +331,10 @@ def follow() -> None:
         state = store().state(room)
     except ClassNotFound as exc:  # a class this page was following: ended, or expired
         seen = st.session_state.get("cls_state")
-        say(_("The teacher ended the class.") if seen is not None and seen.expires_in > 60
-            else str(exc))
+        # a class that had more than a minute to live when last read was ended by its teacher
+        left = (seen.expires_in - (time.time() - st.session_state.get("cls_state_at", 0.0))
+                if seen is not None else 0.0)
+        say(_("The teacher ended the class.") if left > 60 else str(exc))
         st.session_state["cls_ended"] = True
         leave()
         away()
@@ -347,7 +350,7 @@ def follow() -> None:
     if following and state.version != st.session_state.get("cls_version"):
         apply(state, st.session_state.get("cls_state"))
     st.session_state.update(cls_follow=following, cls_version=state.version, cls_state=state,
-                            cls_watched=True)
+                            cls_state_at=time.time(), cls_watched=True)
     session_id()  # read from the browser's cookie, or made now (and written by `panel`)
     if class_watch.can_rerun(class_watch.current_session()):
         watcher().follow(room, state.version)  # the server reruns this page when the class moves

@@ -591,3 +591,27 @@ def test_the_join_panel_shrinks_to_one_line_once_the_class_moves_on(class_store)
     assert f'class="cls-line">Join the class: <b>{code}</b>' in html_of()
     at_t.toggle(key="cls_join").set_value(True).run()
     assert 'class="cls-code"' in html_of()
+
+
+def test_a_class_that_expires_is_not_said_to_be_ended_by_the_teacher(class_store):
+    """A class that reaches the end of its lifetime while a student follows it is told as a
+    class that closed, not as one the teacher ended."""
+    import sqlite3
+    import time
+
+    room = class_store.create_room()
+    class_store.set_state(room.code, room.key, step=2)
+    student = run_app("lesson", {"class": room.code})
+
+    def expire_in(seconds: float) -> None:
+        with sqlite3.connect(class_store.path) as conn:
+            conn.execute("UPDATE rooms SET expires = ? WHERE code = ?",
+                         (time.time() + seconds, room.code))
+
+    expire_in(30)
+    student.run()
+    assert not student.error
+    expire_in(-1)
+    student.run()
+    (message,) = [e.value for e in student.error]
+    assert message.startswith(f"There is no class with the code {room.code}.")
