@@ -12,7 +12,8 @@ What is stored, and for how long:
 
 A room and everything in it is deleted when the teacher ends the class, and at the latest
 `ttl` after it was created (12 hours by default). A room that no student has joined lives only
-`empty_ttl` (20 minutes) after its creation or the teacher's last change, so rooms opened and
+`empty_ttl` (20 minutes) after its creation or the teacher's last change (or `touch`, the
+teacher's page that waits for the class), so rooms opened and
 left (a student who opens `?class=new`) free their place within minutes; and a browser session
 holds at most `max_rooms_per_creator` live rooms (`create_room(creator=...)`, its id stored
 only as a SHA-256 hash). Redis expires every key of the room itself;
@@ -289,6 +290,11 @@ class ClassStore(ABC):
         round_ = self._ask_again(code, _question(question))
         self._keep_alive(code)
         return round_
+
+    def touch(self, code: object, key: object) -> None:
+        """The teacher's page is open: a room nobody joined yet lives empty_ttl from now (a
+        teacher who sets up before the class keeps the room; an abandoned one closes)."""
+        self._keep_alive(self._teacher(code, key))
 
     def end(self, code: object, key: object) -> None:
         """End the class: the room and all its answers are deleted."""

@@ -55,6 +55,7 @@ COOKIE = "alibi_viz_class"  # the browser's class id (`session_id`); nothing els
 TEACHER_COOKIE = "alibi_viz_teacher"  # "CODE.KEY" in the teacher's browser only, for a reload
 POLL_S = 1.0        # where the server cannot rerun a student's page, the page asks this often
 COUNT_POLL_S = 1.5  # the projector's "N answered" is read this often
+TOUCH_S = 60.0      # ... and an open projector keeps a room nobody joined yet this often
 # The Lesson page's own keys (app_pages/lesson.py): the question a step asked and the one whose
 # answer is shown. The teacher's reveal sets both, so the clicker's next moves on after it.
 ASKED, REVEALED = "ls_asked_", "ls_revealed_"
@@ -577,6 +578,9 @@ def live_count(room: str, qid: str, lang: str) -> None:
     i18n.set_language(lang)  # a fragment's rerun does not pass through main.py
     try:
         total = store().counts(room, qid).total
+        if teacher_key() and time.time() - st.session_state.get("cls_touched", 0.0) > TOUCH_S:
+            store().touch(room, teacher_key())  # waiting for the class to join
+            st.session_state["cls_touched"] = time.time()
     except ClassError as exc:
         st.error(str(exc))
         return

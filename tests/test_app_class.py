@@ -615,3 +615,17 @@ def test_a_class_that_expires_is_not_said_to_be_ended_by_the_teacher(class_store
     student.run()
     (message,) = [e.value for e in student.error]
     assert message.startswith(f"There is no class with the code {room.code}.")
+
+
+def test_an_open_projector_keeps_a_room_nobody_joined_yet(class_store):
+    """A teacher's projector waiting for the class (step 1's question open) keeps its room,
+    which would otherwise close minutes after the teacher's last move."""
+    import sqlite3
+    import time
+
+    at_t, code, _key = teacher(class_store, step=1)
+    with sqlite3.connect(class_store.path) as conn:
+        conn.execute("UPDATE rooms SET expires = ? WHERE code = ?", (time.time() + 5, code))
+    at_t.session_state["cls_touched"] = 0.0  # its last keep-alive a while ago
+    at_t.run()
+    assert class_store.state(code).expires_in > class_store.empty_ttl - 60

@@ -421,10 +421,15 @@ def test_a_room_nobody_joined_closes_in_minutes_and_a_joined_one_lives_its_ttl(m
         make_store.clock.advance(500)
         store.set_state(empty.code, empty.key, step=2)
         assert 590 < store.state(empty.code).expires_in <= 600
+        make_store.clock.advance(500)
+        store.touch(empty.code, empty.key)  # the teacher's page is open
+        assert 590 < store.state(empty.code).expires_in <= 600
+        with pytest.raises(NotTheTeacher):
+            store.touch(empty.code, "not-the-key")
         make_store.clock.advance(601)
         with pytest.raises(ClassNotFound):
             store.state(empty.code)
-        assert 3590 - 1101 < store.state(joined.code).expires_in <= 3600 - 1101
+        assert 3590 - 1601 < store.state(joined.code).expires_in <= 3600 - 1601
     with pytest.raises(ClassNotFound):
         store.join("ZZZZZ")
 
