@@ -39,6 +39,10 @@ class ClassesFull(ClassError):
     """The store already holds as many live classes as it allows."""
 
 
+class TooManyClasses(ClassError):
+    """This browser session already runs as many live classes as one session may."""
+
+
 class AnswerRefused(ClassError):
     """An answer that cannot be counted: not one of the question's choices."""
 

@@ -51,6 +51,9 @@ def answer_distribution_figure(labels: list[str], counts: list[int], right: int 
         width=width, height=70 + bar * len(labels), margin={"l": 8, "r": 16, "t": 44, "b": 8},
         font={"size": FONT_PX}, showlegend=False, plot_bgcolor="white", paper_bgcolor="white",
         bargap=0.25)
-    fig.update_yaxes(autorange="reversed", automargin=True, tickfont={"size": FONT_PX})
+    # Choices are categories even when they read as numbers (step 8's "0", "30", "100"):
+    # plotly would put such labels on a numeric axis, at their values.
+    fig.update_yaxes(type="category", autorange="reversed", automargin=True,
+                     tickfont={"size": FONT_PX})
     fig.update_xaxes(visible=False, range=[0, max(1, max(counts)) * 1.05])
     return fig

@@ -11,7 +11,12 @@ What is stored, and for how long:
   cookie and no time of an answer is stored, so an answer cannot be traced to a student.
 
 A room and everything in it is deleted when the teacher ends the class, and at the latest
-`ttl` after it was created (12 hours by default): Redis expires every key of the room itself;
+`ttl` after it was created (12 hours by default). A room that no student has joined lives only
+`empty_ttl` (20 minutes) after its creation or the teacher's last change (or `touch`, the
+teacher's page that waits for the class), so rooms opened and
+left (a student who opens `?class=new`) free their place within minutes; and a browser session
+holds at most `max_rooms_per_creator` live rooms (`create_room(creator=...)`, its id stored
+only as a SHA-256 hash). Redis expires every key of the room itself;
 the SQLite store makes an expired room unreachable at once and deletes its rows at the next
 write to the store (or the next read a minute later), overwriting them on disk (secure_delete,
 then a WAL checkpoint).
@@ -26,7 +31,8 @@ Two stores, one interface (`ClassStore`), chosen by one setting, `ALIBI_VIZ_CLAS
 - `redis://host:port/db` (or `rediss://`): `RedisStore`, for replicas on several machines.
 
     store = open_store()
-    room = store.create_room()        # room.code for the projector, room.key for the teacher
+    room = store.create_room(creator=session_id)  # room.code for the projector, room.key
+    store.join(room.code)             # a student came: the room lives its full ttl
     store.set_state(room.code, room.key, step=2, controls={"length": 64})
     store.answer(room.code, session_id, "step1", "steeper", choices=("steeper", "gentler"))
     store.counts(room.code, "step1")              # Counts(by_choice={'steeper': 1}, total=1)
@@ -67,6 +73,7 @@ from alibi_viz.errors import (
     ClassNotFound,
     ClassStoreError,
     NotTheTeacher,
+    TooManyClasses,
 )
 from alibi_viz.i18n import _, ngettext
 
@@ -78,6 +85,9 @@ CODE_LENGTH = 5
 KEY_BYTES = 24                    # teacher key: secrets.token_urlsafe(24), 32 characters
 DEFAULT_TTL = 12 * 3600.0         # seconds a room lives after it is created
 DEFAULT_MAX_ROOMS = 200           # live rooms per store
+DEFAULT_EMPTY_TTL = 20 * 60.0     # seconds a room no student joined lives after the teacher's
+                                  # last change: a teacher setting up waits this long for them
+DEFAULT_ROOMS_PER_CREATOR = 3     # live rooms one browser session may hold
 MAX_CONTROLS_BYTES = 2048         # the figure controls, as JSON
 MAX_STEP = 999                    # step and myth numbers are small whole numbers
 MAX_CHOICES = 50                  # choices of one question
@@ -198,25 +208,38 @@ class ClassStore(ABC):
     teacher key; subclasses implement the `_` methods on normalised, valid values, and raise
     ClassNotFound for a room that is not live."""
 
-    def __init__(self, ttl: float = DEFAULT_TTL, max_rooms: int = DEFAULT_MAX_ROOMS):
-        if not (isinstance(ttl, int | float) and math.isfinite(ttl) and ttl > 0):
+    def __init__(self, ttl: float = DEFAULT_TTL, max_rooms: int = DEFAULT_MAX_ROOMS,
+                 empty_ttl: float = DEFAULT_EMPTY_TTL,
+                 max_rooms_per_creator: int = DEFAULT_ROOMS_PER_CREATOR):
+        if not all(isinstance(t, int | float) and math.isfinite(t) and t > 0
+                   for t in (ttl, empty_ttl)):
             raise ClassStoreError(_("A class's lifetime must be a positive number of seconds."))
-        if not (isinstance(max_rooms, int) and max_rooms >= 1):
+        if not all(isinstance(n, int) and n >= 1 for n in (max_rooms, max_rooms_per_creator)):
             raise ClassStoreError(_("The number of classes must be a positive whole number."))
         self.ttl = float(ttl)
+        self.empty_ttl = min(float(empty_ttl), self.ttl)
         self.max_rooms = max_rooms
+        self.max_rooms_per_creator = max_rooms_per_creator
 
     # ---- rooms
 
-    def create_room(self) -> Room:
-        """A new room (code, teacher key); ClassesFull when max_rooms rooms are live."""
+    def create_room(self, creator: str | None = None) -> Room:
+        """A new room (code, teacher key); ClassesFull when max_rooms rooms are live,
+        TooManyClasses when `creator` (a browser session's id) already holds
+        max_rooms_per_creator of them. It lives `empty_ttl` until a student joins (`join`)."""
         key = secrets.token_urlsafe(KEY_BYTES)
         salt = secrets.token_bytes(16)
+        made_by = ("" if creator is None
+                   else hashlib.sha256(b"creator:" + _session(creator).encode()).hexdigest())
         for _attempt in range(20):  # a taken code is redrawn (1 in 120,000 when full)
             code = new_code()
-            if self._create(code, _key_hash(key), salt):
+            if self._create(code, _key_hash(key), salt, made_by):
                 return Room(code, key)
         raise ClassesFull(self._full_message())
+
+    def join(self, code: object) -> None:
+        """A student came to the room: from now on it lives its full ttl from its creation."""
+        self._join(normalise_code(code))
 
     def look_up(self, code: object) -> str:
         """`code` normalised, if it names a live room (BadClassCode, ClassNotFound otherwise)."""
@@ -249,18 +272,29 @@ class ClassStore(ABC):
         """Move the class to `step` (and `myth`), with the figure controls. Returns the new
         version."""
         code = self._teacher(code, key)
-        return self._set_state(code, *_state_values(step, myth, controls or {}))
+        version = self._set_state(code, *_state_values(step, myth, controls or {}))
+        self._keep_alive(code)
+        return version
 
     def reveal(self, code: object, key: object, question: str) -> int:
         """Show the question's answers; from now on its answers are closed. Returns the version."""
         code = self._teacher(code, key)
-        return self._reveal(code, _question(question))
+        version = self._reveal(code, _question(question))
+        self._keep_alive(code)
+        return version
 
     def ask_again(self, code: object, key: object, question: str) -> int:
         """Delete the question's answers, un-reveal it and start its next round. Returns the
         new round number (2 after the first time)."""
         code = self._teacher(code, key)
-        return self._ask_again(code, _question(question))
+        round_ = self._ask_again(code, _question(question))
+        self._keep_alive(code)
+        return round_
+
+    def touch(self, code: object, key: object) -> None:
+        """The teacher's page is open: a room nobody joined yet lives empty_ttl from now (a
+        teacher who sets up before the class keeps the room; an abandoned one closes)."""
+        self._keep_alive(self._teacher(code, key))
 
     def end(self, code: object, key: object) -> None:
         """End the class: the room and all its answers are deleted."""
@@ -316,11 +350,31 @@ class ClassStore(ABC):
             "The server's classes are full: {n} classes are running. Try again later, or end a "
             "class that is over.", self.max_rooms).format(n=self.max_rooms)
 
+    def _busy_message(self) -> str:
+        minutes = max(1, round(self.empty_ttl / 60))
+        wait = ngettext("{n} minute", "{n} minutes", minutes).format(n=minutes)
+        return ngettext(
+            "This browser already runs {n} class. End a class (or wait {wait}: a class that no "
+            "student joined closes by itself), then start a new one.",
+            "This browser already runs {n} classes. End a class (or wait {wait}: a class that "
+            "no student joined closes by itself), then start a new one.",
+            self.max_rooms_per_creator).format(n=self.max_rooms_per_creator, wait=wait)
+
     # ---- what a store implements
 
     @abstractmethod
-    def _create(self, code: str, key_hash: str, salt: bytes) -> bool:
-        """Insert the room; False if the code is taken; ClassesFull when full."""
+    def _create(self, code: str, key_hash: str, salt: bytes, creator: str) -> bool:
+        """Insert the room, living empty_ttl; False if the code is taken; ClassesFull when
+        full; TooManyClasses when `creator` (a hash, "" for none) holds too many."""
+
+    @abstractmethod
+    def _join(self, code: str) -> None:
+        """Mark the room joined: it expires ttl after its creation (ClassNotFound if gone)."""
+
+    @abstractmethod
+    def _keep_alive(self, code: str) -> None:
+        """The teacher changed something: a room nobody joined lives empty_ttl from now (never
+        past ttl after its creation)."""
 
     @abstractmethod
     def _salt(self, code: str) -> bytes: ...
@@ -376,7 +430,10 @@ CREATE TABLE IF NOT EXISTS rooms (
     step     INTEGER NOT NULL DEFAULT 0,
     myth     INTEGER,
     controls TEXT NOT NULL DEFAULT '{}',
-    version  INTEGER NOT NULL DEFAULT 1
+    version  INTEGER NOT NULL DEFAULT 1,
+    created  REAL NOT NULL DEFAULT 0,     -- clock() seconds
+    joined   INTEGER NOT NULL DEFAULT 1,  -- 0 until a student joins (then it lives its ttl)
+    creator  TEXT NOT NULL DEFAULT ''     -- sha256 of the creating session's id, or ''
 );
 CREATE INDEX IF NOT EXISTS rooms_expires ON rooms (expires);
 CREATE TABLE IF NOT EXISTS questions (    -- only questions revealed or asked again
@@ -410,8 +467,9 @@ class SQLiteStore(ClassStore):
 
     def __init__(self, path: str | os.PathLike | None = None, *, ttl: float = DEFAULT_TTL,
                  max_rooms: int = DEFAULT_MAX_ROOMS, clock: Callable[[], float] = time.time,
-                 busy_timeout: float = 10.0):
-        super().__init__(ttl, max_rooms)
+                 busy_timeout: float = 10.0, empty_ttl: float = DEFAULT_EMPTY_TTL,
+                 max_rooms_per_creator: int = DEFAULT_ROOMS_PER_CREATOR):
+        super().__init__(ttl, max_rooms, empty_ttl, max_rooms_per_creator)
         self.path = Path(path) if path is not None else data_dir() / "class.sqlite3"
         self._clock = clock
         self._busy_timeout = busy_timeout
@@ -425,8 +483,20 @@ class SQLiteStore(ClassStore):
             with self._connection() as conn:
                 conn.execute("PRAGMA journal_mode=WAL")  # kept in the file
                 conn.executescript(SCHEMA)
+                self._add_columns(conn)
         except OSError as error:
             raise self._unavailable(error) from error
+
+    @staticmethod
+    def _add_columns(conn: sqlite3.Connection) -> None:
+        """A file written before the rooms had these columns gets them (its rooms count as
+        joined: they keep the expiry they were given)."""
+        have = {row[1] for row in conn.execute("PRAGMA table_info(rooms)")}
+        for column in ("created REAL NOT NULL DEFAULT 0", "joined INTEGER NOT NULL DEFAULT 1",
+                       "creator TEXT NOT NULL DEFAULT ''"):
+            if column.split()[0] not in have:
+                with suppress(sqlite3.OperationalError):  # another process added it first
+                    conn.execute(f"ALTER TABLE rooms ADD COLUMN {column}")
 
     def _unavailable(self, error: Exception) -> ClassStoreError:
         return ClassStoreError(_("The class store {where} cannot be used: {error}").format(
@@ -538,16 +608,32 @@ class SQLiteStore(ClassStore):
         with self._read() as conn:
             return self._room(conn, code, columns)
 
-    def _create(self, code: str, key_hash: str, salt: bytes) -> bool:
+    def _create(self, code: str, key_hash: str, salt: bytes, creator: str) -> bool:
         with self._write() as (conn, now):
             if conn.execute("SELECT count(*) FROM rooms").fetchone()[0] >= self.max_rooms:
                 raise ClassesFull(self._full_message())
+            if creator and conn.execute("SELECT count(*) FROM rooms WHERE creator = ?",
+                                        (creator,)).fetchone()[0] >= self.max_rooms_per_creator:
+                raise TooManyClasses(self._busy_message())
             try:
-                conn.execute("INSERT INTO rooms (code, key_hash, salt, expires) "
-                             "VALUES (?, ?, ?, ?)", (code, key_hash, salt, now + self.ttl))
+                conn.execute("INSERT INTO rooms (code, key_hash, salt, expires, created, joined, "
+                             "creator) VALUES (?, ?, ?, ?, ?, 0, ?)",
+                             (code, key_hash, salt, now + self.empty_ttl, now, creator))
             except sqlite3.IntegrityError:
                 return False
         return True
+
+    def _join(self, code: str) -> None:
+        with self._write() as (conn, _now):
+            self._room(conn, code, "1")
+            conn.execute("UPDATE rooms SET joined = 1, expires = created + ? "
+                         "WHERE code = ? AND joined = 0", (self.ttl, code))
+
+    def _keep_alive(self, code: str) -> None:
+        with self._write() as (conn, now):
+            conn.execute("UPDATE rooms SET expires = min(created + ?, max(expires, ?)) "
+                         "WHERE code = ? AND joined = 0 AND expires > ?",
+                         (self.ttl, now + self.empty_ttl, code, now))
 
     def _salt(self, code: str) -> bytes:
         return self._read_room(code, "salt")[0]
@@ -634,16 +720,51 @@ class SQLiteStore(ClassStore):
 
 # Each script runs atomically in Redis. Every key of a room expires with the room: a key made
 # later (an answers hash, the revealed set) gets the room's remaining time (PTTL).
+# KEYS: rooms, room, the creator's set of room codes (or a dummy key for no creator);
+# ARGV: code, empty ttl ms, max rooms, key hash, salt, ttl ms, max rooms per creator,
+# the room key prefix, creator ('' for none).
 _CREATE = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 if redis.call('EXISTS', KEYS[2]) == 1 then return 'taken' end
 if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[3]) then return 'full' end
+if ARGV[9] ~= '' then
+  for _, code in ipairs(redis.call('SMEMBERS', KEYS[3])) do
+    if redis.call('EXISTS', ARGV[8] .. code) == 0 then redis.call('SREM', KEYS[3], code) end
+  end
+  if redis.call('SCARD', KEYS[3]) >= tonumber(ARGV[7]) then return 'busy' end
+  redis.call('SADD', KEYS[3], ARGV[1])
+  redis.call('PEXPIRE', KEYS[3], ARGV[6])
+end
 redis.call('HSET', KEYS[2], 'key', ARGV[4], 'salt', ARGV[5], 'step', '0', 'myth', '',
-           'controls', '{}', 'version', '1')
+           'controls', '{}', 'version', '1', 'created', now, 'joined', '0', 'creator', ARGV[9])
 redis.call('PEXPIRE', KEYS[2], ARGV[2])
 redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
+return 'ok'
+"""
+# A room nobody joined: joining (ARGV[4] = 1) makes it live ttl from its creation; a teacher's
+# change (0) makes it live empty ttl from now, never past that. Every key of the room follows.
+# KEYS: room, revealed, rounds, questions, rooms; ARGV: code, ttl ms, empty ttl ms, joining,
+# answers key prefix.
+_KEEP = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return 'gone' end
+if redis.call('HGET', KEYS[1], 'joined') ~= '0' then return 'ok' end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local last = tonumber(redis.call('HGET', KEYS[1], 'created')) + tonumber(ARGV[2]) - now
+local left = last
+if ARGV[4] == '1' then
+  redis.call('HSET', KEYS[1], 'joined', '1')
+else
+  left = math.min(last, math.max(redis.call('PTTL', KEYS[1]), tonumber(ARGV[3])))
+end
+if left < 1 then left = 1 end
+for _, key in ipairs({KEYS[1], KEYS[2], KEYS[3], KEYS[4]}) do redis.call('PEXPIRE', key, left) end
+for _, question in ipairs(redis.call('SMEMBERS', KEYS[4])) do
+  redis.call('PEXPIRE', ARGV[5] .. question, left)
+end
+redis.call('ZADD', KEYS[5], now + left, ARGV[1])
 return 'ok'
 """
 _SET_STATE = """
@@ -701,8 +822,10 @@ class RedisStore(ClassStore):
     session counts once). Every room key expires with the room (Redis's own clock)."""
 
     def __init__(self, url: str = "redis://127.0.0.1:6379/0", *, ttl: float = DEFAULT_TTL,
-                 max_rooms: int = DEFAULT_MAX_ROOMS, prefix: str = "alibi-viz:class:"):
-        super().__init__(ttl, max_rooms)
+                 max_rooms: int = DEFAULT_MAX_ROOMS, prefix: str = "alibi-viz:class:",
+                 empty_ttl: float = DEFAULT_EMPTY_TTL,
+                 max_rooms_per_creator: int = DEFAULT_ROOMS_PER_CREATOR):
+        super().__init__(ttl, max_rooms, empty_ttl, max_rooms_per_creator)
         import redis  # only a Redis deployment pays for importing the client
 
         self._errors = redis.RedisError
@@ -713,7 +836,7 @@ class RedisStore(ClassStore):
         except ValueError as error:
             raise bad_setting(url) from error
         scripts = {"create": _CREATE, "set_state": _SET_STATE, "reveal": _REVEAL,
-                   "ask_again": _ASK_AGAIN, "end": _END, "answer": _ANSWER}
+                   "ask_again": _ASK_AGAIN, "end": _END, "answer": _ANSWER, "keep": _KEEP}
         self._scripts = {name: self._redis.register_script(text) for name, text in scripts.items()}
 
     def close(self) -> None:
@@ -744,13 +867,35 @@ class RedisStore(ClassStore):
             raise self._not_found(code)
         return value
 
-    def _create(self, code: str, key_hash: str, salt: bytes) -> bool:
-        outcome = self._run("create", [self.prefix + "rooms", self._keys(code)["room"]],
-                            [code, max(1, round(self.ttl * 1000)), self.max_rooms, key_hash,
-                             salt.hex()])
+    def _ms(self, seconds: float) -> int:
+        return max(1, round(seconds * 1000))
+
+    def _create(self, code: str, key_hash: str, salt: bytes, creator: str) -> bool:
+        made_by = self.prefix + "creator:" + (creator or "none")
+        outcome = self._run("create", [self.prefix + "rooms", self._keys(code)["room"], made_by],
+                            [code, self._ms(self.empty_ttl), self.max_rooms, key_hash,
+                             salt.hex(), self._ms(self.ttl), self.max_rooms_per_creator,
+                             self.prefix, creator])
         if outcome == "full":
             raise ClassesFull(self._full_message())
+        if outcome == "busy":
+            raise TooManyClasses(self._busy_message())
         return outcome == "ok"
+
+    def _keep(self, code: str, joining: bool) -> None:
+        keys = self._keys(code)
+        outcome = self._run("keep", [keys["room"], keys["revealed"], keys["rounds"],
+                                     keys["questions"], self.prefix + "rooms"],
+                            [code, self._ms(self.ttl), self._ms(self.empty_ttl),
+                             int(joining), keys["answers"]])
+        if outcome == "gone":
+            raise self._not_found(code)
+
+    def _join(self, code: str) -> None:
+        self._keep(code, True)
+
+    def _keep_alive(self, code: str) -> None:
+        self._keep(code, False)
 
     def _salt(self, code: str) -> bytes:
         return bytes.fromhex(self._field(code, "salt"))

@@ -3,13 +3,18 @@ projector shows what the whole class predicted before the answer is revealed.
 
 Who is who is in the URL, read once when a session first opens the Lesson:
 - `/lesson?class=new` (or the sidebar's "Start a class"): the teacher creates a room; the page's
-  URL becomes `?class=CODE&key=KEY`. The key stays in the teacher's URL only: the page never
-  draws it, and the projector shows the join link `/lesson?class=CODE` and its QR code.
-- `/lesson?class=CODE&key=KEY`: the teacher again (a reload, another tab); a wrong key is told
-  so, and the page joins as a student.
+  URL becomes `?class=CODE`, the very link the students open. The teacher key is in the
+  teacher's session and in a session cookie of the teacher's browser (`TEACHER_COOKIE`), never
+  in the address bar (what a teacher copies to share, and what the room reads on the
+  projector) and never drawn: a reload or another tab of that browser is the teacher again,
+  any other browser with the same URL is a student.
+- `/lesson?class=CODE&key=KEY`: the teacher on another browser (the key is dropped from the
+  address bar at once); a wrong key is told so, and the page joins as a student.
 - `/lesson?class=CODE`: a student. The page follows the teacher's step, myth and figure controls
   (`follow`: the server reruns it when the room's version changes, `class_watch`); a student
-  who moves elsewhere looks around until "Back to the class".
+  who moves elsewhere looks around until "Back to the class". A student who moves a control of
+  the step keeps following: the question stays the class's (asked with the class's values,
+  `class_value`), and only the student's own figure changes, which the page says.
 
 Each question of the lesson (`question`, called by the page's `ask`) takes one answer per
 browser session (a random id in a cookie that ends with the browser's session, so a reload or a
@@ -18,16 +23,19 @@ teacher has not revealed it. The projector shows the live count; on reveal, the 
 beside the computed one. Everything stored is in `alibi_viz_app.class_store` (what, and for how long);
 every refusal is a `ClassError` whose message is shown as it is, in the page's language.
 
-Only the teacher's URL moves the class: every teacher operation of the store checks the key.
+Only the teacher's session moves the class: every teacher operation of the store checks the key.
 """
 
 from __future__ import annotations
 
+import functools
+import html
 import io
 import json
 import os
 import re
 import secrets
+import time
 import zlib
 from urllib.parse import urlsplit
 
@@ -35,16 +43,19 @@ import segno
 import streamlit as st
 
 from alibi_viz import i18n
-from alibi_viz.errors import ClassError
+from alibi_viz.errors import ClassError, ClassNotFound
 from alibi_viz.figures.render import figure_spec
 from alibi_viz.i18n import N_, _, ngettext
 from alibi_viz_app import class_watch, ui
 from alibi_viz_app.class_chart import answer_distribution_figure
 from alibi_viz_app.class_store import SETTING, ClassState, open_store
+from alibi_viz_app.lesson_cursor import split_answer
 
 COOKIE = "alibi_viz_class"  # the browser's class id (`session_id`); nothing else is in it
+TEACHER_COOKIE = "alibi_viz_teacher"  # "CODE.KEY" in the teacher's browser only, for a reload
 POLL_S = 1.0        # where the server cannot rerun a student's page, the page asks this often
 COUNT_POLL_S = 1.5  # the projector's "N answered" is read this often
+TOUCH_S = 60.0      # ... and an open projector keeps a room nobody joined yet this often
 # The Lesson page's own keys (app_pages/lesson.py): the question a step asked and the one whose
 # answer is shown. The teacher's reveal sets both, so the clicker's next moves on after it.
 ASKED, REVEALED = "ls_asked_", "ls_revealed_"
@@ -52,8 +63,8 @@ ASKED, REVEALED = "ls_asked_", "ls_revealed_"
 CONTROLS = ("ls_s1_slope", "ls_s2_len", "ls_s3_heads", "ls_s4_len", "ls_layer", "ls_head")
 # The controls a step's question depends on: another value asks another question.
 QUESTION_CONTROLS = {1: ("ls_s1_slope",), 3: ("ls_s3_heads",), 5: ("ls_layer", "ls_head")}
-# A step's choices: (stored value, label). A label that starts the step's computed answer (its
-# first word, e.g. "More: 61% with the bias...") marks that choice as the computed answer.
+# A step's choices: (stored value, label); the step names the right one (`question`'s `right`).
+# Steps 4, 7 and 8 pass choices computed from their data (`question`'s `options`).
 CHOICES = {
     1: (("more", N_("More")), ("less", N_("Less")), ("same", N_("The same"))),
     2: (("0,-5", ("0", "−5")), ("0,-10", ("0", "−10")), ("-5,0", ("−5", "0")),
@@ -65,10 +76,30 @@ CHOICES = {
 }
 HEADS = 8  # step 4 asks which of the 8 heads looks furthest back
 COOKIE_JS = "<script>document.cookie = '%s=%s; path=/; SameSite=Strict';</script>"
+# On a projector, a reveal scrolls the page once (per question and round) so that the question,
+# its answer, the class's chart and the step's figure under them fill the screen: the step's
+# text and controls above them go out of sight, and the teacher never needs the mouse. It
+# waits for the step's figure, since until it is drawn the page may be too short to scroll.
+SCROLL_JS = """<script>(() => {
+  const id = %s, seen = (window.__clsScrolled = window.__clsScrolled || {});
+  if (seen[id]) return;
+  seen[id] = true;
+  let tries = 0;
+  const go = () => {
+    const box = document.querySelector('.st-key-cls_revealed');
+    const fig = document.querySelector('[class*="st-key-ls_fig_"] .main-svg');
+    if ((!box || !fig) && tries++ < 100) { setTimeout(go, 100); return; }
+    if (box) box.scrollIntoView({block: 'start'});
+  };
+  go();
+})();</script>"""
+FORGET_COOKIE_JS = "<script>document.cookie = '%s=; path=/; max-age=0; SameSite=Strict';</script>"
 CSS = """<style>
 .cls-code { font-size: 64px; font-weight: 700; letter-spacing: 0.12em; line-height: 1.1; }
 .cls-link { font-size: 22px; word-break: break-all; }
 .cls-count { font-size: 30px; font-weight: 700; }
+.cls-line { font-size: 18px; color: #444; }
+.st-key-cls_revealed { scroll-margin-top: 60px; }  /* below Streamlit's header */
 </style>"""
 
 
@@ -101,7 +132,7 @@ def session_id() -> str:
     answers; the store keeps only its HMAC."""
     ss = st.session_state
     if "cls_session" not in ss:
-        given = (getattr(st.context, "cookies", None) or {}).get(COOKIE, "")
+        given = cookies().get(COOKIE, "")
         if re.fullmatch(r"[A-Za-z0-9_-]{24,64}", given):
             ss["cls_session"] = given
         else:
@@ -124,23 +155,74 @@ def say(message: str) -> None:
     st.session_state["cls_message"] = message
 
 
+def in_page_language(callback):
+    """A widget's callback runs before main.py sets the run's language: this sets it first,
+    so that what the callback says (`say`) is in the page's language."""
+    @functools.wraps(callback)
+    def run(*args, **kwargs):
+        i18n.set_language(st.session_state.get(ui.LANG_KEY, i18n.DEFAULT_LANGUAGE))
+        return callback(*args, **kwargs)
+    return run
+
+
+def cookies() -> dict:
+    """The cookies the browser sent when this session opened."""
+    return dict(getattr(st.context, "cookies", None) or {})
+
+
+def following() -> bool:
+    """Whether this session is a student who follows the class's step now."""
+    return bool(code()) and not teacher_key() and st.session_state.get("cls_follow", True)
+
+
+def class_value(key: str, local):
+    """The class's value of figure control `key` on a student's page (what the class's
+    question is asked with), else `local`, this page's own. A control the teacher's page has
+    not sent is the page's own too."""
+    state = st.session_state.get("cls_state")
+    if not code() or teacher_key() or state is None:
+        return local
+    value = state.controls.get(key)
+    return value if isinstance(value, int | float) and not isinstance(value, bool) else local
+
+
+def own_figure_note(step: int) -> None:
+    """On a student's page whose step controls differ from the class's: say that the figure is
+    the student's own and the question the class's."""
+    keys = QUESTION_CONTROLS.get(step, ())
+    if any(class_value(key, st.session_state.get(key)) != st.session_state.get(key)
+           for key in keys):
+        st.info(_("Your figure uses your own values; the question is the class's, asked with "
+                  "the teacher's values."), icon=":material/tune:")
+
+
 def leave() -> None:
     for key in ("cls_code", "cls_key", "cls_state", "cls_version", "cls_at", "cls_follow",
-                "cls_published", "cls_join", "cls_sent"):
+                "cls_published", "cls_join", "cls_sent", "cls_join_small", "cls_join_step"):
         st.session_state.pop(key, None)
 
 
 # ----------------------------------------------------------------------------- entering
 
+@in_page_language
 def start() -> None:
-    """Create a room; this session is its teacher (the sidebar's button, or ?class=new)."""
+    """Create a room; this session is its teacher (the sidebar's button, or ?class=new). A
+    browser session holds a few live rooms at most (the store's `max_rooms_per_creator`)."""
     try:
-        room = store().create_room()
+        room = store().create_room(creator=session_id())
     except ClassError as exc:
         say(str(exc))
         return
     leave()
-    st.session_state.update(cls_code=room.code, cls_key=room.key, cls_join=True)
+    st.session_state.update(cls_code=room.code, cls_key=room.key, cls_join=True,
+                            cls_teacher_cookie=f"{room.code}.{room.key}")
+
+
+def cookie_key(room: str) -> str | None:
+    """The teacher key that this browser's teacher cookie holds for `room`, if any."""
+    held = cookies().get(TEACHER_COOKIE, "")
+    given, _dot, key = held.partition(".")
+    return key if given == room and key else None
 
 
 def enter_from_url() -> None:
@@ -160,11 +242,16 @@ def enter_from_url() -> None:
         room = store().look_up(raw)
         key = st.query_params.get("key")
         if key is not None and store().is_teacher(room, key):
-            st.session_state.update(cls_code=room, cls_key=key)
+            st.session_state.update(cls_code=room, cls_key=key,
+                                    cls_teacher_cookie=f"{room}.{key}")
+            return
+        if key is None and (held := cookie_key(room)) and store().is_teacher(room, held):
+            st.session_state.update(cls_code=room, cls_key=held)  # the teacher's reload
             return
         if key is not None:
             say(_("Only the teacher can do that: this page's link has no valid teacher key for "
                   "class {code}.").format(code=room) + " " + _("You follow the class as a student."))
+        store().join(room)
         state = store().state(room)
     except ClassError as exc:
         say(str(exc))
@@ -178,14 +265,20 @@ def enter_from_url() -> None:
 
 # ----------------------------------------------------------------------------- following
 
-def apply(state: ClassState) -> None:
-    """Put this session where the teacher is: step, myth and the figure controls."""
+def apply(state: ClassState, before: ClassState | None = None) -> None:
+    """Put this session where the teacher is: step, myth and the figure controls. With
+    `before`, the class's state this page was last put in, on the same step: only the
+    controls the teacher changed since, so a student's own value (a slider moved to explore)
+    stays until the teacher moves that control (a reveal changes none)."""
     if state.step < 1:  # the teacher's page has not said where it is yet
         return
     values = {"ls_step": state.step, "ls_myth": state.myth or 0,
               "ls_myth_shown": bool(state.controls.get("myth_shown"))}
+    same_step = before is not None and before.step == state.step
     for key in CONTROLS:
         value = state.controls.get(key)
+        if same_step and before.controls.get(key) == value:
+            continue
         if isinstance(value, int | float) and not isinstance(value, bool):
             values[key] = value
     ss = st.session_state
@@ -216,9 +309,11 @@ def settle() -> bool:
     return at is None or ss.get("ls_step", at) == at
 
 
+@in_page_language
 def back_to_class() -> None:
     st.session_state["cls_follow"] = True
-    for key in ("cls_version", "cls_at", "cls_sent"):  # the next run applies the teacher's state
+    # the next run applies the teacher's whole state
+    for key in ("cls_version", "cls_at", "cls_sent", "cls_state"):
         st.session_state.pop(key, None)
 
 
@@ -235,6 +330,16 @@ def follow() -> None:
         return
     try:
         state = store().state(room)
+    except ClassNotFound as exc:  # a class this page was following: ended, or expired
+        seen = st.session_state.get("cls_state")
+        # a class that had more than a minute to live when last read was ended by its teacher
+        left = (seen.expires_in - (time.time() - st.session_state.get("cls_state_at", 0.0))
+                if seen is not None else 0.0)
+        say(_("The teacher ended the class.") if left > 60 else str(exc))
+        st.session_state["cls_ended"] = True
+        leave()
+        away()
+        return
     except ClassError as exc:
         say(str(exc))
         leave()
@@ -244,9 +349,9 @@ def follow() -> None:
     if following and not settle():
         following = False  # the student moved: looking around until "Back to the class"
     if following and state.version != st.session_state.get("cls_version"):
-        apply(state)
+        apply(state, st.session_state.get("cls_state"))
     st.session_state.update(cls_follow=following, cls_version=state.version, cls_state=state,
-                            cls_watched=True)
+                            cls_state_at=time.time(), cls_watched=True)
     session_id()  # read from the browser's cookie, or made now (and written by `panel`)
     if class_watch.can_rerun(class_watch.current_session()):
         watcher().follow(room, state.version)  # the server reruns this page when the class moves
@@ -275,8 +380,9 @@ def poll(room: str, version: int) -> None:
 
 
 def url_values() -> dict:
-    """What the class adds to the page's URL: the code, and for the teacher the key."""
-    return {"class": code(), "key": teacher_key()}
+    """What the class adds to the page's URL: the code (never the teacher key: the address
+    bar is what a teacher shares and what the room reads on the projector)."""
+    return {"class": code()}
 
 
 # ----------------------------------------------------------------------------- the panel
@@ -298,6 +404,13 @@ def qr_png(link: str) -> bytes:
     return out.getvalue()
 
 
+def join_line(room: str) -> None:
+    """After the first step: the code and the link on one line, for latecomers."""
+    label = html.escape(_("Join the class"))
+    st.html(f'<div class="cls-line">{label}: <b>{room}</b> · '
+            f'{html.escape(join_link(room))}</div>')
+
+
 def join_panel(room: str) -> None:
     """For the projector: the code in large letters, the link and its QR code (never the key)."""
     link = join_link(room)
@@ -310,6 +423,7 @@ def join_panel(room: str) -> None:
         right.image(qr_png(link), width=230)
 
 
+@in_page_language
 def end_class() -> None:
     try:
         store().end(code(), teacher_key())
@@ -318,6 +432,7 @@ def end_class() -> None:
         return
     watcher().moved(code(), -1)  # its students' pages say that it ended
     leave()
+    st.session_state["cls_forget_teacher"] = True  # the teacher cookie goes with the class
     say(_("The class has ended: its answers are deleted."))
 
 
@@ -342,11 +457,23 @@ def panel(step: int, present: bool) -> None:
     page that looks around the way back to the class."""
     st.html(CSS)
     if message := st.session_state.pop("cls_message", None):
+        if st.session_state.pop("cls_ended", False):
+            st.toast(message, icon=":material/door_open:")  # seen wherever the page is scrolled
         st.error(message)
     room = code()
+    if room and teacher_key() and not st.session_state.get("cls_join_small"):
+        # Once the teacher moves on from the step the class started on, the join panel
+        # shrinks to one line (set before its toggle is drawn), once: the toggle brings it
+        # back whole.
+        if st.session_state.setdefault("cls_join_step", step) != step:
+            st.session_state.update(cls_join=False, cls_join_small=True)
     with st.sidebar:
         if room and st.session_state.pop("cls_set_cookie", False):
             st.html(COOKIE_JS % (COOKIE, session_id()), unsafe_allow_javascript=True)
+        if held := st.session_state.pop("cls_teacher_cookie", None):
+            st.html(COOKIE_JS % (TEACHER_COOKIE, held), unsafe_allow_javascript=True)
+        if st.session_state.pop("cls_forget_teacher", False):
+            st.html(FORGET_COOKIE_JS % TEACHER_COOKIE, unsafe_allow_javascript=True)
         st.subheader(_("Class"))
         if not room:
             st.button(_("Start a class"), key="cls_start", on_click=start, icon=":material/groups:",
@@ -360,7 +487,7 @@ def panel(step: int, present: bool) -> None:
                       help=_("Deletes the class and all its answers."))
         else:
             st.markdown(_("You follow class **{code}**.").format(code=room))
-            st.button(_("Leave the class"), key="cls_leave", on_click=leave)
+            st.button(_("Leave the class"), key="cls_leave", on_click=in_page_language(leave))
     if not room:
         return
     if teacher_key():
@@ -371,6 +498,8 @@ def panel(step: int, present: bool) -> None:
             return
         if st.session_state.get("cls_join"):
             join_panel(room)
+        else:
+            join_line(room)
         return
     state = st.session_state.get("cls_state")
     if state is not None and not st.session_state.get("cls_follow", True) and state.step >= 1:
@@ -397,27 +526,18 @@ def choices(step: int) -> list[tuple[str, str]]:
     return out
 
 
-def right_choice(labels: list[str], answer: str) -> int | None:
-    """The index of the label that the computed answer's first clause is, or ends with ("More:
-    61% with the bias...", "Head 8, the gentlest...", "La cabeza 8, ..."), or None when none
-    is."""
-    clause = re.split(r"[:,]", answer, maxsplit=1)[0].strip().lower()
-    for k, label in enumerate(labels):
-        label = label.lower()
-        if clause == label or clause.endswith(" " + label):
-            return k
-    return None
-
-
 def question_id(step: int) -> str:
-    """The question's name in the store: its step, and the controls it depends on (another
-    slope asks another question), the same in every language."""
-    values = [st.session_state.get(key) for key in QUESTION_CONTROLS.get(step, ())]
+    """The question's name in the store: its step, and the class's values of the controls it
+    depends on (another slope asks another question), the same in every language. A student
+    who moved a control still answers the class's question."""
+    values = [class_value(key, st.session_state.get(key))
+              for key in QUESTION_CONTROLS.get(step, ())]
     if not values:
         return f"s{step}"
     return f"s{step}-{zlib.crc32(json.dumps(values).encode()):08x}"
 
 
+@in_page_language
 def teacher_reveal(step: int, qid: str) -> None:
     try:
         watcher().moved(code(), store().reveal(code(), teacher_key(), qid))
@@ -427,6 +547,7 @@ def teacher_reveal(step: int, qid: str) -> None:
     st.session_state[f"{REVEALED}{step}"] = st.session_state.get(f"{ASKED}{step}")
 
 
+@in_page_language
 def teacher_ask_again(step: int, qid: str) -> None:
     try:
         watcher().moved(code(), store().ask_again(code(), teacher_key(), qid))
@@ -436,13 +557,13 @@ def teacher_ask_again(step: int, qid: str) -> None:
     st.session_state.pop(f"{REVEALED}{step}", None)
 
 
-def give_answer(step: int, qid: str, widget: str) -> None:
+@in_page_language
+def give_answer(qid: str, widget: str, values: list[str]) -> None:
     value = st.session_state.get(widget)
     if value is None:
         return
     try:
-        store().answer(code(), session_id(), qid, value,
-                       choices=[v for v, _label in choices(step)])
+        store().answer(code(), session_id(), qid, value, choices=values)
     except ClassError as exc:
         say(str(exc))
 
@@ -457,6 +578,9 @@ def live_count(room: str, qid: str, lang: str) -> None:
     i18n.set_language(lang)  # a fragment's rerun does not pass through main.py
     try:
         total = store().counts(room, qid).total
+        if teacher_key() and time.time() - st.session_state.get("cls_touched", 0.0) > TOUCH_S:
+            store().touch(room, teacher_key())  # waiting for the class to join
+            st.session_state["cls_touched"] = time.time()
     except ClassError as exc:
         st.error(str(exc))
         return
@@ -472,35 +596,51 @@ def show_answers(fig, filename: str, qid: str) -> None:
     ui.show_figure(spec, filename, key=f"cls_fig_{qid}")
 
 
-def distribution(step: int, room: str, qid: str, answer: str) -> None:
-    """The class's answers beside the computed one (after the reveal)."""
-    options = choices(step)
-    counts = store().counts(room, qid, [v for v, _label in options])
-    labels = [label for _v, label in options]
-    fig = answer_distribution_figure(labels, [counts.by_choice.get(v, 0) for v, _l in options],
-                                     right_choice(labels, answer))
+def distribution(room: str, qid: str, options: list[tuple[str, str]], right: str | None) -> None:
+    """The class's answers beside the computed one (after the reveal), the right choice
+    marked ✓."""
+    values = [v for v, _label in options]
+    counts = store().counts(room, qid, values)
+    fig = answer_distribution_figure([label for _v, label in options],
+                                     [counts.by_choice.get(v, 0) for v in values],
+                                     values.index(right) if right in values else None)
     show_answers(fig, "class_answers", qid)
 
 
-def question(step: int, text: str, answer: str, present: bool) -> bool | None:
+def answer_lines(answer: str) -> None:
+    """A revealed answer in one line, its details one click away (the handout has them all)."""
+    first, rest = split_answer(answer, sentences=1)
+    st.markdown(_("**Answer:** {answer}").format(answer=first))
+    if rest:
+        with st.expander(_("The rest of the answer")):
+            st.markdown(rest)
+
+
+def question(step: int, text: str, answer: str, present: bool, right: str | None = None,
+             options: list[tuple[str, str]] | None = None) -> bool | None:
     """A step's question when this session is in a class, in place of the page's own predict
     and reveal: returns whether the page draws the step's figure now (after the teacher's
-    reveal), or None outside a class (and in the handout), where the page asks as usual."""
+    reveal), or None outside a class (and in the handout), where the page asks as usual.
+    `right` is the stored value of the computed answer's choice (marked ✓ on the reveal);
+    `options` the choices as (stored value, label), by default the step's own (`choices`)."""
     room = code()
     if not room or st.session_state.get("ls_print"):
         return None
-    qid = question_id(step)
-    options = choices(step)
+    options = choices(step) if options is None else options
     try:
         if teacher_key():
-            return teacher_question(step, text, answer, present, room, qid, options)
-        return student_question(step, text, answer, room, qid, options)
+            publish(step)  # the step's controls are drawn now: the class asks with them
+            qid = question_id(step)
+            return teacher_question(step, text, answer, present, room, qid, options, right)
+        own_figure_note(step)
+        qid = question_id(step)
+        return student_question(text, answer, room, qid, options, right)
     except ClassError as exc:
         st.error(str(exc))
         return True
 
 
-def teacher_question(step, text, answer, present, room, qid, options) -> bool:
+def teacher_question(step, text, answer, present, room, qid, options, right) -> bool:
     ss = st.session_state
     revealed = qid in store().state(room).revealed
     if present:  # the clicker's next reveals first (the page's question_open), then moves on
@@ -518,18 +658,24 @@ def teacher_question(step, text, answer, present, room, qid, options) -> bool:
         st.button(_("Reveal the answer"), key=f"cls_reveal_{step}", type="primary",
                   on_click=teacher_reveal, args=(step, qid))
         return False
-    left, right = st.columns([1, 1]) if options else (st.container(), None)
-    left.markdown(_("**Predict:** {question}  \n**Answer:** {answer}").format(
-        question=text, answer=answer))
-    left.button(_("Ask again"), key=f"cls_again_{step}", on_click=teacher_ask_again,
-                args=(step, qid), help=_("Deletes this question's answers and opens it again."))
-    if right is not None:
-        with right:
-            distribution(step, room, qid, answer)
+    with st.container(key="cls_revealed"):
+        left, chart = st.columns([1, 1]) if options else (st.container(), None)
+        with left:
+            st.markdown(_("**Predict:** {question}").format(question=text))
+            answer_lines(answer)
+            st.button(_("Ask again"), key=f"cls_again_{step}", on_click=teacher_ask_again,
+                      args=(step, qid),
+                      help=_("Deletes this question's answers and opens it again."))
+        if chart is not None:
+            with chart:
+                distribution(room, qid, options, right)
+    if present:
+        round_ = store().state(room).round(qid)
+        st.html(SCROLL_JS % json.dumps(f"{room}-{qid}-{round_}"), unsafe_allow_javascript=True)
     return True
 
 
-def student_question(step, text, answer, room, qid, options) -> bool:
+def student_question(text, answer, room, qid, options, right) -> bool:
     state = st.session_state.get("cls_state") or store().state(room)
     revealed = qid in state.revealed
     labels = dict(options)
@@ -542,17 +688,17 @@ def student_question(step, text, answer, room, qid, options) -> bool:
                 st.session_state[widget] = mine
             st.radio(_("Your answer"), list(labels), key=widget, index=None, horizontal=True,
                      format_func=labels.__getitem__, on_change=give_answer,
-                     args=(step, qid, widget))
+                     args=(qid, widget, list(labels)))
             st.caption(_("You can change your answer until the teacher reveals it.")
                        if mine else _("Choose an answer: only how many chose each is shown."))
         else:
             st.caption(_("Think it over: the teacher reveals the answer."))
         return False
-    st.markdown(_("**Answer:** {answer}").format(answer=answer))
+    answer_lines(answer)
     if options:
         st.markdown(_("**Your answer:** {choice}").format(choice=labels[mine]) if mine in labels
                     else _("You did not answer this question."))
-        distribution(step, room, qid, answer)
+        distribution(room, qid, options, right)
     return True
 
 
@@ -602,6 +748,7 @@ def myth(k: int) -> None:
         st.error(str(exc))
 
 
+@in_page_language
 def give_myth_vote(qid: str, widget: str) -> None:
     value = st.session_state.get(widget)
     if value is None:

@@ -89,13 +89,23 @@ def slope_label(m: float) -> str:
     return _("0 (no position)") if m == 0 else f"1/{round(1 / m)}" if m < 1 else "1"
 
 
-def share_verdict(with_bias: float, without_bias: float) -> str:
-    """Step 1's verdict on the last keys' share of the attention (fractions 0..1) with the bias
-    against without it: "More", "Less" or "The same" (the first word of its answer, which a
-    class's choices match)."""
+def share_choice(with_bias: float, without_bias: float) -> str:
+    """Step 1's answer on the last keys' share of the attention (fractions 0..1) with the bias
+    against without it, as a class's choice: "more", "less" or "same"."""
     if math.isclose(with_bias, without_bias, rel_tol=1e-9):
-        return _("The same")
-    return _("More") if with_bias > without_bias else _("Less")
+        return "same"
+    return "more" if with_bias > without_bias else "less"
+
+
+def share_verdict(with_bias: float, without_bias: float) -> str:
+    """`share_choice` in words: "More", "Less" or "The same" (the first word of its answer)."""
+    return {"same": _("The same"), "more": _("More"),
+            "less": _("Less")}[share_choice(with_bias, without_bias)]
+
+
+def trend_choice(ratio: float) -> str:
+    """"up" or "down": whether a perplexity ratio (longer over the training length) went up."""
+    return "up" if ratio > 1 else "down"
 
 
 def split_answer(answer: str, sentences: int = 2) -> tuple[str, str]:

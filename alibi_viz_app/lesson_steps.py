@@ -50,7 +50,7 @@ from alibi_viz.results.evaluation import (
     extrapolation_summary,
     useful_context,
 )
-from alibi_viz.results.reach import reach_answer
+from alibi_viz.results.reach import ReachResult, reach_answer
 from alibi_viz.results.snapshots import shipped_curves
 from alibi_viz_app import class_view, ui
 from alibi_viz_app.lesson_cursor import (
@@ -58,9 +58,11 @@ from alibi_viz_app.lesson_cursor import (
     half_formed,
     paper_context_rows,
     parameters_sentence,
+    share_choice,
     share_verdict,
     slope_label,
     split_answer,
+    trend_choice,
 )
 
 # From no bias at all (0) through the gentlest slope to the steepest: moving the slider right
@@ -129,20 +131,28 @@ PROJECTOR = {"position": (lambda slope: pipeline(slope, side_by_side=True), 305)
              "extrapolation": (lambda results, protocols: perplexity_figure(
                  results, protocols=protocols), 365),
              "reach": (reach_figure, 335), "training": (training, 400)}
+# In a class a step's figure appears on the reveal, under the question, its answer and the
+# class's chart (up to 356 px for eight choices), which the reveal scrolls to the top of the
+# screen (class_view.SCROLL_JS): on a 1024x768 projector that leaves it this much room.
+CLASS_PROJECTOR_PX = 300
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def projector_spec(lang: str, name: str, args: tuple) -> dict:
-    """Step figure `name` built from `args` for a projector (`projector_figure` at its step's
-    height), in language `lang` (the cache key; the run has set it)."""
-    build, height = PROJECTOR[name]
+def projector_spec(lang: str, name: str, args: tuple, height: int) -> dict:
+    """Step figure `name` built from `args` for a projector (`projector_figure`, `height` px
+    tall), in language `lang` (the cache key; the run has set it)."""
+    build, _height = PROJECTOR[name]
     return figure_spec(projector_figure(build(*args), height=height), fit=False)
 
 
 def step_figure(name: str, present: bool, *args) -> dict:
-    """The step's one figure, for a projector or for the page (cached either way)."""
+    """The step's one figure, for a projector or for the page (cached either way); in a class
+    on a projector, no taller than CLASS_PROJECTOR_PX."""
     if present:
-        return projector_spec(i18n.get_language(), name, args)
+        height = PROJECTOR[name][1]
+        if class_view.code():
+            height = min(height, CLASS_PROJECTOR_PX)
+        return projector_spec(i18n.get_language(), name, args, height)
     return PAGE_FIGURES[name](*args)
 
 
@@ -203,13 +213,17 @@ def text(full: str, short: str, present: bool) -> None:
     st.markdown(short if present else full)
 
 
-def ask(step: int, question: str, answer: str, present: bool) -> bool:
+def ask(step: int, question: str, answer: str, present: bool, right: str | None = None,
+        options: list[tuple[str, str]] | None = None) -> bool:
     """Predict, then reveal. In presentation mode the question comes first and the figure and
     answer only after a click (returns False until then); otherwise the figure is shown and the
     answer waits in a closed "Answer" box, so a student following on a laptop predicts first.
     In the handout the answer follows the question. The answer is computed by the step from
-    the same numbers its figure draws."""
-    if (shown := class_view.question(step, question, answer, present)) is not None:
+    the same numbers its figure draws. In a class, `right` is the class vote's right choice
+    (its stored value) and `options` the vote's choices where the step computes them
+    (`class_view.question`)."""
+    if (shown := class_view.question(step, question, answer, present, right,
+                                     options)) is not None:
         return shown  # in a class: the class's answers, revealed by the teacher
     if present and not in_handout():  # what the clicker's next reveals (`question_open`)
         st.session_state[f"{ASKED}{step}"] = question
@@ -255,14 +269,16 @@ def step_position(step: int, present: bool) -> None:
     slope = st.select_slider(_("Slope m"), SLOPE_CHOICES, value=0.25, key="ls_s1_slope",
                              format_func=ui.labels(SLOPE_CHOICES, slope_label))
     chosen(_("Slope m"), slope_label(slope))
+    asked = class_view.class_value("ls_s1_slope", slope)  # the class's slope, in a class
     content = toy_content_scores(24, seed=3)
-    share_with, share_without = recent_share(content, slope, 4), recent_share(content, 0.0, 4)
+    share_with, share_without = recent_share(content, asked, 4), recent_share(content, 0.0, 4)
     verdict = share_verdict(share_with, share_without)
     if ask(step, _("With m = {m}, do the last 4 keys get more or less of the attention than "
-                   "with no bias at all?").format(m=slope_label(slope)),
+                   "with no bias at all?").format(m=slope_label(asked)),
            _("{verdict}: {with_bias} with the bias, {without_bias} without (the blue and grey "
              "bars of the last 4 keys).").format(verdict=verdict, with_bias=percent(share_with),
-                                                 without_bias=percent(share_without)), present):
+                                                 without_bias=percent(share_without)), present,
+           right=share_choice(share_with, share_without)):
         show(step_figure("position", present, slope), "position")
     if not present:
         st.caption(_("Made-up content scores for one query (the last token) against 24 keys. "
@@ -288,12 +304,14 @@ def step_bias(step: int, present: bool) -> None:
     seq_len = st.slider(_("Sequence length"), 4, 128, 16, key="ls_s2_len")
     chosen(_("Sequence length"), number(seq_len))
     matrix = alibi_bias(alibi_slopes(8)[[0]], max(seq_len, 11))[0]  # head 1, m = 1/2
+    diagonal, back = matrix[10, 10] + 0.0, float(matrix[10, 0])
     if ask(step, _("For head 1 (m = 1/2), what is the bias on the diagonal, and on the key 10 "
                    "tokens back?"),
            _("{diagonal} on the diagonal and {back} ten tokens back.").format(
-               diagonal=number(matrix[10, 10] + 0.0), back=number(matrix[10, 0]))
-           + ("" if in_handout() else " " + _("Hover over the first panel to read them.")),
-           present):
+               diagonal=number(diagonal), back=number(back))
+           + ("" if in_handout() else " " + _("Point at the first panel (tap or hover) to read "
+                                              "them.")),
+           present, right=f"{diagonal:g},{back:g}"):
         show(step_figure("bias", present, seq_len), "bias")
     if not present:
         slopes = alibi_slopes(8)
@@ -304,7 +322,7 @@ def step_bias(step: int, present: bool) -> None:
                      "{seq_len} drawn.").format(
                          clip=number(CLIP_LOGITS), steep=number(CLIP_LOGITS / slopes[0]),
                          gentle=number(CLIP_LOGITS / slopes[-1]), seq_len=number(seq_len))
-                   + ("" if in_handout() else " " + _("Hover for the values.")))
+                   + ("" if in_handout() else " " + _("Tap or hover for the values.")))
         st.caption(_("An encoder would use −m·|i−j| on both sides; then a key d tokens to the "
                      "left and one d tokens to the right get the same bias, so the bias alone "
                      "gives a bidirectional model no sense of direction (T5's learned buckets, "
@@ -327,7 +345,8 @@ def step_slopes(step: int, present: bool) -> None:
           "interleave a second schedule."), present)
     num_heads = int(st.number_input(_("Heads"), 1, 64, 8, key="ls_s3_heads"))
     chosen(_("Heads"), number(num_heads))
-    slopes = alibi_slopes(num_heads)
+    asked = int(class_view.class_value("ls_s3_heads", num_heads))  # the class's, in a class
+    slopes = alibi_slopes(asked)
     rise = first_slope_rise(slopes)
     answer = (_("Yes: each head's slope is below the one before.") if rise is None else
               _("No: head {later} (m = {later_m}) is steeper than head {earlier} "
@@ -335,7 +354,8 @@ def step_slopes(step: int, present: bool) -> None:
                                              earlier=rise,
                                              earlier_m=significant(slopes[rise - 1])))
     if ask(step, _("With {n} heads, do the slopes fall steadily from head 1 to head "
-                   "{n}?").format(n=num_heads), answer, present):
+                   "{n}?").format(n=asked), answer, present,
+           right="yes" if rise is None else "no"):
         show(step_figure("slopes", present, num_heads), "slopes")
 
 
@@ -361,11 +381,11 @@ def step_decay(step: int, present: bool) -> None:
                                value=256, key="ls_s4_len")
     chosen(_("Sequence length"), number(seq_len))
     far = int(np.argmax(lives))
-    if ask(step, _("Which of the 8 heads looks furthest back, and what is its half-life?"),
+    if ask(step, _("Which of the 8 heads looks furthest back?"),
            _("Head {head}, the gentlest slope (m = 1/{denominator}): a half-life of "
              "{half_life}.").format(head=far + 1, denominator=round(1 / slopes[far]),
                                     half_life=tokens(lives[far], number(lives[far], 0))),
-           present):
+           present, right=f"h{far + 1}"):
         show(step_figure("decay", present, int(seq_len)), "decay")
     if not present:
         spans = mean_distance(slopes, "causal", int(seq_len))
@@ -408,24 +428,30 @@ def step_real_head(step: int, present: bool) -> None:
     if not info.slopes:
         st.warning(_("This model reports no ALiBi slopes."))
         return
+    # In a class the question is the class's layer and head; the figure is this page's own.
+    asked_layer, asked_head = (int(class_view.class_value(key, value)) for key, value in
+                               (("ls_layer", layer), ("ls_head", head)))
+    if not (1 <= asked_layer <= info.num_layers and 1 <= asked_head <= info.num_heads):
+        asked_layer, asked_head = layer, head
     slope = float(info.slopes[head - 1])
+    asked_slope = float(info.slopes[asked_head - 1])
     try:
         fig = step_figure("real_head", present, str(path), stamp, train_seq_len, layer - 1,
                           head - 1, slope)
-        measured, prior = head_distances(str(path), stamp, train_seq_len, layer - 1, head - 1,
-                                         slope, lesson_text())
+        measured, prior = head_distances(str(path), stamp, train_seq_len, asked_layer - 1,
+                                         asked_head - 1, asked_slope, lesson_text())
     except AlibiVizError as exc:
         st.error(str(exc))
         return
-    life = float(half_life([slope])[0])
+    life = float(half_life([asked_slope])[0])
     answer = _("{direction}: on average {measured} back, against {prior} for the bias alone "
                "(m = {m}, half-life {half_life}).").format(
         direction=_("Further") if measured > prior else _("Nearer"),
         measured=tokens(measured, number(measured, 1)), prior=number(prior, 1),
-        m=significant(slope), half_life=tokens(life, significant(life)))
+        m=significant(asked_slope), half_life=tokens(life, significant(life)))
     if ask(step, _("Does layer {layer}, head {head} look further back or nearer than its "
-                   "slope alone would make it?").format(layer=layer, head=head),
-           answer, present):
+                   "slope alone would make it?").format(layer=asked_layer, head=asked_head),
+           answer, present, right="further" if measured > prior else "nearer"):
         show(fig, "real_head")
     if not present:
         st.caption(_("Distance from query to key, averaged over each row's attention and then "
@@ -456,12 +482,15 @@ def step_extrapolation(step: int, present: bool) -> None:
                   "`python -m experiments.evaluate`."))
         return
     factor = comparison_length(results, train_seq_len) // train_seq_len
-    moves = []
+    moves, trends = [], []
     for name in ("alibi", "sinusoidal"):
         cmp = compare_cells(results, "nonoverlapping", (name, factor * train_seq_len),
                             (name, train_seq_len))
         if cmp:
             moves.append(f"{assets.model_label(name)} {describe_ratio(cmp)}")
+            trends.append(trend_choice(cmp[0]))
+    right = ",".join(trends) if len(trends) == 2 else None
+    verdict = dict(class_view.choices(step)).get(right)
     choice = "both" if not present else "nonoverlapping"
     if not present:
         choice = st.radio(_("Protocol"), ("both", "nonoverlapping", "sliding"), horizontal=True,
@@ -471,9 +500,11 @@ def step_extrapolation(step: int, present: bool) -> None:
     protocols = ("nonoverlapping", "sliding") if choice == "both" else (choice,)
     if ask(step, _("At {factor}x the training length, does ALiBi's perplexity go up or down? "
                    "And the sinusoidal model's?").format(factor=factor),
-           _("Non-overlapping windows, against each model's value at the training length: "
-             "{changes}.").format(changes="; ".join(moves)) if moves else _("See the figure."),
-           present):
+           (f"{verdict}. " if verdict else "")
+           + (_("Non-overlapping windows, against each model's value at the training length: "
+                "{changes}.").format(changes="; ".join(moves)) if moves
+              else _("See the figure.")),
+           present, right=right):
         try:
             show(step_figure("extrapolation", present, results, protocols), "extrapolation")
         except AlibiVizError as exc:
@@ -525,8 +556,12 @@ def step_reach(step: int, present: bool) -> None:
     heads = assets.training_info(path).get("heads") if path else None
     answer = (reach_answer(reach, train_seq_len, alibi_slopes(heads)) if heads else None) \
         or _("See the figure.")
-    if ask(step, _("With how many tokens of context is the ALiBi model's loss lowest, and is "
-                   "its bias what stops it there?"), answer, present):
+    own = reach.get("models", {}).get(assets.DEFAULT_MODEL, {}).get("reach")
+    contexts = [int(c) for c in own["contexts"] if c >= 8] if own else []
+    options = [(str(c), tokens(c, number(c))) for c in contexts] if contexts else None
+    right = str(ReachResult.from_dict(own).lowest_context()) if own else None
+    if ask(step, _("With how many tokens of context is the ALiBi model's loss lowest?"),
+           answer, present, right=right, options=options):
         try:
             show(step_figure("reach", present, reach, train_seq_len), "reach")
         except AlibiVizError as exc:
@@ -556,11 +591,13 @@ def step_copying(step: int, present: bool) -> None:
            "held-out loss (right) at each saved step."),
          _("A copying head forming during training."), present)
     half = half_formed(scores)  # the first saved step past half the final score
+    saved = [int(k) for k in curves.steps]  # the class votes on one of the saved steps
     if ask(step, _("At which saved step does the best copying head (layer {layer}, head {head}) "
                    "first pass half its final score?").format(layer=layer + 1, head=head + 1),
            _("Step {step}: its score is {score} there, {final} at the end.").format(
                step=number(int(curves.steps[half])), score=number(float(scores[half]), 2),
-               final=number(float(scores[-1]), 2)), present):
+               final=number(float(scores[-1]), 2)), present,
+           right=str(saved[half]), options=[(str(k), number(k)) for k in saved]):
         show(step_figure("training", present), "training")
     if not present:
         st.page_link("app_pages/model_heads.py", label=_("Move through the training steps on "

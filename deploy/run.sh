@@ -330,8 +330,17 @@ cmd_start() {
         for ip in $(hostname -I 2>/dev/null); do  # IPv4 only: nginx listens on 0.0.0.0
             [[ "$ip" == *:* ]] || say "students open http://$ip:$port/"
         done
+        # The teacher's link is the class's first address: the projector shows the students
+        # the code, the link and the QR code of whatever address the teacher opened.
+        for ip in $(hostname -I 2>/dev/null); do
+            if [[ "$ip" != *:* ]]; then
+                say "the teacher opens http://$ip:$port/lesson?class=new&present=1"
+                break
+            fi
+        done
     else
         say "open http://$host:$port/"
+        say "the teacher opens http://$host:$port/lesson?class=new&present=1"
     fi
     say "static files from $static_root, read by nginx's workers as $WORKER_USER"
     say "logs: $RUN_DIR/logs; stop with deploy/run.sh stop"

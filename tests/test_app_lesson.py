@@ -411,10 +411,10 @@ def test_handout_writes_the_chosen_values_and_no_hover_hint(lang, score):
                          ("Sequence length", "256"), ("Layer", "1"), ("Head", "8"),
                          ("Protocol", gettext("both"))):
         assert f"**{gettext(label)}:** {value}" in texts, label
-    hover = gettext("Hover for the values.")
+    hover = gettext("Tap or hover for the values.")
     assert not [t for t in texts if hover in t or gettext(
-        "Hover over the first panel to read them.") in t]
-    assert not [t for t in texts if re.search("hover|ratón|наведите", t, re.I)]
+        "Point at the first panel (tap or hover) to read them.") in t]
+    assert not [t for t in texts if re.search("hover|ratón|наведите|toca|коснитесь", t, re.I)]
     (formula,) = [e.value for e in at.latex]
     assert rf"\text{{{score}}}_{{ij}}" in formula
     set_language("en")

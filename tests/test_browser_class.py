@@ -123,6 +123,25 @@ def click(page, selector: str, timeout_ms: float = 60_000) -> None:
                              f"{buttons.evaluate_all(HIDDEN_JS)}") from None
 
 
+# A teacher's page holds its class's code in the URL once it has made the room.
+CLASS_IN_URL_JS = "() => /[?&]class=(?!new)[^&]{5}/.test(location.search)"
+
+
+def teacher_code_and_key(context, teacher) -> tuple[str, str]:
+    """The class's code (from the page's URL, which never holds the key) and the teacher key
+    (from the teacher's cookie, which only the teacher's browser has)."""
+    teacher.wait_for_function(CLASS_IN_URL_JS)
+    assert "key=" not in teacher.url
+    code = parse_qs(urlsplit(teacher.url).query)["class"][0]
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        held = {c["name"]: c["value"] for c in context.cookies()}.get("alibi_viz_teacher", "")
+        if held.startswith(code + "."):
+            return code, held.split(".", 1)[1]
+        teacher.wait_for_timeout(100)
+    raise AssertionError(f"the teacher's browser has no teacher cookie for class {code}")
+
+
 # The number of the step whose heading the page shows (None before any).
 SHOWN_STEP_JS = """() => { const h = [...document.querySelectorAll('h2')].map(h => h.innerText.trim())
   .find(t => /^\\d+\\./.test(t)); return h ? parseInt(h) : null; }"""
@@ -177,9 +196,7 @@ def test_students_follow_answer_and_are_counted(class_server, browser):
     try:
         context, teacher = open_page(browser, f"{url}/lesson?class=new")
         contexts.append(context)
-        teacher.wait_for_function("() => location.search.includes('key=')")
-        query = parse_qs(urlsplit(teacher.url).query)
-        code, key = query["class"][0], query["key"][0]
+        code, key = teacher_code_and_key(context, teacher)
         assert store.is_teacher(code, key)
         assert key not in teacher.locator("[data-testid='stMain']").inner_text()
         students = []
@@ -224,6 +241,72 @@ def test_students_follow_answer_and_are_counted(class_server, browser):
         counts = store.counts(code, revealed[0], ("yes", "no"))
         assert counts.total == STUDENTS
         assert counts.by_choice == {"yes": (STUDENTS + 1) // 2, "no": STUDENTS // 2}
+    finally:
+        for context in contexts:
+            context.close()
+
+
+# After a reveal: the boxes (top, bottom, in viewport pixels) of the revealed question and its
+# answer, the class's chart and the step's figure, once both figures are drawn; else null.
+REVEALED_BOXES_JS = """() => {
+  const box = s => { const e = document.querySelector(s);
+    if (!e) return null; const b = e.getBoundingClientRect(); return [b.top, b.bottom]; };
+  const chart = box('[class*="st-key-cls_fig_"] .main-svg');
+  const figure = box('[class*="st-key-ls_fig_"] .main-svg');
+  const answer = [...document.querySelectorAll('.st-key-cls_revealed p')]
+    .find(p => /^(Respuesta|Answer|Ответ):/.test(p.innerText));
+  if (!chart || !figure || !answer) return null;
+  const a = answer.getBoundingClientRect();
+  return {revealed: box('.st-key-cls_revealed'), answer: [a.top, a.bottom], chart, figure,
+          height: window.innerHeight};
+}"""
+INSIDE_JS = ("() => { const b = (" + REVEALED_BOXES_JS + ")(); return !!b && "
+             "[b.revealed, b.answer, b.chart, b.figure].every(([t, u]) => t >= 0 && "
+             "u <= b.height); }")
+
+
+def test_projector_shows_each_reveal_whole_and_its_url_makes_a_student(class_server, browser):
+    """A Spanish teacher at a 1024x768 projector in presentation mode: the address bar never
+    holds the teacher key, and a second browser that opens it is a student (a question to
+    answer, no reveal and no navigation). After each reveal of steps 1-8 the question, its
+    answer, the class's chart and the step's figure are all inside the screen (the reveal
+    scrolls to them; the clicker alone moves the lesson), and past step 1 the join panel is
+    one line. A reload of the teacher's browser is the teacher again. When the class ends, the
+    student's page, still open, says that the teacher ended it, in its language."""
+    url, store = class_server
+    contexts = []
+    try:
+        context, teacher = open_page(browser, f"{url}/lesson?class=new&present=1&lang=es")
+        contexts.append(context)
+        code, key = teacher_code_and_key(context, teacher)
+        assert store.is_teacher(code, key)
+        context, other = open_page(browser, teacher.url, 390, 844)
+        contexts.append(context)
+        other.locator("[class*='st-key-cls_answer_'] label:has(input)").first.wait_for()
+        assert not other.locator("[class*='st-key-cls_reveal_'], .st-key-ls_next").count()
+        other.locator("[class*='st-key-cls_answer_'] label:has(input)").first.click()
+        wait_for_app(other)
+        for step in range(1, 9):
+            on_step(teacher, step, 60_000)
+            wait_for_app(teacher)
+            if step > 1:
+                assert not teacher.locator(".st-key-cls_join_panel").count()
+                assert code in teacher.locator(".cls-line").inner_text()
+            click(teacher, f"[class*='st-key-cls_reveal_{step}']")
+            try:
+                teacher.wait_for_function(INSIDE_JS, timeout=60_000, polling=100)
+            except Exception:
+                screenshot(teacher, f"class_projector_step{step}_not_inside")
+                raise AssertionError(f"step {step}: not all inside the 768 px screen: "
+                                     f"{teacher.evaluate(REVEALED_BOXES_JS)}") from None
+            screenshot(teacher, f"class_projector_es_step{step}")
+            teacher.keyboard.press("PageDown")  # the clicker: the next step
+        assert "key=" not in teacher.url
+        teacher.reload()  # the teacher's cookie: the same browser is the teacher again
+        wait_for_app(teacher, timeout_ms=FIRST_LOAD_MS)
+        teacher.locator(".st-key-cls_end").wait_for(state="attached")
+        store.end(code, key)  # as a teacher on another replica would: the store alone tells
+        other.get_by_text("El profesor ha terminado la clase.").first.wait_for(timeout=30_000)
     finally:
         for context in contexts:
             context.close()
@@ -293,9 +376,7 @@ def test_class_on_two_replicas_survives_a_killed_replica(stack, browser):
         cookies = [replica_cookie(stack, ("r1", "r2")[k % 2]) for k in range(CLASS + 1)]
         context, teacher = open_on(browser, stack, cookies[CLASS], "/lesson?class=new")
         contexts.append(context)
-        teacher.wait_for_function("() => location.search.includes('key=')")
-        query = parse_qs(urlsplit(teacher.url).query)
-        code, key = query["class"][0], query["key"][0]
+        code, key = teacher_code_and_key(context, teacher)
         store = SQLiteStore(stack.run_dir / "data" / "class.sqlite3")
         students = []
         for k in range(CLASS):

@@ -57,3 +57,11 @@ def test_bad_input_is_refused(labels, counts, right):
     """Mismatched or negative counts and a right index out of range raise AlibiVizError."""
     with pytest.raises(AlibiVizError):
         answer_distribution_figure(labels, counts, right)
+
+
+def test_choices_that_read_as_numbers_stay_categories():
+    """Labels such as "0", "30", "2,000" (a vote on training steps) are drawn one bar each, in
+    the order given, not placed on a numeric axis at their values."""
+    fig = answer_distribution_figure(["0", "30", "2,000"], [1, 0, 2], right=2)
+    assert fig.layout.yaxis.type == "category"
+    assert list(fig.data[0].y) == ["0", "30", "✓ 2,000"]

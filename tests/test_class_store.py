@@ -35,6 +35,7 @@ from alibi_viz.errors import (
     ClassNotFound,
     ClassStoreError,
     NotTheTeacher,
+    TooManyClasses,
 )
 from alibi_viz_app.class_store import (
     CODE_ALPHABET,
@@ -406,6 +407,69 @@ def test_the_number_of_rooms_is_bounded(make_store):
     store.create_room()
     with pytest.raises(ClassesFull):
         store.create_room()
+
+
+def test_a_room_nobody_joined_closes_in_minutes_and_a_joined_one_lives_its_ttl(make_store):
+    """A room no student joined lives empty_ttl after its creation or the teacher's last
+    change; once a student joins, it lives its full ttl from its creation."""
+    store = make_store(ttl=3600, empty_ttl=600)
+    empty, joined = store.create_room(), store.create_room()
+    store.join(joined.code)
+    assert 590 < store.state(empty.code).expires_in <= 600
+    assert 3590 < store.state(joined.code).expires_in <= 3600
+    if make_store.kind == "sqlite":  # the fake clock: the teacher's change keeps it open
+        make_store.clock.advance(500)
+        store.set_state(empty.code, empty.key, step=2)
+        assert 590 < store.state(empty.code).expires_in <= 600
+        make_store.clock.advance(500)
+        store.touch(empty.code, empty.key)  # the teacher's page is open
+        assert 590 < store.state(empty.code).expires_in <= 600
+        with pytest.raises(NotTheTeacher):
+            store.touch(empty.code, "not-the-key")
+        make_store.clock.advance(601)
+        with pytest.raises(ClassNotFound):
+            store.state(empty.code)
+        assert 3590 - 1601 < store.state(joined.code).expires_in <= 3600 - 1601
+    with pytest.raises(ClassNotFound):
+        store.join("ZZZZZ")
+
+
+def test_an_empty_room_expires_on_redis_too(redis_url):
+    """On Redis (its own clock, which the SQLite test above fakes) every key of a room nobody
+    joined expires after empty_ttl, answers and reveals included."""
+    import redis
+
+    client = redis.Redis.from_url(redis_url, decode_responses=True)
+    client.flushdb()
+    store = RedisStore(redis_url, prefix=PREFIX, empty_ttl=1)
+    try:
+        room = store.create_room()
+        store.answer(room.code, session(), "q", "same", choices=CHOICES)
+        store.reveal(room.code, room.key, "q")
+        assert room.code in redis_raw(client)
+        deadline = time.monotonic() + 15
+        while f"{PREFIX}{room.code} hash" in redis_raw(client) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        store.create_room()  # which purges the code from the room limit too
+        assert room.code not in redis_raw(client)
+    finally:
+        store.close()
+        client.close()
+
+
+def test_one_browser_session_holds_a_few_rooms(make_store):
+    """A browser session (its id) may hold max_rooms_per_creator live rooms; the next is
+    refused with a sentence, and ending one frees its place. Another session is not held."""
+    store = make_store(max_rooms_per_creator=2)
+    me = session()
+    rooms = [store.create_room(creator=me) for _i in range(2)]
+    with pytest.raises(TooManyClasses, match="This browser already runs 2 classes"):
+        store.create_room(creator=me)
+    store.create_room(creator=session())
+    store.create_room()  # no creator: not counted
+    store.end(rooms[0].code, rooms[0].key)
+    store.create_room(creator=me)
+    assert me not in make_store.raw()  # only its hash is stored
 
 
 def test_expired_rooms_free_their_places(tmp_path):

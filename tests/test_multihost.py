@@ -390,7 +390,7 @@ def test_a_stopped_app_host_s_students_come_back_on_the_other(hall, browser):
     contexts = []
     teacher_context, teacher = open_lesson(browser, hall, "app2", "/lesson?class=new")
     contexts.append(teacher_context)
-    teacher.wait_for_function("() => location.search.includes('key=')")
+    teacher.wait_for_function("() => /[?&]class=(?!new)[^&]{5}/.test(location.search)")
     code = parse_qs(urlsplit(teacher.url).query)["class"][0]
     pupils = {}
     for host in ("app1", "app2"):

@@ -193,5 +193,6 @@ else:
         st.html(PRESENT_CSS)
     else:  # on a projector the step's own heading is the title
         st.title(_("Lesson: ALiBi in nine steps"))
-    navigation_ui(step, present)
+    if not class_view.following():  # a following student's first screen is the question
+        navigation_ui(step, present)
     show_step(step, present)
