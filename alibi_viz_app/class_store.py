@@ -64,18 +64,45 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
-from alibi_viz.errors import (
-    AnswerRefused,
-    AnswersClosed,
-    BadClassCode,
-    ClassError,
-    ClassesFull,
-    ClassNotFound,
-    ClassStoreError,
-    NotTheTeacher,
-    TooManyClasses,
-)
+from alibi_viz.errors import AlibiVizError
 from alibi_viz.i18n import _, ngettext
+
+# ----------------------------------------------------------------------------- errors
+
+class ClassError(AlibiVizError):
+    """A class session refused an operation; the message says why."""
+
+
+class BadClassCode(ClassError):
+    """A class code that cannot be one: not 5 characters of the code alphabet."""
+
+
+class ClassNotFound(ClassError):
+    """No live class has this code: it never existed, was ended, or expired (and was deleted)."""
+
+
+class NotTheTeacher(ClassError):
+    """A teacher-only operation (move the class, reveal, ask again, end) without the room's key."""
+
+
+class ClassesFull(ClassError):
+    """The store already holds as many live classes as it allows."""
+
+
+class TooManyClasses(ClassError):
+    """This browser session already runs as many live classes as one session may."""
+
+
+class AnswerRefused(ClassError):
+    """An answer that cannot be counted: not one of the question's choices."""
+
+
+class AnswersClosed(AnswerRefused):
+    """An answer to a question whose answers are revealed (until the teacher asks it again)."""
+
+
+class ClassStoreError(ClassError):
+    """The class store is misconfigured or cannot be reached."""
 
 # Uppercase letters and digits that cannot be mistaken for one another when read off a
 # projector or typed on a phone: no 0/O, no 1/I/L, no U (read as V). 30 characters, so

@@ -43,12 +43,11 @@ import segno
 import streamlit as st
 
 from alibi_viz import i18n
-from alibi_viz.errors import ClassError, ClassNotFound
 from alibi_viz.figures.render import figure_spec
 from alibi_viz.i18n import N_, _, ngettext
 from alibi_viz_app import class_watch, ui
 from alibi_viz_app.class_chart import answer_distribution_figure
-from alibi_viz_app.class_store import SETTING, ClassState, open_store
+from alibi_viz_app.class_store import SETTING, ClassError, ClassNotFound, ClassState, open_store
 from alibi_viz_app.lesson_cursor import split_answer
 
 COOKIE = "alibi_viz_class"  # the browser's class id (`session_id`); nothing else is in it

@@ -28,7 +28,7 @@ import threading
 import time
 from dataclasses import dataclass
 
-from alibi_viz.errors import ClassError
+from alibi_viz_app.class_store import ClassError
 
 LOG = logging.getLogger(__name__)
 WATCH_S = 0.2   # the watcher reads the followed rooms' versions this often

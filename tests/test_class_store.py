@@ -25,8 +25,9 @@ import pytest
 import tomllib
 
 from alibi_viz import i18n
-from alibi_viz.errors import (
-    AlibiVizError,
+from alibi_viz.errors import AlibiVizError
+from alibi_viz_app.class_store import (
+    CODE_ALPHABET,
     AnswerRefused,
     AnswersClosed,
     BadClassCode,
@@ -35,12 +36,9 @@ from alibi_viz.errors import (
     ClassNotFound,
     ClassStoreError,
     NotTheTeacher,
-    TooManyClasses,
-)
-from alibi_viz_app.class_store import (
-    CODE_ALPHABET,
     RedisStore,
     SQLiteStore,
+    TooManyClasses,
     normalise_code,
     open_store,
 )
