@@ -23,7 +23,6 @@ adds m / sqrt(d) (Falcon-RW's form) is checked with expected=alibi_slopes(n) / s
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -31,51 +30,28 @@ import torch
 
 from alibi_viz.alibi import alibi_slopes, check_int, check_num_heads
 from alibi_viz.errors import AlibiVizError
-from alibi_viz.models.conformance import (
-    AlibiCheck,
-    _diagnose,
-    _fit_head,
-    _given_slopes,
-    thresholds,
-)
+from alibi_viz.models.conformance_diagnosis import diagnose, given_slopes
+from alibi_viz.models.conformance_probe import fit_head, kernel_curves, thresholds
+from alibi_viz.models.conformance_report import AlibiCheck
 
 MAX_KERNEL_LENGTH = 8192
-
-
-def _curves(logits: torch.Tensor, valid: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
-    """(y, n), each (heads, keys): y[h, d] = mean over queries i of logits[h, i, i-d] -
-    logits[h, i, i] where both entries are valid; n[h, d] how many queries that was. Query i
-    sits at key position i + keys - queries (bottom-right aligned, as a KV cache's are)."""
-    H, Q, K = logits.shape
-    i = torch.arange(Q)[:, None] + (K - Q)  # (Q, 1) the query's position among the keys
-    j = i - torch.arange(K)[None, :]  # (Q, K) the key at distance d
-    safe = j.clamp_min(0)
-    rows = torch.arange(Q)[:, None].expand(Q, K)
-    other = logits[:, rows, safe]  # (H, Q, K) [h, i, d]
-    own = logits[:, torch.arange(Q), i[:, 0]][:, :, None]  # (H, Q, 1)
-    ok = (j >= 0) & valid[:, rows, safe] & valid[:, torch.arange(Q), i[:, 0]][:, :, None]
-    diff = torch.where(ok, other - own, torch.zeros((), dtype=logits.dtype))
-    n = ok.sum(dim=1)
-    y = diff.sum(dim=1) / n.clamp_min(1)
-    y = torch.where(n > 0, y, torch.full_like(y, math.nan))
-    return y.numpy(), n.numpy()
 
 
 def _judge(logits: torch.Tensor, valid: torch.Tensor, dtype: torch.dtype, expected,
            path: str, head_dim: int = 1) -> AlibiCheck:
     """The check of one (heads, queries, keys) array of logits (bias or log probabilities)."""
     heads = logits.shape[0]
-    configured, form = (_given_slopes(expected, heads) if expected is not None else
+    configured, form = (given_slopes(expected, heads) if expected is not None else
                         (alibi_slopes(heads), (f"the official schedule for {heads} heads")))
-    y, n = _curves(logits, valid)
+    y, n = kernel_curves(logits, valid)
     base = thresholds(dtype, "eager")
-    fits = [[_fit_head(y[h], n[h], base) for h in range(heads)]]
+    fits = [[fit_head(y[h], n[h], base) for h in range(heads)]]
     steepest = float(np.nanmax(np.abs([f[0] for f in fits[0]] + list(configured))))
     th = thresholds(dtype, "eager", 0.0, steepest)
     context = {"head_dim": head_dim, "heads": heads, "probe_length": int(logits.shape[-1]), "falcon_eager": False,
                "schedule": expected if isinstance(expected, str) else
                "official" if expected is None else None}
-    head_checks, findings, schedule = _diagnose(fits, configured, 1.0, head_dim, th, context)
+    head_checks, findings, schedule = diagnose(fits, configured, 1.0, head_dim, th, context)
     findings = ([f for f in findings if f.verdict != "inconclusive"]
                 + [f for f in findings if f.verdict == "inconclusive"])
     return AlibiCheck(heads=head_checks, decode=None, expected_form=form, schedule=schedule,
