@@ -32,6 +32,9 @@ from alibi_viz.models.conformance_report import (
 RESOLUTION_SE = 8.0  # a head's slope resolution: this many standard errors of its fit
 UNJUDGED_FRACTION = 0.5  # a head read coarser than this part of its slope is not judged
 RESOLUTION_SPREAD = 2.0  # ... and this many times the spread of its slope between tokens
+# A head expected to add no bias is judged when the probe reads its slope to within half the
+# official schedule's smallest slope (2^-8 at every head count).
+ZERO_SLOPE_RESOLUTION = 2.0**-9
 
 def given_slopes(expected, heads: int) -> tuple[np.ndarray, str]:
     """Expected slopes from the caller: a schedule name of `alibi_slopes` or (heads,) slopes."""
@@ -146,6 +149,9 @@ def explain_slopes(measured, expected, scale, head_dim, th, ref_max_bias: float 
     shard = _explain_missing_shards(measured, expected, th)
     if shard is not None:
         return shard
+    partial = _explain_partial(measured, expected, scale, th)
+    if partial is not None:
+        return partial
     k = _factor(measured, expected, th)
     if (math.isfinite(k) and abs(k - 1) > 2 * th.slope_rtol
             and slopes_close(measured, k * expected, th).all()):
@@ -163,10 +169,20 @@ def explain_slopes(measured, expected, scale, head_dim, th, ref_max_bias: float 
     schedules = _schedule_candidates(heads, scale, expected, th, ref_max_bias)
     extra = _max_bias_candidate(measured, expected, scale, heads, th, ref_max_bias)
     if extra is not None:
-        schedules.append(extra)
+        # cause before coincidence: max_bias, which a config or an argument sets, before the
+        # first n slopes of another head count's schedule that happen to be the same slopes
+        at = next((i for i, (key, _e, _s) in enumerate(schedules) if key[0] == "count"),
+                  len(schedules))
+        schedules.insert(at, extra)
     for key, evidence, slopes in schedules:
         if slopes_close(measured, slopes, th).all():
-            return "schedule", ("schedule", *key), dict(evidence), slopes
+            evidence = dict(evidence)
+            if key[0] == "max_bias":  # ... and then the coincidence, as evidence
+                same = next((e["num_heads"] for k, e, other in schedules
+                             if k[0] == "count" and slopes_close(other, slopes, th).all()), None)
+                if same is not None:
+                    evidence["same_as_num_heads"] = same
+            return "schedule", ("schedule", *key), evidence, slopes
     permutation = _explain_order(measured, expected, th)
     if permutation is not None:
         key, evidence, slopes = permutation
@@ -184,6 +200,24 @@ def explain_slopes(measured, expected, scale, head_dim, th, ref_max_bias: float 
             return ("permuted", ("permuted", *key, name),
                     {**evidence, "factor": value, "factor_name": name}, slopes)
     return None
+
+
+def _explain_partial(measured, expected, scale, th):
+    """(verdict "missing", key, evidence, slopes) of ALiBi on some heads only: heads 1..k apply
+    the official schedule for k heads and heads k+1..n no bias (x-transformers'
+    alibi_num_heads); else None."""
+    heads = expected.size
+    zero = slopes_close(measured, 0.0, th) & ~slopes_close(expected, 0.0, th)
+    if not zero.any() or zero.all():
+        return None
+    k = int(np.argmax(zero))  # the first head without bias
+    if k == 0 or not zero[k:].all():
+        return None
+    predicted = np.concatenate([alibi_slopes(k) * scale, np.zeros(heads - k)])
+    if not slopes_close(measured, predicted, th).all():
+        return None
+    return ("missing", ("missing", "partial", k), {"alibi_heads": k, "num_heads": heads},
+            predicted)
 
 
 def _explain_missing_shards(measured, expected, th):
@@ -312,8 +346,11 @@ def diagnose(fits, expected_all, scale, head_dim, th, context):
                                   RESOLUTION_SPREAD * np.nan_to_num(spread, nan=np.inf),
                                   (th.eps + th.schedule_rounding) * np.abs(expected) * far])
         th_layer = replace(th, slope_atol=atol)
-        unjudged = ~np.isfinite(measured) | (atol + th.slope_rtol * np.abs(expected)
-                                            > UNJUDGED_FRACTION * np.abs(expected))
+        # a head expected to add no bias has no slope to be a fraction of: it is judged
+        # against an absolute resolution instead
+        unjudged = ~np.isfinite(measured) | np.where(
+            expected == 0, atol > ZERO_SLOPE_RESOLUTION,
+            atol + th.slope_rtol * np.abs(expected) > UNJUDGED_FRACTION * np.abs(expected))
         # a head read too coarsely tells nothing about clips and offsets either
         raw_offsets = offsets
         clips = [None if unjudged[h] else c for h, c in enumerate(clips)]

@@ -19,8 +19,9 @@ from alibi_viz.models.conformance_probe import Thresholds
 VERDICTS = ("conforms", "scaled", "sign_flipped", "schedule", "permuted", "offset", "missing",
             "clipped", "inconclusive")
 # The model's verdict (AlibiCheck.verdict) is one of VERDICTS or one of these: the cached
-# decoding or a padded batch differs, the installed transformers' builder is wrong.
-MODEL_VERDICTS = (*VERDICTS, "decode", "padding", "builder")
+# decoding or a padded batch differs, the installed transformers' builder is wrong; a causal
+# kernel attends to keys after the query, its rows' attention is off by rounding (kernel_check).
+MODEL_VERDICTS = (*VERDICTS, "decode", "padding", "builder", "unmasked", "precision")
 # Verdict names as the app shows them (translated where shown: `_(VERDICT_TITLES[v])`).
 VERDICT_TITLES = {"conforms": N_("conforms"), "scaled": N_("scaled"),
                   "sign_flipped": N_("sign flipped"), "schedule": N_("other schedule"),
@@ -30,7 +31,8 @@ VERDICT_TITLES = {"conforms": N_("conforms"), "scaled": N_("scaled"),
 @dataclass
 class HeadCheck:
     """One head: the slope it should apply, the slope the probe measured, and its verdict.
-    Slopes are per token, on the pre-softmax logits; layer and head are 0-based."""
+    Slopes are per token, on the pre-softmax logits; layer and head are 0-based indices (every
+    sentence, `detail` included, numbers them from 1)."""
 
     layer: int
     head: int
@@ -201,9 +203,13 @@ def _factor_phrase(name: str | None, k: float, head_dim: int, falcon_eager: bool
 def schedule_phrase(evidence: dict, heads: int) -> str:
     """Which schedule the slopes follow, in words."""
     if evidence.get("max_bias") is not None:
-        return _("the official schedule with max_bias {value} instead of {configured}").format(
+        text = _("the official schedule with max_bias {value} instead of {configured}").format(
             value=formatted(evidence["max_bias"], "g"),
             configured=formatted(evidence.get("configured_max_bias", 8), "g"))
+        if evidence.get("same_as_num_heads"):
+            text += " " + _("(the same slopes as the first {heads} of the {n}-head "
+                            "schedule)").format(heads=heads, n=evidence["same_as_num_heads"])
+        return text
     if evidence.get("schedule") == "geometric":
         return _("the paper's geometric formula 2^(-8h/n) instead of the official rule "
                  "(they differ when the head count is not a power of two)")
@@ -250,6 +256,12 @@ def summary(verdict: str, evidence: dict, context: dict) -> str:
                         len(evidence["missing_shards"])).format(
             spans=spans, k=evidence["shards"],
             shards=", ".join(str(s + 1) for s in evidence["missing_shards"]))
+    if verdict == "missing" and "alibi_heads" in evidence:
+        k = evidence["alibi_heads"]
+        return _("Heads {alibi} apply the {k}-head schedule and heads {rest} no positional bias "
+                 "(ALiBi on some heads only).").format(
+                     alibi=f"1-{k}" if k > 1 else "1", k=k,
+                     rest=f"{k + 1}-{heads}" if heads > k + 1 else str(heads))
     if verdict == "missing":
         return _("No head applies a positional bias.")
     if verdict == "sign_flipped" and "inner" in evidence:
