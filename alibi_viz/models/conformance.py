@@ -140,7 +140,9 @@ from alibi_viz.models.conformance_probe import (
     Thresholds,
     fit_head,
     head_curves,
+    row_measures,
     thresholds,
+    tv_tolerance,
 )
 from alibi_viz.models.conformance_report import (
     MODEL_VERDICTS,
@@ -398,25 +400,56 @@ def _run(model, input_ids, attention_mask=None, cache=None, use_cache=False,
     records: list = []
     kwargs = dict(input_ids=input_ids, attention_mask=attention_mask, use_cache=use_cache,
                   cache=cache, output_hidden_states=hidden_states)  # transformers 5: `cache`
-    with torch.inference_mode():
-        if eager:
-            out = runner(**kwargs, output_attentions=True)
-            probs = list(out.attentions or [])
-        else:
-            with _record_sdpa(records):
-                out = runner(**kwargs)
-            probs = records
+    try:
+        with torch.inference_mode():
+            if eager:
+                out = runner(**kwargs, output_attentions=True)
+                probs = list(out.attentions or [])
+            else:
+                with _record_sdpa(records):
+                    out = runner(**kwargs)
+                probs = records
+    except TypeError as exc:  # a forward with other arguments: a wrapper, not the model
+        if "argument" not in str(exc):
+            raise
+        raise AlibiVizError(_wrapper_message(model, exc)) from exc
     if not probs or probs[0] is None:
         raise AlibiVizError(_("The model returned no attention probabilities."))
     return out, probs
 
 
+def _wrapper_message(model, exc: TypeError) -> str:
+    """What check_alibi needs from a model whose forward does not take transformers'
+    arguments, and, when it wraps a transformers model, which attribute to pass instead."""
+    try:
+        from transformers import PreTrainedModel  # heavy: only for this message
+    except ImportError:  # pragma: no cover (transformers is a dependency)
+        PreTrainedModel = ()
+    inner = next((name for name, module in model.named_modules()
+                  if name and isinstance(module, PreTrainedModel)), None) if isinstance(
+        model, torch.nn.Module) else None
+    advice = (_("It wraps a transformers model at .{path}: pass that one, "
+                "check_alibi(wrapper.{path}, tokenizer).").format(path=inner)
+              if inner is not None else
+              _("If it wraps a transformers model, pass that model itself."))
+    return _("check_alibi calls the model as transformers' causal LMs are called, "
+             "model(input_ids=..., attention_mask=..., output_attentions=True), and reads the "
+             "attention it returns; this {kind}'s forward does not take that ({error}). "
+             "{advice}").format(
+                 kind=type(model).__name__, error=str(exc).strip().splitlines()[0],
+                 advice=advice)
+
+
 def _probe(model, length: int, token_id: int | None, tokenizer, min_log_prob: float,
-           premise_tol: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+           premise_tol: float | None = None, slopes: np.ndarray | None = None,
+           rows: list | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(y, n), each (layers, heads, length): the probe's curves and query counts (`head_curves`).
 
     premise_tol: when given, the largest relative spread of the hidden states between the
-    positions of the repeated token; beyond it AlibiVizError (the probe's premise fails)."""
+    positions of the repeated token; beyond it AlibiVizError (the probe's premise fails).
+    slopes, rows: with the expected slopes ((heads,) or (layers, heads)), each layer's worst
+    query row is appended to `rows` as (total variation from exact ALiBi, head, query), all
+    0-based (`row_measures`)."""
     if token_id is None:  # an ordinary token: the tokenizer's "a", else id 10
         ids = tokenizer("a", add_special_tokens=False)["input_ids"] if tokenizer else [10]
         token_id = int(ids[0])
@@ -434,10 +467,46 @@ def _probe(model, length: int, token_id: int | None, tokenizer, min_log_prob: fl
     curves, counts = [], []
     for k in range(len(probs)):
         y, n = head_curves(probs[k][0], min_log_prob)
+        if rows is not None and slopes is not None:
+            tv, _future = row_measures(probs[k][0], slopes[k] if np.ndim(slopes) == 2 else
+                                       slopes, first_query=0)
+            worst = int(tv.argmax())
+            rows.append((float(tv.max()), worst // tv.shape[1], worst % tv.shape[1]))
         probs[k] = None  # free each layer's maps once read
         curves.append(y)
         counts.append(n)
     return torch.stack(curves).cpu().numpy(), torch.stack(counts).cpu().numpy()
+
+
+def _row_slopes(model, expected, configured) -> np.ndarray | None:
+    """The slopes exact ALiBi has on the probe's logits, for its rows' total variation: the
+    configured ones (Falcon's scaled by 1/sqrt(d)), or `expected`'s for the config's head
+    count; None where those cannot be known before the probe (its errors are raised after)."""
+    if configured is not None:
+        return configured
+    try:
+        return given_slopes(expected, _num_heads(model))[0]
+    except (AlibiVizError, AttributeError, TypeError, ValueError):
+        return None
+
+
+def _precision_note(rows: list, findings: list, dtype: torch.dtype) -> str | None:
+    """The note on the probe's worst query row when its attention differs from exact ALiBi's
+    by more than the dtype's rounding explains (`tv_tolerance`) and nothing else was found: a
+    model in 16 bits rounds the bias (and the content) it adds far from zero, which the
+    slopes, averaged over the rows, do not show. None otherwise."""
+    if not rows or any(f.verdict != "inconclusive" for f in findings):
+        return None
+    layer = int(np.argmax([r[0] for r in rows]))
+    tv, head, query = rows[layer]
+    if not tv > tv_tolerance(dtype):
+        return None
+    return _("Precision: on the probe, query rows' attention differs from exact ALiBi by a total "
+             "variation up to {tv} (layer {layer}, head {head}, query {query}): the rounding of "
+             "a bias far from zero in {dtype}, as this model computes it; the slopes conform on "
+             "average over the rows.").format(
+                 tv=formatted(tv, ".2g"), layer=layer + 1, head=head + 1, query=query + 1,
+                 dtype=str(dtype).removeprefix("torch."))
 
 
 def _other_tokens(tokenizer) -> list[int]:
@@ -703,6 +772,7 @@ def check_alibi(model, tokenizer=None, probe_length: int = PROBE_LENGTH, texts=D
     probe_length = check_int(probe_length, "probe_length", 16, 65_536)
     model.eval()
     config = model.config
+    configured = None
     if expected is None:
         configured, form, _warning = expected_slopes(model)
     if config.model_type == "mpt":  # its bias is built at max_seq_len keys, no more
@@ -717,8 +787,11 @@ def check_alibi(model, tokenizer=None, probe_length: int = PROBE_LENGTH, texts=D
         base = thresholds(dtype, path, FALCON_ROUNDING if falcon else 0.0)
         if progress:
             progress(0.05, _("probing the bias with one repeated token"))
+        rows: list = []  # each layer's worst query row against exact ALiBi
         curves, counts = _probe(model, probe_length, None, tokenizer, base.min_log_prob,
-                                premise_tol=max(1e-3, 64 * base.eps))
+                                premise_tol=max(1e-3, 64 * base.eps),
+                                slopes=_row_slopes(model, expected, configured),
+                                rows=rows)
         heads = curves.shape[1]
         if expected is not None:
             configured, form = given_slopes(expected, heads)
@@ -775,6 +848,9 @@ def check_alibi(model, tokenizer=None, probe_length: int = PROBE_LENGTH, texts=D
                 for f in findings:
                     if f.verdict == "schedule" and f.evidence.get("max_bias") is not None:
                         f.summary += " " + mpt_note
+        note = _precision_note(rows, findings, dtype)
+        if note is not None:
+            notes.append(note)
         result = None
         if decode:
             if progress:

@@ -107,6 +107,42 @@ def kernel_curves(logits: torch.Tensor, valid: torch.Tensor) -> tuple[np.ndarray
     return y.numpy(), n.numpy()
 
 
+# A 16-bit attention may differ from exact ALiBi by this much in its worst query row: more
+# than the rounding of -m (i - j), +m j or m (j - L + 1) over a 128-token cache (16-bit
+# logits of up to 64), less than that of a row constant -m L over a static cache of 1,024
+# slots, whose 16-bit steps of 2-4 logits move each row's attention differently.
+PRECISION_TV = 0.125
+
+
+def tv_tolerance(dtype: torch.dtype) -> float:
+    """The largest total variation of a query row's attention from exact ALiBi that the
+    rounding of `dtype` explains: PRECISION_TV for 16-bit dtypes, 2^12 eps for float32 (a
+    bias of up to 4,096 logits, m j at 8,192 tokens, rounded), never below 1e-6."""
+    return max(1e-6, min(PRECISION_TV, 2.0**12 * float(torch.finfo(dtype).eps)))
+
+
+def row_measures(probs: torch.Tensor, slopes, mode: str = "causal",
+                 first_query: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """(tv, future), each (heads, queries), of one layer's attention probabilities (H, Q, K)
+    over every key: tv[h, i] = the total variation (1/2 sum_j |p - e|) of row i from exact
+    ALiBi e = softmax(-m_h |i - j|) with `slopes` m (keys at or before the query in mode
+    "causal", all keys in "symmetric"); future[h, i] = the attention on keys after the query.
+    Query i sits at key position first_query + i (default: bottom-right aligned)."""
+    H, Q, K = probs.shape
+    first = K - Q if first_query is None else first_query
+    m = torch.as_tensor(np.asarray(slopes, dtype=np.float64), device=probs.device)
+    i = torch.arange(Q, device=probs.device)[:, None] + first
+    j = torch.arange(K, device=probs.device)[None, :]
+    after = j > i  # (Q, K)
+    exact = -m[:, None, None] * (i - j).abs()
+    if mode == "causal":
+        exact = exact.masked_fill(after, -math.inf)
+    exact = torch.softmax(exact, dim=-1)
+    p = probs.double()
+    tv = 0.5 * (p - exact).abs().sum(dim=-1)
+    future = (p * after).sum(dim=-1)
+    return tv, future
+
 
 def _wls(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> tuple[float, float, float]:
     """(slope, intercept, weighted residual sum of squares) of y = intercept + slope x."""
