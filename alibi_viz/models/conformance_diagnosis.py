@@ -1,11 +1,12 @@
 """The conformance check's diagnosis: the explanations of what the probe measured, in order.
 
-One layer's measured slopes are fitted to the explanations a port can have, in the order
-`explain_slopes` tries them (the module docstring of alibi_viz/models/conformance.py lists
-them): simplest first, and where two fit equally, the cause a config or an argument can set
-before the coincidence that gives the same slopes (max_bias before "the first n slopes of
-another head count's schedule"). Then offsets and clips, per layer, and each head's own verdict
-where no explanation covers it (`diagnose`).
+One layer's measured slopes are fitted to the explanations a port can have, one small
+function each, tried in the order of EXPLANATIONS (`explain_slopes`; the module docstring of
+alibi_viz/models/conformance.py lists them): simplest first, and where two fit equally, the
+cause a config or an argument can set before the coincidence that gives the same slopes
+(max_bias before "the first n slopes of another head count's schedule"). Then offsets and
+clips, per layer, and each head's own verdict where no explanation covers it (`diagnose`).
+tests/test_conformance_diagnosis.py gives each explanation its own case.
 """
 
 from __future__ import annotations
@@ -138,58 +139,97 @@ def _max_bias_candidate(measured, configured, scale, heads, th, ref_max_bias: fl
 
 
 def explain_slopes(measured, expected, scale, head_dim, th, ref_max_bias: float = 8.0):
-    """(verdict, key, evidence, predicted slopes) of the simplest explanation of one layer's
-    measured slopes, or None when none fits every head. ref_max_bias: the configured max_bias
-    of the expected slopes (MPT's alibi_bias_max)."""
-    heads = expected.size
+    """(verdict, key, evidence, predicted slopes) of the first explanation of EXPLANATIONS
+    that fits every head of one layer's measured slopes, or None when none does.
+    ref_max_bias: the configured max_bias of the expected slopes (MPT's alibi_bias_max)."""
+    for explain in EXPLANATIONS:
+        found = explain(measured, expected, scale, head_dim, th, ref_max_bias)
+        if found is not None:
+            return found
+    return None
+
+
+def _explain_conforms(measured, expected, scale, head_dim, th, ref_max_bias):
+    """The configured slopes."""
     if slopes_close(measured, expected, th).all():
         return "conforms", ("conforms",), {}, expected
+    return None
+
+
+def _explain_missing(measured, expected, scale, head_dim, th, ref_max_bias):
+    """No positional bias in any head."""
     if slopes_close(measured, 0.0, th).all():
         return "missing", ("missing",), {}, np.zeros_like(expected)
-    shard = _explain_missing_shards(measured, expected, th)
-    if shard is not None:
-        return shard
-    partial = _explain_partial(measured, expected, scale, th)
-    if partial is not None:
-        return partial
+    return None
+
+
+def _explain_factor(measured, expected, scale, head_dim, th, ref_max_bias):
+    """One constant factor k for every head: "scaled", or "sign_flipped" for k < 0 (named
+    when it is one a port gets wrong: 2, 1/sqrt(d), ...)."""
     k = _factor(measured, expected, th)
-    if (math.isfinite(k) and abs(k - 1) > 2 * th.slope_rtol
+    if not (math.isfinite(k) and abs(k - 1) > 2 * th.slope_rtol
             and slopes_close(measured, k * expected, th).all()):
-        verdict = "sign_flipped" if k < 0 else "scaled"
-        name = None if abs(abs(k) - 1) <= 2 * th.slope_rtol else _factor_name(abs(k), head_dim,
-                                                                               th)
-        label = name or ("one" if abs(abs(k) - 1) <= 2 * th.slope_rtol else f"{abs(k):.2g}")
-        return verdict, (verdict, label), {"factor": k, "factor_name": name}, k * expected
-    if (measured < 0).sum() > heads / 2:  # the bias grows with distance: what else is wrong?
-        inner = explain_slopes(-measured, expected, scale, head_dim, th, ref_max_bias)
-        if inner is not None and inner[0] not in ("conforms", "missing", "scaled"):
-            verdict, key, evidence, predicted = inner
-            return ("sign_flipped", ("sign_flipped", *key), {**evidence, "inner": verdict},
-                    -predicted)
-    schedules = _schedule_candidates(heads, scale, expected, th, ref_max_bias)
-    extra = _max_bias_candidate(measured, expected, scale, heads, th, ref_max_bias)
+        return None
+    verdict = "sign_flipped" if k < 0 else "scaled"
+    name = None if abs(abs(k) - 1) <= 2 * th.slope_rtol else _factor_name(abs(k), head_dim, th)
+    label = name or ("one" if abs(abs(k) - 1) <= 2 * th.slope_rtol else f"{abs(k):.2g}")
+    return verdict, (verdict, label), {"factor": k, "factor_name": name}, k * expected
+
+
+def _explain_sign_and_more(measured, expected, scale, head_dim, th, ref_max_bias):
+    """The bias grows with distance in most heads, and without the sign another explanation
+    (another schedule or order) fits."""
+    if (measured < 0).sum() <= expected.size / 2:
+        return None
+    inner = explain_slopes(-measured, expected, scale, head_dim, th, ref_max_bias)
+    if inner is None or inner[0] in ("conforms", "missing", "scaled"):
+        return None
+    verdict, key, evidence, predicted = inner
+    return ("sign_flipped", ("sign_flipped", *key), {**evidence, "inner": verdict}, -predicted)
+
+
+def _schedules(measured, expected, scale, th, ref_max_bias):
+    """The schedules a port can apply instead of the configured one (`_schedule_candidates`),
+    with the official schedule at the max_bias that fits the measured slopes, if one does,
+    before the coincidences: the first n slopes of another head count's schedule."""
+    schedules = _schedule_candidates(expected.size, scale, expected, th, ref_max_bias)
+    extra = _max_bias_candidate(measured, expected, scale, expected.size, th, ref_max_bias)
     if extra is not None:
-        # cause before coincidence: max_bias, which a config or an argument sets, before the
-        # first n slopes of another head count's schedule that happen to be the same slopes
         at = next((i for i, (key, _e, _s) in enumerate(schedules) if key[0] == "count"),
                   len(schedules))
         schedules.insert(at, extra)
+    return schedules
+
+
+def _explain_schedule(measured, expected, scale, head_dim, th, ref_max_bias):
+    """Another schedule (`_schedules`, in its order); for max_bias, the head count whose
+    first slopes are the same ones goes in the evidence (cause first, coincidence after)."""
+    schedules = _schedules(measured, expected, scale, th, ref_max_bias)
     for key, evidence, slopes in schedules:
         if slopes_close(measured, slopes, th).all():
             evidence = dict(evidence)
-            if key[0] == "max_bias":  # ... and then the coincidence, as evidence
+            if key[0] == "max_bias":
                 same = next((e["num_heads"] for k, e, other in schedules
                              if k[0] == "count" and slopes_close(other, slopes, th).all()), None)
                 if same is not None:
                     evidence["same_as_num_heads"] = same
             return "schedule", ("schedule", *key), evidence, slopes
+    return None
+
+
+def _explain_permuted(measured, expected, scale, head_dim, th, ref_max_bias):
+    """The configured slopes in another head order (`_explain_order`)."""
     permutation = _explain_order(measured, expected, th)
-    if permutation is not None:
-        key, evidence, slopes = permutation
-        return "permuted", ("permuted", *key), evidence, slopes
-    for name, value in _named_factors(head_dim):  # a named factor on top of another schedule
-        if value < 0:
-            continue
+    if permutation is None:
+        return None
+    key, evidence, slopes = permutation
+    return "permuted", ("permuted", *key), evidence, slopes
+
+
+def _explain_factor_on_top(measured, expected, scale, head_dim, th, ref_max_bias):
+    """A named factor on top of another schedule or another order."""
+    schedules = _schedules(measured, expected, scale, th, ref_max_bias)
+    for name, value in _named_factors(head_dim):
         for key, evidence, slopes in schedules:
             if slopes_close(measured, value * slopes, th).all():
                 return ("schedule", ("schedule", *key, name),
@@ -202,7 +242,7 @@ def explain_slopes(measured, expected, scale, head_dim, th, ref_max_bias: float 
     return None
 
 
-def _explain_partial(measured, expected, scale, th):
+def _explain_partial(measured, expected, scale, head_dim, th, ref_max_bias):
     """(verdict "missing", key, evidence, slopes) of ALiBi on some heads only: heads 1..k apply
     the official schedule for k heads and heads k+1..n no bias (x-transformers'
     alibi_num_heads); else None."""
@@ -220,7 +260,7 @@ def _explain_partial(measured, expected, scale, th):
             predicted)
 
 
-def _explain_missing_shards(measured, expected, th):
+def _explain_missing_shards(measured, expected, scale, head_dim, th, ref_max_bias):
     """(verdict "missing", key, evidence, slopes) when the heads that apply no bias are whole
     tensor-parallel shards (k contiguous blocks of n/k heads, the fewest shards that fit) and
     every other head conforms; else None."""
@@ -238,6 +278,14 @@ def _explain_missing_shards(measured, expected, th):
             return ("missing", ("missing", "shards", k, tuple(missing)),
                     {"shards": k, "missing_shards": missing}, predicted)
     return None
+
+
+# The explanations of one layer's slopes, in the order they are tried: simplest first, and
+# where two give the same slopes, the cause a config or an argument sets before the
+# coincidence (inside _explain_schedule: max_bias before another head count's first slopes).
+EXPLANATIONS = (_explain_conforms, _explain_missing, _explain_missing_shards, _explain_partial,
+                _explain_factor, _explain_sign_and_more, _explain_schedule, _explain_permuted,
+                _explain_factor_on_top)
 
 
 def _explain_order(measured, expected, th):

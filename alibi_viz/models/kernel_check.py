@@ -88,12 +88,12 @@ def _judge(logits: torch.Tensor, valid: torch.Tensor, dtype: torch.dtype, expect
         side = (valid & (~past | _diagonal(logits.shape))).flip(1, 2)
         mirrored = _diagnose_side(logits.flip(1, 2), side, dtype, configured, form, path,
                                   head_dim, expected)
-        if float(future.sum(-1).max()) <= FUTURE_TOL:
+        if float(future.max()) <= FUTURE_TOL:
             check.diagnosis.insert(0, Finding(
                 "unmasked", "The kernel puts no attention on keys after the query: it applies a "
                 "causal mask, but mode='symmetric' expects a bias on both sides (pass "
                 "mode='causal' for a causal kernel).", [0], heads,
-                {"future_mass": float(future.sum(-1).max())}))
+                {"future_mass": float(future.max())}))
         else:
             for f in mirrored.diagnosis:
                 if f.verdict != "inconclusive":
@@ -103,8 +103,7 @@ def _judge(logits: torch.Tensor, valid: torch.Tensor, dtype: torch.dtype, expect
     worst = float(tv.max())
     if not found and not any(f.verdict == "unmasked" for f in check.diagnosis) and \
             worst > tv_tolerance(dtype):
-        check.diagnosis.insert(0, _precision_finding(tv, dtype, configured, bias,
-                                                     logits.shape[-1]))
+        check.diagnosis.insert(0, _precision_finding(tv, dtype, bias, logits.shape[-1]))
     for f in check.diagnosis:  # a q = 0 probe has no content: only rounding makes it coarse
         if f.verdict == "inconclusive":
             f.summary = ("Inconclusive: the probe reads {n} heads' slopes only to about {res} "
@@ -164,7 +163,7 @@ def _unmasked_finding(future: torch.Tensor) -> Finding:
                 "heads_future_mass": per_head.tolist()}))
 
 
-def _precision_finding(tv: torch.Tensor, dtype: torch.dtype, slopes, bias, keys) -> Finding:
+def _precision_finding(tv: torch.Tensor, dtype: torch.dtype, bias, keys: int) -> Finding:
     """The finding of query rows whose attention differs from exact ALiBi's while the slopes
     conform on average: the rounding of a bias far from zero, named where the dtype has it."""
     h, i = divmod(int(tv.argmax()), tv.shape[1])
