@@ -227,6 +227,27 @@ def test_bfloat16_rounding_of_a_bias_far_from_zero_is_named():
     assert alibi_viz.check_bias(textbook).ok
 
 
+@pytest.mark.parametrize("heads", [12, 40])
+def test_two_rows_of_a_bias_far_from_zero_are_rounding_not_offsets(heads):
+    """The last 2 rows of m (j - L + 1) with L = 4,096 slots, in bfloat16, 128 keys: their
+    attention differs from exact ALiBi by a total variation over 0.2 (truth: softmax of the
+    bias); with 2 rows the rounding does not average out and the fit gives heads offsets that
+    no explanation fits ("N heads offset"). The check names the rounding; a real distance off
+    by one in the same 2 bfloat16 rows (textbook form) stays an offset."""
+    slopes = alibi_slopes(heads)
+    m = torch.tensor(slopes, dtype=torch.float64)[:, None, None]
+    j = torch.arange(128, dtype=torch.float64)
+    rows = (m * (j - 4096 + 1)).expand(-1, 2, -1).to(torch.bfloat16)  # queries 126, 127
+    i = torch.tensor([126.0, 127.0])[:, None]
+    exact = torch.softmax((-m * (i - j)).masked_fill(j > i, -math.inf), -1)
+    assert worst_tv(torch.softmax(rows.double(), -1), exact) > 0.2
+    check = alibi_viz.check_bias(rows)
+    assert check.verdict == "precision", check.problems()
+    distance = i - j
+    off_by_one = (-m * (distance + (distance > 0).double())).to(torch.bfloat16)
+    assert alibi_viz.check_bias(off_by_one).verdict == "offset"
+
+
 def static_cache_decode(slopes, slots=1024, bug=None):
     """A decode kernel fn(q, k, v) over a static cache of `slots` slots in q's dtype: the t + 1
     cached keys fill the first slots, the rest are masked, and the bias is m (j - L + 1) built
