@@ -34,7 +34,7 @@ model and bug; none of them edits the check):
   2.31.10 and attn-gym 0.0.17 from PyPI, built as tests/test_conformance_thirdparty.py builds
   them): correct forms prefill and decode; no causal mask; ALiBi on some heads; max_bias 4;
   the geometric formula; m(j - L + 1) over a static cache of 1,024 slots in bfloat16 (bias and
-  decode kernel); slopes below resolution on q = 0; the (1, H, 1, K) row form; a kernel's own
+  decode kernel), and its last 2 rows at 4,096 slots; slopes below resolution on q = 0; the (1, H, 1, K) row form; a kernel's own
   errors; a wrapper model; transformers' BLOOM in bfloat16 at a 1,024-token probe;
 * correct models: BLOOM 12/16/32/40 heads, MPT 32/48/64, Falcon-RW 32 (sdpa, and eager, where
   transformers adds the bias twice and the expected verdict is "scaled"), each in float32,
@@ -118,6 +118,9 @@ def kernel_rows() -> list[dict]:
         _row("bias m(j-L+1), static cache L=1,024, bf16", "bias", 8, dtype="bfloat16",
              inject="static", want=("precision",),
              phrases=("bfloat16 rounding of a bias far from zero", "use the textbook form")),
+        _row("last 2 rows of m(j-L+1), L=4,096, bf16", "bias", 12, dtype="bfloat16",
+             inject="static2", want=("precision",),
+             phrases=("bfloat16 rounding of a bias far from zero",)),
         _row("decode m(j-L+1), static cache L=1,024, bf16", "kernel", 8, dtype="bfloat16",
              decode=True, inject="static", want=("precision",),
              phrases=("bfloat16 rounding of a bias far from zero",)),
@@ -566,6 +569,9 @@ def bias_case(spec: str, heads: int, dtype):
     j = torch.arange(64, dtype=torch.float64)
     if spec == "static":  # m (j - L + 1), L = 1,024, for 64 queries
         return (m * (j - 1024 + 1)).expand(-1, 64, -1).to(dtype), {}
+    if spec == "static2":  # the last 2 rows of m (j - L + 1), L = 4,096, over 128 keys
+        return (m * (torch.arange(128.0, dtype=torch.float64) - 4096 + 1)).expand(
+            -1, 2, -1).to(dtype), {}
     if spec == "row":  # BLOOM's +m j, one row for every query, with a batch of 1
         return (m * j)[None].to(dtype), {}
     if spec == "tiny":  # -m (i - j) with slopes of 1e-4
