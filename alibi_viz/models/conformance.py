@@ -25,6 +25,8 @@ merged):
   conforms      the configured slopes (in the architecture's documented form, below).
   missing       no positional bias at all.
   missing       also: whole tensor-parallel shards (k blocks of n/k heads) adding no bias.
+  missing       also: ALiBi on some heads only, heads 1..k with the k-head schedule and no
+                bias on the rest (x-transformers' alibi_num_heads).
   scaled        one constant factor k for every head: k = 2 is "the bias is added twice"
                 (transformers' eager Falcon does this), k = 1/sqrt(head_dim) "divided by
                 sqrt(head_dim)" (a Falcon-RW port), k = sqrt(head_dim) "multiplied by it".
@@ -33,7 +35,9 @@ merged):
   schedule      another schedule: the geometric formula 2^(-8h/n) of the paper instead of the
                 official rule (they differ when n is not a power of two), the first n slopes of
                 another head count's schedule (e.g. truncated from the next power of two), or
-                another max_bias, the schedule for n/k heads repeated k times (each
+                another max_bias (named before another head count's schedule whose first
+                slopes are the same: the cause before the coincidence), the schedule for
+                n/k heads repeated k times (each
                 tensor-parallel shard built its own); also with one of the named factors above.
   permuted      the configured slopes in another head order: reversed, sorted, or permuted
                 (which head got which slope is in the evidence).
@@ -44,6 +48,10 @@ Orthogonal to the slopes, per layer:
                 the diagonal included, is a constant per row: harmless, invisible to softmax
                 and to this probe, and it passes as it should.
   clipped       the bias stops growing after N tokens (in every head whose probe reaches N).
+Every query row, too (`row_measures`): where the slopes conform but the worst row's attention
+differs from exact ALiBi by more than the dtype's rounding explains (`tv_tolerance`), a note
+gives its total variation and where it is (a 16-bit model rounding +m j far from zero at a long
+probe); `kernel_check` makes that a finding of its own.
 Heads that no explanation covers keep a verdict of their own (conforms, missing, sign_flipped,
 permuted: another head's slope, or scaled: its own ratio). `HeadCheck.verdict` is the verdict
 of the finding that covers the head ("conforms" for a head whose slope happens to be right).
@@ -467,9 +475,11 @@ def _probe(model, length: int, token_id: int | None, tokenizer, min_log_prob: fl
     curves, counts = [], []
     for k in range(len(probs)):
         y, n = head_curves(probs[k][0], min_log_prob)
-        if rows is not None and slopes is not None:
-            tv, _future = row_measures(probs[k][0], slopes[k] if np.ndim(slopes) == 2 else
-                                       slopes, first_query=0)
+        layer_slopes = (slopes[k] if np.ndim(slopes) == 2 and k < len(slopes) else slopes)
+        # slopes for another head count are check_alibi's typed error, raised after the probe
+        if rows is not None and np.ndim(layer_slopes) == 1 and \
+                len(layer_slopes) == probs[k].shape[1]:
+            tv, _future = row_measures(probs[k][0], layer_slopes, first_query=0)
             worst = int(tv.argmax())
             rows.append((float(tv.max()), worst // tv.shape[1], worst % tv.shape[1]))
         probs[k] = None  # free each layer's maps once read
