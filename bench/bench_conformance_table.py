@@ -4,13 +4,15 @@
     .venv/bin/python bench/bench_conformance_table.py --only shards   # rows whose name has it
     .venv/bin/python bench/bench_conformance_table.py --no-before     # this tree only
     .venv/bin/python bench/bench_conformance_table.py --repeats 1     # quicker correct rows
+    .venv/bin/python bench/bench_conformance_table.py --group kernels --baseline db87066
+                                    # kernels, biases, x-transformers, attn-gym (issue 58)
 
 For every row it runs `alibi_viz.models.conformance.check_alibi(model, tokenizer, ...)` on a
 tiny random model built from a transformers config (no download) and reports the check's
 verdict, its findings (the first two sentences of `problems()`, 160 characters each) and its
 time (time.perf_counter around check_alibi only), in two trees side by side: BEFORE, commit
 90a9b48 (`--baseline`), checked out into a git worktree at /tmp/before_tree (created if missing,
-removed afterwards if this script created it) and imported from there (PYTHONPATH and sys.path;
+removed afterwards if this script created it) and imported from there (its PYTHONPATH;
 each child prints the alibi_viz it imported), and AFTER, this working tree.
 
 Rows (the injections are copied from tests/test_conformance_builders.py,
@@ -28,6 +30,12 @@ model and bug; none of them edits the check):
   2x in decode only), a left-padded batch decode whose new token counts the pads (HF #26380,
   float32 and bfloat16);
 * the zoo's bugs (alibi_viz/models/zoo.py, BLOOM, 12 heads, 2 layers);
+* kernels, biases and third-party libraries (`kernel_rows`, `--group kernels`: x-transformers
+  2.31.10 and attn-gym 0.0.17 from PyPI, built as tests/test_conformance_thirdparty.py builds
+  them): correct forms prefill and decode; no causal mask; ALiBi on some heads; max_bias 4;
+  the geometric formula; m(j - L + 1) over a static cache of 1,024 slots in bfloat16 (bias and
+  decode kernel), and its last 2 rows at 4,096 slots; slopes below resolution on q = 0; the (1, H, 1, K) row form; a kernel's own
+  errors; a wrapper model; transformers' BLOOM in bfloat16 at a 1,024-token probe;
 * correct models: BLOOM 12/16/32/40 heads, MPT 32/48/64, Falcon-RW 32 (sdpa, and eager, where
   transformers adds the bias twice and the expected verdict is "scaled"), each in float32,
   bfloat16 and float16, 2 layers, head_dim 8, with the decode and padding checks; and BLOOM
@@ -70,14 +78,76 @@ DTYPES = ("float32", "bfloat16", "float16")
 
 def _row(name, kind="bloom", heads=12, *, dtype="float32", attn="eager", layers=1, decode=False,
          inject=None, want=None, phrases=(), expected="", correct=False, init=None, seed=0,
-         flagged=None):
-    """One row. want: the verdicts the tests accept (None: anything but "conforms");
-    phrases: sentences' parts the findings must contain; flagged: the heads the probe must
-    mark other than "conforms" (["L1H21"]); expected: what the table says."""
+         flagged=None, probe_length=128):
+    """One row. want: the verdicts the tests accept (None: anything but "conforms"; "error":
+    a raised error, its phrases in its message); phrases: parts the findings (or notes) must
+    contain; flagged: the heads the probe must mark other than "conforms" (["L1H21"]);
+    expected: what the table says. kind "kernel" or "bias": check_kernel or check_bias on the
+    callable or tensor `kernel_case(inject)` builds (the model column says which)."""
     return dict(name=name, kind=kind, heads=heads, dtype=dtype, attn=attn, layers=layers,
                 decode=decode, inject=inject, want=want, phrases=list(phrases), flagged=flagged,
                 expected=expected or (" or ".join(want) if want else "not conforms"),
-                correct=correct, init=init, seed=seed)
+                correct=correct, init=init, seed=seed, probe_length=probe_length)
+
+
+def kernel_rows() -> list[dict]:
+    """Issue 58's classes: kernels and libraries nobody here wrote (x-transformers 2.31.10,
+    attn-gym 0.0.17, as tests/test_conformance_thirdparty.py builds them), the check's row
+    measures, its decode form, its error messages."""
+    rows = []
+    for heads, dtype, decode in ((12, "float32", False), (12, "float32", True),
+                                 (40, "bfloat16", False), (40, "bfloat16", True)):
+        rows.append(_row(f"x-transformers ALiBi, {'decode' if decode else 'prefill'} (correct)",
+                         "kernel", heads, dtype=dtype, decode=decode, inject="xt",
+                         want=("conforms",), correct=True))
+    for decode in (False, True):
+        rows.append(_row(f"attn-gym ALiBi, expected geometric, {'decode' if decode else 'prefill'}"
+                         " (correct)", "kernel", 8, decode=decode, inject="gym:geometric",
+                         want=("conforms",), correct=True))
+    rows += [
+        _row("kernel without causal mask (sdpa, -m|i-j|)", "kernel", 8, inject="unmasked",
+             want=("unmasked",), phrases=("causal mask is missing",)),
+        _row("kernel without causal mask (sdpa, -m|i-j|)", "kernel", 12, inject="unmasked",
+             want=("unmasked",), phrases=("causal mask is missing",)),
+        _row("x-transformers Attend(causal=False)", "kernel", 8, inject="xt:nocausal",
+             want=("unmasked",), phrases=("causal mask is missing",)),
+        _row("attn-gym score_mod without block_mask", "kernel", 8, inject="gym:nomask",
+             want=("unmasked",), phrases=("causal mask is missing",)),
+        _row("symmetric kernel, mode='symmetric' (correct)", "kernel", 8,
+             inject="xt:nocausal:symmetric", want=("conforms",), correct=True),
+        _row("bias m(j-L+1), static cache L=1,024, bf16", "bias", 8, dtype="bfloat16",
+             inject="static", want=("precision",),
+             phrases=("bfloat16 rounding of a bias far from zero", "use the textbook form")),
+        _row("last 2 rows of m(j-L+1), L=4,096, bf16", "bias", 12, dtype="bfloat16",
+             inject="static2", want=("precision",),
+             phrases=("bfloat16 rounding of a bias far from zero",)),
+        _row("decode m(j-L+1), static cache L=1,024, bf16", "kernel", 8, dtype="bfloat16",
+             decode=True, inject="static", want=("precision",),
+             phrases=("bfloat16 rounding of a bias far from zero",)),
+        _row("x-transformers alibi_num_heads=4 of 8", "kernel", 8, inject="xt:partial4",
+             want=("missing",), phrases=("Heads 1-4 apply the 4-head schedule",)),
+        _row("x-transformers alibi_num_heads=4, expected as applied (correct)", "kernel", 8,
+             inject="xt:partial4:expected", want=("conforms",), correct=True),
+        _row("x-transformers slopes= max_bias 4", "kernel", 8, inject="xt:maxbias4",
+             want=("schedule",), phrases=("max_bias 4 instead of 8",)),
+        _row("attn-gym at 12 heads (geometric)", "kernel", 12, inject="gym",
+             want=("schedule",), phrases=("geometric formula",)),
+        _row("slopes 1e-4 in bf16 (inconclusive on q = 0)", "bias", 8, dtype="bfloat16",
+             inject="tiny", want=("inconclusive",), phrases=("the scores are the bias alone",)),
+        _row("check_bias row form (1, H, 1, K) +m j (correct)", "bias", 8, inject="row",
+             want=("conforms",), correct=True),
+        _row("kernel error: 8-head kernel given 12 heads", "kernel", 12, inject="error:heads",
+             want=("error",), phrases=("AlibiVizError", "num_heads")),
+        _row("kernel error: float32 bias, bf16 inputs (baddbmm)", "kernel", 8,
+             dtype="bfloat16", inject="error:dtype", want=("error",),
+             phrases=("AlibiVizError", "dtype")),
+        _row("wrapper whose forward takes `input`", "bloom", 8, inject="wrapper",
+             want=("error",), phrases=("AlibiVizError", "check_alibi(wrapper.model")),
+        _row("BLOOM bf16 at a 1,024-token probe (correct, rounding noted)", "bloom", 8,
+             dtype="bfloat16", probe_length=1024, want=("conforms",), phrases=("Precision",),
+             correct=True),
+    ]
+    return rows
 
 
 BUILDER = "Your transformers' BLOOM builder"
@@ -166,9 +236,16 @@ def all_rows() -> list[dict]:
             rows.append(_row(f"correct, content-dominated (init {init:g}, seed {seed})",
                              heads=32, dtype="bfloat16", layers=2, init=init, seed=seed,
                              correct=True, want=("conforms", "inconclusive")))
+    rows += [dict(r, group="kernels") for r in kernel_rows()]
     for row in rows:
-        row["model"] = (f"{row['kind']} {row['heads']}h {row['layers']}L {row['dtype']} "
-                        f"{row['attn']}" + ("" if row["decode"] else " decode=False"))
+        if row["kind"] in ("kernel", "bias"):
+            row["model"] = (f"check_{row['kind']} {row['heads']}h {row['dtype']}"
+                            + (" decode" if row["decode"] else ""))
+        else:
+            row["model"] = (f"{row['kind']} {row['heads']}h {row['layers']}L {row['dtype']} "
+                            f"{row['attn']}" + ("" if row["decode"] else " decode=False")
+                            + (f" probe {row['probe_length']}" if row["probe_length"] != 128
+                               else ""))
         row["id"] = f"{row['name']} | {row['model']}" + (
             f" seed {row['seed']}" if row["seed"] else "")
     return rows
@@ -414,7 +491,111 @@ def inject(model, spec: str | None, stack: ExitStack):
         return hook(model, new_key(arg))
     if what == "zoo":
         return break_model(model, arg)
+    if what == "wrapper":
+        return Bridge(model)
     raise AssertionError(spec)
+
+
+def kernel_case(spec: str, heads: int, dtype):
+    """(fn or bias, check keyword arguments) of a kernel or bias row (`kernel_rows`)."""
+    import torch
+
+    what, _, arg = spec.partition(":")
+    m = torch.tensor(official_slopes(heads))
+    if what == "xt":
+        from x_transformers.attend import Attend
+        from x_transformers.x_transformers import AlibiPositionalBias
+
+        alibi_heads = 4 if arg.startswith("partial4") else heads
+        slopes = official_slopes(16)[:8] if arg == "maxbias4" else None  # = max_bias 4
+        rel = AlibiPositionalBias(alibi_heads, total_heads=heads, slopes=slopes).to(dtype)
+        attend = Attend(causal=not arg.startswith("nocausal"))
+        kwargs = {"mode": "symmetric"} if arg.endswith("symmetric") else {}
+        if arg == "partial4:expected":
+            kwargs["expected"] = official_slopes(4) + [0.0] * (heads - 4)
+        return (lambda q, k, v: attend(q, k, v, attn_bias=rel(q.shape[-2], k.shape[-2]))[0],
+                kwargs)
+    if what == "gym":
+        from attn_gym.mods.alibi import generate_alibi_bias
+        from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+
+        score_mod = generate_alibi_bias(heads)
+
+        def gym(q, k, v):
+            Q, K = q.shape[-2], k.shape[-2]
+            block = (create_block_mask(lambda b, h, qi, ki: qi >= ki, None, None, Q, K,
+                                       device=q.device) if arg != "nomask" and Q > 1 else None)
+            return flex_attention(q, k, v, score_mod=score_mod, block_mask=block)
+        return gym, ({"expected": "geometric"} if arg in ("geometric", "nomask") else {})
+    if what == "unmasked":
+        def unmasked(q, k, v):
+            i = torch.arange(q.shape[-2])
+            bias = -m[:, None, None] * (i[:, None] - i[None, :]).abs()
+            return torch.nn.functional.scaled_dot_product_attention(
+                q, k, v, attn_mask=bias.to(q.dtype))
+        return unmasked, {}
+    if what == "static":  # m (j - L + 1) over a static cache of L = 1,024 slots
+        slots = 1024
+        j = torch.arange(slots, dtype=torch.float64)
+
+        def static(q, k, v):
+            t = k.shape[-2] - 1
+            bias = (m[:, None, None] * (j - slots + 1)).to(q.dtype).masked_fill(j > t, -math.inf)
+            pad = slots - (t + 1)
+            k, v = (torch.nn.functional.pad(x, (0, 0, 0, pad)) for x in (k, v))
+            return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=bias)
+        return static, {}
+    if what == "error":  # a kernel built for 8 heads with a float32 bias
+        m8 = torch.tensor(official_slopes(8))
+
+        def eight_heads(q, k, v):
+            i = torch.arange(q.shape[-2]).double()
+            bias = (-m8[:, None, None] * (i[:, None] - i[None, :])).masked_fill(
+                i[:, None] < i[None, :], -math.inf).float()
+            if arg == "dtype":  # baddbmm, as BLOOM's attention adds its bias
+                scores = torch.baddbmm(bias, q[0], k[0].transpose(1, 2))
+                return (torch.softmax(scores, dim=-1) @ v[0])[None]
+            return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=bias)
+        return eight_heads, {}
+    raise AssertionError(spec)
+
+
+def bias_case(spec: str, heads: int, dtype):
+    """The bias tensor of a check_bias row."""
+    import torch
+
+    m = torch.tensor(official_slopes(heads) if spec != "tiny" else [1e-4] * heads,
+                     dtype=torch.float64)[:, None, None]
+    j = torch.arange(64, dtype=torch.float64)
+    if spec == "static":  # m (j - L + 1), L = 1,024, for 64 queries
+        return (m * (j - 1024 + 1)).expand(-1, 64, -1).to(dtype), {}
+    if spec == "static2":  # the last 2 rows of m (j - L + 1), L = 4,096, over 128 keys
+        return (m * (torch.arange(128.0, dtype=torch.float64) - 4096 + 1)).expand(
+            -1, 2, -1).to(dtype), {}
+    if spec == "row":  # BLOOM's +m j, one row for every query, with a batch of 1
+        return (m * j)[None].to(dtype), {}
+    if spec == "tiny":  # -m (i - j) with slopes of 1e-4
+        return (-m * (j[:, None] - j[None, :])).to(dtype), {"expected": [1e-4] * heads}
+    raise AssertionError(spec)
+
+
+class Bridge:
+    """A wrapper whose forward takes `input` (an interpretability library's bridge)."""
+
+    def __new__(cls, model):
+        import torch
+
+        class _Bridge(torch.nn.Module):
+            def __init__(self, inner):
+                super().__init__()
+                self.model, self.config = inner, inner.config
+
+            def get_input_embeddings(self):
+                return self.model.get_input_embeddings()
+
+            def forward(self, input, return_type="logits"):  # noqa: A002 - the wrapped API's name
+                return self.model(input_ids=input).logits
+        return _Bridge(model)
 
 
 def _summary(check) -> dict:
@@ -440,15 +621,33 @@ def run_cell(row: dict, tokenizer, repeats: int) -> dict:
     out = {"id": row["id"]}
     try:
         with ExitStack() as stack:
-            model = tiny_model(row["kind"], row["heads"], seed=row["seed"], layers=row["layers"],
-                               dtype=getattr(torch, row["dtype"]), attn=row["attn"],
-                               init=row["init"])
-            model = inject(model, row["inject"], stack)
+            dtype = getattr(torch, row["dtype"])
+            if row["kind"] in ("kernel", "bias"):
+                import alibi_viz
 
-            def check():
-                if row["decode"]:
-                    return check_alibi(model, tokenizer)
-                return check_alibi(model, decode=False)
+                if row["kind"] == "bias":
+                    bias, kwargs = bias_case(row["inject"], row["heads"], dtype)
+
+                    def check():
+                        return alibi_viz.check_bias(bias, **kwargs)
+                else:
+                    fn, kwargs = kernel_case(row["inject"], row["heads"], dtype)
+                    if row["decode"]:
+                        kwargs["decode"] = True
+
+                    def check():
+                        return alibi_viz.check_kernel(fn, row["heads"], 16, dtype=dtype,
+                                                      **kwargs)
+            else:
+                model = tiny_model(row["kind"], row["heads"], seed=row["seed"],
+                                   layers=row["layers"], dtype=dtype, attn=row["attn"],
+                                   init=row["init"])
+                model = inject(model, row["inject"], stack)
+
+                def check():
+                    if row["decode"]:
+                        return check_alibi(model, tokenizer, probe_length=row["probe_length"])
+                    return check_alibi(model, decode=False, probe_length=row["probe_length"])
             check()  # warm-up
             times = []
             for _ in range(repeats):
@@ -463,7 +662,6 @@ def run_cell(row: dict, tokenizer, repeats: int) -> dict:
 
 
 def child(tree: str, ids: list[str], repeats: int, bug_repeats: int, threads: int) -> None:
-    sys.path.insert(0, tree)
     import torch
     from transformers import ByT5Tokenizer
 
@@ -496,7 +694,7 @@ def judge(row: dict, result: dict) -> str:
         else verdict in row["want"]
     if not good:
         return "no"
-    text = " ".join(result["problems"])
+    text = " ".join(result["problems"] + result.get("notes", []))
     named = all(p in text for p in row["phrases"]) and (
         row["flagged"] is None or result.get("flagged") == row["flagged"])
     return "yes" if named else "verdict"
@@ -557,8 +755,13 @@ def ensure_tree(commit: str) -> bool:
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--only", default=None, help="rows whose name or model contains this")
+    p.add_argument("--group", default=None, choices=("kernels",),
+                   help="kernels: the rows of kernels, biases and libraries (kernel_rows)")
     p.add_argument("--no-before", action="store_true", help="this tree only")
     p.add_argument("--baseline", default=BASELINE)
+    p.add_argument("--before-tree", default=None, type=Path,
+                   help="a folder already holding the BEFORE tree's files (`git archive "
+                        "COMMIT | tar -x -C DIR`), used instead of a worktree of --baseline")
     p.add_argument("--repeats", type=int, default=3, help="timed runs of a correct-model row")
     p.add_argument("--bug-repeats", type=int, default=1, help="timed runs of a bug row")
     p.add_argument("--threads", type=int, default=1)
@@ -569,12 +772,14 @@ def main() -> None:
     if args.child:
         child(args.child, json.loads(args.cells), args.repeats, args.bug_repeats, args.threads)
         return
-    rows = [r for r in all_rows() if args.only is None or args.only.lower() in r["id"].lower()]
+    rows = [r for r in all_rows() if (args.only is None or args.only.lower() in r["id"].lower())
+            and (args.group is None or r.get("group") == args.group)]
     if not rows:
         raise SystemExit(f"No row matches {args.only!r}.")
     started = time.perf_counter()
-    created = False if args.no_before else ensure_tree(args.baseline)
-    trees = ([("before", BEFORE_TREE)] if not args.no_before else []) + [("after", ROOT)]
+    before_tree = args.before_tree or BEFORE_TREE
+    created = False if args.no_before or args.before_tree else ensure_tree(args.baseline)
+    trees = ([("before", before_tree)] if not args.no_before else []) + [("after", ROOT)]
     print(f"{len(rows)} rows; load average before: {os.getloadavg()[0]:.2f}; {args.threads} "
           f"torch thread(s); correct rows: median of {args.repeats}, bug rows: "
           f"{args.bug_repeats}, after one warm-up", flush=True)
