@@ -121,7 +121,7 @@ def lazy_imports() -> list[tuple[str, str, str | None]]:
                     found += [(where, alias.name, None) for alias in inner.names]
                 elif isinstance(inner, ast.ImportFrom) and inner.level == 0:
                     found += [(where, inner.module, alias.name) for alias in inner.names]
-    return sorted(set(found))
+    return sorted(set(found), key=lambda f: (f[0], f[1], f[2] or ""))
 
 
 CHECK = """
