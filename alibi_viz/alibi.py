@@ -180,9 +180,17 @@ def describe_schedule(num_heads: int, schedule: str = "official", max_bias: floa
             last=significant(max_bias, 6))
     if schedule == "official":
         c = 2 ** math.floor(math.log2(n))
+        # The extra slopes are 2^-(max_bias*h/(2c)) for h = 1, 3, 5, ...: the first (h = 1) is
+        # steeper than head 1's 2^-(max_bias/c); each later one sits between two c-head slopes.
+        if n == c + 1:
+            return _("{n} is not a power of two, so the official rule (fairseq, BLOOM) gives "
+                     "heads 1-{c} the {c}-head slopes and head {n} the first slope of the "
+                     "{double}-head schedule, which is steeper than head 1's: the order is not "
+                     "monotonic.").format(n=n, c=c, double=2 * c)
         return _("{n} is not a power of two, so the official rule (fairseq, BLOOM) gives heads "
                  "1-{c} the {c}-head slopes and heads {next}-{n} every other slope of the "
-                 "{double}-head schedule, which fall in between: the order is not "
+                 "{double}-head schedule. Head {next}'s slope is steeper than head 1's and the "
+                 "others fall between the {c}-head slopes, so the order is not "
                  "monotonic.").format(n=n, c=c, next=c + 1, double=2 * c)
     p = 2 ** math.ceil(math.log2(n))
     return _("{n} is not a power of two, so MPT takes the {p}-head schedule, lists its "

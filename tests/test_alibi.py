@@ -112,6 +112,21 @@ def test_describe_schedule_names_the_zigzag():
     assert "not monotonic" not in describe_schedule(12, "geometric")
 
 
+@pytest.mark.parametrize("num_heads", [n for n in range(3, 129) if not is_power_of_two(n)])
+def test_describe_schedule_says_where_the_extra_slopes_fall(num_heads):
+    """The sentence's claim holds on the slopes: the first extra is steeper than head 1, the
+    others fall strictly between two slopes of the c-head schedule (1-128 heads)."""
+    slopes = alibi_slopes(num_heads)
+    c = 2 ** (num_heads.bit_length() - 1)
+    base, extra = slopes[:c], slopes[c:]
+    assert extra[0] > base[0]
+    for m in extra[1:]:
+        assert base.min() < m < base.max() and m not in base
+    text = describe_schedule(num_heads)
+    assert "in between" not in text and "steeper than head 1's" in text
+    assert ("fall between" in text) == (num_heads > c + 1)
+
+
 # ----------------------------------------------------------------------------- bias vs transformers
 
 @pytest.mark.parametrize("num_heads", [1, 8, 12])
