@@ -539,7 +539,8 @@ def step_reach(step: int, present: bool) -> None:
     results = assets.load_extrapolation_results(data.page_kind(i18n.get_language()))
     train_seq_len = assets.shipped_train_seq_len(results=results)
     text(
-        _("Give a model only the last c tokens before each word it predicts, and let c grow: "
+        _("Give a model only the last c tokens before each token it predicts (a token is one "
+          "byte for the shipped models), and let c grow: "
           "where does its loss stop falling? Left, for the shipped models on the same held-out "
           "tokens. Right, retrieval: a span of text is planted and repeated d tokens later; a "
           "model that can look back that far predicts the repeat better than the same span "

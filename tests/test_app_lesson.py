@@ -333,6 +333,18 @@ def test_reach_step_answers_with_the_computed_reach_sentence():
     assert "stays within 0.01 nats of its best" not in answer
 
 
+@needs_model
+def test_reach_step_says_the_shipped_models_predict_bytes():
+    """Step 7 says a model predicts tokens, one byte each for the shipped models (not "each
+    word it predicts"): their vocabulary is the 256 bytes plus pad, eos and unk."""
+    config = json.loads((assets.shipped_models()["alibi"] / "config.json").read_text())
+    assert config["vocab_size"] == 256 + 3
+    at = run_app("lesson", {"step": "7"})
+    texts = " ".join(m.value for m in at.markdown)
+    assert "before each token it predicts (a token is one byte for the shipped models)" in texts
+    assert "each word it predicts" not in texts
+
+
 def test_bias_step_says_the_gentle_head_reaches_the_clip_far_beyond_the_drawn_length():
     """Step 2's caption: head 8 does not reach −10 until 2,560 tokens back, beyond the 16
     drawn (not "only 2,560 tokens back")."""
