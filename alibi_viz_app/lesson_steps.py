@@ -705,8 +705,11 @@ def myths() -> list[tuple[str, str, str]]:
         ("linear", _("With ALiBi, attention becomes linear."),
          _("It is ordinary softmax attention over every key, quadratic in length; "
            "only the scores get a linear bias.")),
-        ("falcon", _("Falcon uses ALiBi."),
-         _("Only the Falcon-RW models do; Falcon-7B/40B/180B use rotary embeddings.")),
+        # "Falcon uses ALiBi" would be true of Falcon-RW; a class votes the claim false, so it
+        # must be false: the claim is about every Falcon model.
+        ("falcon", _("All Falcon models use ALiBi."),
+         _("Only the Falcon-RW models (Falcon-RW-1B and Falcon-RW-7B) do; Falcon-7B/40B/180B "
+           "use rotary embeddings.")),
         ("paper", _("A 1.3B model trained at {train} matches one trained at {claimed}.").format(
             train=number(1024), claimed=number(3072)),
          _("The paper says {length}.").format(length=number(2048))),

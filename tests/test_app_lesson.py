@@ -175,6 +175,20 @@ def test_on_a_projector_the_myths_come_one_at_a_time_claim_before_fact():
     assert not at.exception
 
 
+def test_falcon_myth_is_false_and_its_fact_names_the_falcon_models_that_use_alibi():
+    """A class votes every claim false, so the Falcon claim is about every Falcon model (false:
+    transformers' FalconConfig defaults to rotary), not "Falcon uses ALiBi" (true of Falcon-RW);
+    the fact names the Falcon-RW models, which do use ALiBi."""
+    from transformers import FalconConfig
+
+    from alibi_viz_app.lesson_steps import myths
+
+    claim, fact = {key: (claim, fact) for key, claim, fact in myths()}["falcon"]
+    assert claim == "All Falcon models use ALiBi."
+    assert FalconConfig().alibi is False
+    assert "Falcon-RW-1B and Falcon-RW-7B" in fact and "rotary" in fact
+
+
 def test_context_myth_quotes_the_papers_tables():
     """The context myth says what learners believe (the model *uses* 10K tokens) and answers in
     a few sentences, its demonstration the paper's Table 3 and Table 15 numbers (as
