@@ -189,6 +189,16 @@ def test_falcon_myth_is_false_and_its_fact_names_the_falcon_models_that_use_alib
     assert "Falcon-RW-1B and Falcon-RW-7B" in fact and "rotary" in fact
 
 
+def test_context_myth_gives_the_early_token_curse_as_the_papers_hypothesis():
+    """The paper offers the early token curse as a hypothesis (appendix B: "leading us to
+    hypothesize"), so the context myth's fact attributes it to the authors, not states it."""
+    from alibi_viz_app.lesson_steps import myths
+
+    fact = {key: fact for key, _claim, fact in myths()}["context"]
+    assert "The authors hypothesize that the gain comes from this early token curse" in fact
+    assert "the gain is the early token curse shrinking" not in fact
+
+
 def test_context_myth_quotes_the_papers_tables():
     """The context myth says what learners believe (the model *uses* 10K tokens) and answers in
     a few sentences, its demonstration the paper's Table 3 and Table 15 numbers (as
