@@ -481,7 +481,8 @@ def test_layer_slopes_summary_is_true_of_every_factor(kind):
 
 @needs_variant
 def test_run_summary_is_true_of_every_cell():
-    """The run's sentence: the range of learnable / fixed over every kind and length, how many
+    """The run's sentence: the range of learnable / fixed over every kind and each length scored
+    (named, not "every length from 1x to 32x": four were evaluated), how many
     intervals lie below 1 and that none lies above, and "kept extrapolating" only when on every
     kind the learnable model's perplexity at 32x is below its own at 1x."""
     from alibi_viz.results import learnable_slopes
@@ -489,16 +490,20 @@ def test_run_summary_is_true_of_every_cell():
     text = learnable_slopes.run_summary(VARIANT)
     cells = [variant_cell(k, "nonoverlapping", n) for k in KINDS for n in VARIANT["lengths"]]
     ratios = [c["ratio"][0] for c in cells]
-    f = re.search(r"perplexity is ([\d.]+)% to ([\d.]+)% below the fixed-slope model's at every "
-                  r"length from 1x to 32x on all (\d+) kinds of held-out text \((\d+) of the "
-                  r"(\d+) paired 95% intervals lie below 1(, none above it)?\)", text)
+    f = re.search(r"perplexity is ([\d.]+)% to ([\d.]+)% below the fixed-slope model's at each "
+                  r"of the (\d+) lengths evaluated \(([^)]*)\) on all (\d+) kinds of held-out "
+                  r"text \((\d+) of the (\d+) paired 95% intervals lie below 1(, none above "
+                  r"it)?\)", text)
     assert f, text
+    assert "every length from" not in text  # four lengths were scored, not a range
     assert max(ratios) < 1
     assert num(f[1]) == pytest.approx(100 * (1 - max(ratios)), abs=0.051)
     assert num(f[2]) == pytest.approx(100 * (1 - min(ratios)), abs=0.051)
-    assert int(f[3]) == len(KINDS) == len(VARIANT["kinds"])
-    assert int(f[4]) == sum(c["ratio"][2] < 1 for c in cells) and int(f[5]) == len(cells)
-    assert bool(f[6]) == all(c["ratio"][1] <= 1 for c in cells)
+    assert int(f[3]) == len(VARIANT["factors"]) == len(VARIANT["lengths"])
+    assert f[4] == ", ".join(f"{factor}x" for factor in VARIANT["factors"]) == "1x, 2x, 8x, 32x"
+    assert int(f[5]) == len(KINDS) == len(VARIANT["kinds"])
+    assert int(f[6]) == sum(c["ratio"][2] < 1 for c in cells) and int(f[7]) == len(cells)
+    assert bool(f[8]) == all(c["ratio"][1] <= 1 for c in cells)
     kept = all(variant_cell(k, "nonoverlapping", 4096)["learnable"]
                < variant_cell(k, "nonoverlapping", 128)["learnable"] for k in KINDS)
     assert ("it kept extrapolating" in text) == kept
