@@ -46,7 +46,7 @@ from alibi_viz.figures.heads import (
 )
 from alibi_viz.figures.render import with_fitted_layout, with_traces
 from alibi_viz.figures.training import snapshot_figure
-from alibi_viz.i18n import N_, _, formatted, number, significant, tokens
+from alibi_viz.i18n import N_, _, formatted, ngettext, number, significant, tokens
 from alibi_viz.models.attention import (
     BIAS_SHOWN,
     RECOMPUTE,
@@ -691,8 +691,16 @@ def training_ui(step: int) -> None:
         layer=layer + 1, head=head + 1, first=number(first, 2), final=number(final, 2),
         last=number(int(curves.steps[-1])), before=number(before), after=number(after),
         share=i18n.percent(share)) + " " + (
-        _("Most of it happens between two snapshots: a jump like the phase change Olsson et "
-          "al. (2022) saw in larger models, though snapshots this sparse cannot say how sharp.")
+        # Two snapshots far apart bound the rise, not its shape: say so rather than call it a
+        # jump.
+        ngettext(
+            "Most of it happens between two snapshots {gap} step apart, and snapshots this "
+            "sparse cannot tell a sudden jump, like the phase change Olsson et al. (2022) saw in "
+            "larger models, from a steady rise over that step.",
+            "Most of it happens between two snapshots {gap} steps apart, and snapshots this "
+            "sparse cannot tell a sudden jump, like the phase change Olsson et al. (2022) saw in "
+            "larger models, from a steady rise over those {gap} steps.",
+            after - before).format(gap=number(after - before))
         if share >= 0.5 else
         _("It spreads over several snapshots: on a model this small the copying head forms "
           "gradually, not in the sharp phase change Olsson et al. (2022) saw in larger "

@@ -89,6 +89,24 @@ def test_blank_text_asks_for_text():
     assert figure_keys(at) == ["mh_fig_ablation", "mh_fig_training"]
 
 
+def test_training_sentence_says_sparse_snapshots_cannot_show_a_phase_change():
+    """When most of the copying head's rise falls between two snapshots, the page gives their
+    gap and says it cannot tell a phase change from a steady rise (not "a jump like the phase
+    change Olsson et al. saw")."""
+    from alibi_viz.results.snapshots import shipped_curves
+
+    curves = shipped_curves()
+    if curves is None:
+        pytest.skip("no shipped snapshots")
+    before, after, share = curves.phase_change()
+    at = run_app("model_heads", {"text": "   "})
+    text = next(m.value for m in at.markdown if m.value.startswith("The strongest copying head"))
+    assert "a jump like the phase change" not in text
+    sparse = (f"between two snapshots {after - before:,} steps apart, and snapshots this sparse "
+              "cannot tell a sudden jump")
+    assert (sparse in text) == (share >= 0.5)
+
+
 def test_baseline_model_shows_no_added_bias():
     """The RoPE baseline draws its heads; its caption says position is inside q·k."""
     at = run_app("model_heads", {"model": "rope", "text": SHORT})
