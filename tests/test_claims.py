@@ -566,6 +566,24 @@ def test_readme_names_the_lowest_model_at_the_training_length_per_protocol():
                                  f"behind)" in README
 
 
+@needs_results
+def test_readme_says_python_reads_highest_without_development_notes():
+    """"Python code reads highest for every model at the training length (ALiBi 3.85); it is a
+    quarter of the training text": against every model's perplexity at 128 in both protocols
+    and the corpus shares. No note a user cannot follow ("the issue's target", "the previous
+    round")."""
+    for protocol in ("nonoverlapping", "sliding"):
+        ppl = {kind: {n: e["perplexity"][protocol]["128"]
+                      for n, e in RESULTS[kind]["models"].items()} for kind in KINDS}
+        for name in ppl["python"]:
+            assert max(KINDS, key=lambda kind: ppl[kind][name]) == "python", (protocol, name)
+    alibi = RESULTS["python"]["models"]["alibi"]["perplexity"]["nonoverlapping"]["128"]
+    assert f"Python code reads highest for every model at the training length (ALiBi " \
+           f"{alibi:.2f}); it is a quarter of the training text, as each kind is." in README
+    assert data.SHARES == dict.fromkeys(KINDS, 0.25)
+    assert "issue's target" not in README and "previous round" not in README
+
+
 @needs_variant
 def test_readme_says_which_sliding_intervals_exclude_1():
     """"In sliding windows every paired interval includes 1 but Python code's at 32x (...)",
