@@ -55,8 +55,12 @@ class ShippedModel:
 
 SHIPPED = {m.name: m for m in (
     ShippedModel("alibi", "ALiBi", "ALiBi (BLOOM)",
-                 N_("no position embeddings; each head adds -m_h (i - j) to its attention scores, "
-                    "slopes 2^-1 .. 2^-8")),
+                 # BLOOM adds +m_h·j, not the textbook -m_h (i - j): say what the model does,
+                 # and why the attention is the same.
+                 N_("no position embeddings; each head adds +m_h·j (slopes m_h from 2^-1 to "
+                    "2^-8) to its attention score for key j, which differs from the textbook "
+                    "-m_h (i - j) only by m_h·i, the same for every key of row i, so the "
+                    "attention is the same")),
     ShippedModel("sinusoidal", N_("sinusoidal"), N_("sinusoidal (GPT-2, frozen table)"),
                  N_("the fixed sinusoidal table of Vaswani et al. 2017, scaled to the token "
                     "embeddings' initial size, added to them (a GPT-2 position table, frozen)")),

@@ -29,11 +29,23 @@ def _arch_text(info: dict) -> str:
         final = np.asarray(info["final_slopes"], dtype=np.float64)  # (layers, heads)
         initial = np.asarray(info["initial_slopes"], dtype=np.float64)
         return (f"{spec.title}, `{info['model_class']}`: no position embeddings; each head adds "
-                "-m (i - j) to its attention scores, with a slope of its own in every layer, "
+                "+m·j to its attention score for key j (the row-constant form of -m (i - j): "
+                "the same attention), with a slope m of its own in every layer, "
                 f"trained: from {final.max():.3g} down to {final.min():.3g} after training "
                 f"(initialised to the official schedule, {initial.max():.3g} .. "
                 f"{initial.min():.3g}, in every layer).")
     return f"{spec.title}, `{info['model_class']}`: {spec.position}."
+
+
+def _slope_parameters_text(info: dict) -> str:
+    """The learnable-slope variant's trained slopes, which its weights file does not hold (they
+    live in config.json), so that the card counts every trained number."""
+    if not info.get("learn_slopes"):
+        return ""
+    slopes = np.asarray(info["final_slopes"])  # (layers, heads)
+    return (f" in its weights, plus its {slopes.size} trained slopes ({slopes.shape[0]} layers "
+            f"x {slopes.shape[1]} heads, in `config.json`): {info['parameters'] + slopes.size:,} "
+            "trained in all")
 
 
 def _machine_text(info: dict) -> str:
@@ -247,7 +259,8 @@ def write_model_card(folder: Path, results: dict | None = None) -> None:
         _arch_text(info),
         f"{info['layers']} layers, {info['heads']} heads, hidden size {info['hidden']}, "
         f"{info['parameters']:,} parameters "
-        f"({info['parameters_without_position_table']:,} without a position table). "
+        f"({info['parameters_without_position_table']:,} without a position table)"
+        + _slope_parameters_text(info) + ". "
         "Vocabulary: 259 byte-level ids "
         "(`ByT5Tokenizer(extra_ids=0)`: one token per UTF-8 byte, plus pad/eos/unk).",
         "",

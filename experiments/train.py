@@ -10,7 +10,8 @@ One backbone as far as transformers allows: pre-LayerNorm blocks, multi-head att
 biases, a 4x GELU (tanh approximation) MLP, tied input/output embeddings, no dropout. The five
 share depth, width, heads, tokenizer, data, batches (same seed), copy curriculum, steps,
 learning-rate schedule and training length; they differ in how a token's position enters:
-  alibi       BloomForCausalLM: no position embeddings; each head adds -m_h (i - j) to its scores.
+  alibi       BloomForCausalLM: no position embeddings; each head adds +m_h·j to its scores
+              (the row-constant form of -m_h (i - j): the same attention).
   sinusoidal  GPT2LMHeadModel whose position table is Vaswani et al.'s sinusoidal table, scaled
               to the token embeddings' initial size (SINUSOIDAL_SCALE) and frozen.
   rope        GPTNeoXForCausalLM with rotary embeddings on every dimension (rotary_pct 1.0),

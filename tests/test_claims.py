@@ -510,6 +510,49 @@ def test_run_summary_is_true_of_every_cell():
     assert kept  # the bias explorer says so of this run without computing it
 
 
+@pytest.mark.parametrize("folder", [assets.MODELS_DIR / "alibi", assets.LEARNABLE_SLOPES_DIR])
+def test_alibi_cards_say_what_bloom_adds_and_match_their_generator(folder):
+    """BLOOM adds +m·j (transformers' build_alibi_tensor: slopes x key position), the row-constant
+    form of -m (i - j); the card says so, not "each head adds -m_h (i - j)", and its
+    Architecture line is what experiments.cards writes from the model's training.json."""
+    import json
+
+    import torch
+    from transformers.models.bloom.modeling_bloom import build_alibi_tensor
+
+    from alibi_viz import alibi_slopes
+    from experiments.cards import _arch_text
+
+    info = json.loads((folder / "training.json").read_text())
+    card = (folder / "README.md").read_text()
+    arch = card.split("## Architecture\n")[1].splitlines()[0]
+    assert arch == _arch_text(info)
+    assert re.search(r"each head adds \+m(?:_h)?·j (?:\([^)]*\) )?to its attention score for key "
+                     r"j", arch), arch
+    assert "adds -m_h (i - j)" not in arch and "adds -m (i - j)" not in arch
+    alibi = build_alibi_tensor(torch.ones(1, 5), 8, torch.float64)  # (heads, 1, keys)
+    assert torch.allclose(alibi[:, 0], torch.tensor(alibi_slopes(8))[:, None]
+                          * torch.arange(5.0, dtype=torch.float64))
+
+
+@needs_variant
+def test_variant_card_counts_its_trained_slopes_among_its_parameters():
+    """The variant's weights file holds 1,829,952 numbers; its 32 trained slopes live in
+    config.json, so the card counts them beside the weights rather than leave them out."""
+    from safetensors import safe_open
+
+    from alibi_viz.models import layer_slopes
+
+    with safe_open(str(assets.LEARNABLE_SLOPES_DIR / "model.safetensors"), "np") as f:
+        weights = sum(math.prod(f.get_slice(k).get_shape()) for k in f.keys())
+    slopes = layer_slopes.read(assets.LEARNABLE_SLOPES_DIR).size
+    card = " ".join((assets.LEARNABLE_SLOPES_DIR / "README.md").read_text().split())
+    assert slopes == 4 * 8
+    assert (f"{weights:,} parameters ({weights:,} without a position table) in its weights, plus "
+            f"its {slopes} trained slopes (4 layers x 8 heads, in `config.json`): "
+            f"{weights + slopes:,} trained in all.") in card
+
+
 @needs_variant
 def test_variant_card_states_its_trained_slopes():
     """The variant's card gives the range of its trained slopes (config.json's), not the
