@@ -8,6 +8,7 @@ import warnings
 import numpy as np
 import pytest
 import torch
+from alibi_truth import exact_attention, future_mass, worst_tv
 
 import alibi_viz
 from alibi_viz.alibi import alibi_bias, alibi_bias_row_constant, alibi_slopes
@@ -127,26 +128,6 @@ def decode_attention(fn, heads, T, dtype=torch.float32):
         v = torch.eye(T, dtype=dtype)[: t + 1].expand(1, heads, t + 1, T).contiguous()
         rows[:, t] = fn(q, k, v)[0, :, 0].double()
     return rows
-
-
-def exact_attention(slopes, T, mode="causal"):
-    """Exact ALiBi's attention (heads, T, T): softmax(-m |i - j|) in float64, causal or not."""
-    i = torch.arange(T)
-    distance = (i[:, None] - i[None, :]).double()
-    logits = -torch.tensor(np.asarray(slopes), dtype=torch.float64)[:, None, None] * distance.abs()
-    if mode == "causal":
-        logits = logits.masked_fill(distance < 0, -math.inf)
-    return torch.softmax(logits, dim=-1)
-
-
-def worst_tv(p, e) -> float:
-    """The largest total variation between two sets of attention rows."""
-    return float(0.5 * (p - e).abs().sum(-1).max())
-
-
-def future_mass(p) -> float:
-    """The largest share of a row's attention on keys after its query."""
-    return float(p.triu(1).sum(-1).max())
 
 
 def unmasked_kernel(slopes):

@@ -22,7 +22,6 @@ returns its post-softmax attention; FlexAttention's is read through v = the iden
 total variation from exact ALiBi, softmax(-m |i - j|), and its attention on keys after the
 query; never from the check's output."""
 
-import math
 import warnings
 
 import attn_gym.mods.alibi as alibi_mods  # dev dependencies: missing, this module fails loudly
@@ -32,6 +31,7 @@ import torch
 import torch.nn.attention.flex_attention as flex
 import x_transformers.attend as attend_module
 import x_transformers.x_transformers as x_transformers
+from alibi_truth import exact_attention, future_mass, worst_tv
 
 import alibi_viz
 from alibi_viz.alibi import alibi_slopes
@@ -118,26 +118,6 @@ def flex_attention_probs(fn, heads, dtype=torch.float32, decode=False):
     return rows
 
 
-def exact(slopes, mode="causal"):
-    """Exact ALiBi's attention (heads, T, T) with `slopes`: softmax(-m |i - j|), float64."""
-    i = torch.arange(T)
-    d = (i[:, None] - i[None, :]).double()
-    logits = -torch.tensor(np.asarray(slopes, dtype=np.float64))[:, None, None] * d.abs()
-    if mode == "causal":
-        logits = logits.masked_fill(d < 0, -math.inf)
-    return torch.softmax(logits, dim=-1)
-
-
-def tv(p, e) -> float:
-    """The worst row's total variation between two sets of attention rows."""
-    return float(0.5 * (p - e).abs().sum(-1).max())
-
-
-def future(p) -> float:
-    """The largest share of a row's attention on keys after its query."""
-    return float(p.triu(1).sum(-1).max())
-
-
 def geometric(heads):
     """attn-gym's slopes, 2^(-8 (h + 1) / H) for h = 0..H-1, as its score_mod computes them."""
     return np.array([2.0 ** (-8.0 * (h + 1) / heads) for h in range(heads)])
@@ -154,7 +134,8 @@ def test_x_transformers_alibi_conforms_in_prefill_and_decode(heads, dtype):
     fn = x_alibi(heads, dtype)
     for decode in (False, True):
         probs = x_attention(fn, heads, dtype, decode)
-        assert tv(probs, exact(alibi_slopes(heads))) < TRUTH_TOL[dtype] and future(probs) == 0
+        assert worst_tv(probs, exact_attention(alibi_slopes(heads), T)) < TRUTH_TOL[dtype]
+        assert future_mass(probs) == 0
         check = alibi_viz.check_kernel(output(fn), heads, 16, seq_len=T, dtype=dtype,
                                        decode=decode)
         assert check.ok, (decode, check.problems())
@@ -170,7 +151,8 @@ def test_attn_gym_alibi_conforms_to_its_geometric_formula(heads, dtype, decode):
     check, told expected="geometric", says it conforms, prefill and decode."""
     fn = gym_alibi(heads)
     probs = flex_attention_probs(fn, heads, dtype, decode)
-    assert tv(probs, exact(geometric(heads))) < TRUTH_TOL[dtype] and future(probs) == 0
+    assert worst_tv(probs, exact_attention(geometric(heads), T)) < TRUTH_TOL[dtype]
+    assert future_mass(probs) == 0
     check = alibi_viz.check_kernel(fn, heads, 16, seq_len=T, dtype=dtype, decode=decode,
                                    expected="geometric")
     assert check.ok, check.problems()
@@ -185,7 +167,8 @@ def test_x_transformers_without_causal_mask_is_named(heads):
     the mask; checked as what it is, mode="symmetric", it is exact bidirectional ALiBi."""
     fn = x_alibi(heads, causal=False)
     probs = x_attention(fn, heads)
-    assert future(probs) > 0.4 and tv(probs, exact(alibi_slopes(heads), "symmetric")) < 1e-5
+    assert future_mass(probs) > 0.4
+    assert worst_tv(probs, exact_attention(alibi_slopes(heads), T, "symmetric")) < 1e-5
     check = alibi_viz.check_kernel(output(fn), heads, 16, seq_len=T)
     assert check.verdict == "unmasked" and "causal mask is missing" in check.problems()[0]
     assert alibi_viz.check_kernel(output(fn), heads, 16, seq_len=T, mode="symmetric").ok
@@ -196,7 +179,7 @@ def test_attn_gym_without_mask_mod_is_named(heads):
     """attn-gym's score_mod without a block_mask: keys after the query get +m (j - i) and take
     most of the first rows' attention (truth); the check says "unmasked", naming the mask."""
     fn = gym_alibi(heads, mask=False)
-    assert future(flex_attention_probs(fn, heads)) > 0.4
+    assert future_mass(flex_attention_probs(fn, heads)) > 0.4
     check = alibi_viz.check_kernel(fn, heads, 16, seq_len=T, expected="geometric")
     assert check.verdict == "unmasked" and "causal mask is missing" in check.problems()[0]
 
@@ -210,7 +193,8 @@ def test_x_transformers_alibi_on_some_heads_is_one_explanation(heads, alibi_head
     fn = x_alibi(heads, alibi_heads=alibi_heads)
     applied = np.concatenate([alibi_slopes(alibi_heads), np.zeros(heads - alibi_heads)])
     probs = x_attention(fn, heads)
-    assert tv(probs, exact(applied)) < 1e-5 and tv(probs, exact(alibi_slopes(heads))) > 0.1
+    assert worst_tv(probs, exact_attention(applied, T)) < 1e-5
+    assert worst_tv(probs, exact_attention(alibi_slopes(heads), T)) > 0.1
     check = alibi_viz.check_kernel(output(fn), heads, 16, seq_len=T)
     assert len(check.diagnosis) == 1 and check.diagnosis[0].evidence["alibi_heads"] == \
         alibi_heads, check.problems()
@@ -228,7 +212,7 @@ def test_x_transformers_max_bias_is_named_before_its_coincidence():
     slopes = alibi_slopes(8, "official", 4.0)
     np.testing.assert_allclose(slopes, alibi_slopes(16)[:8])
     fn = x_alibi(8, slopes=list(slopes))
-    assert tv(x_attention(fn, 8), exact(slopes)) < 1e-5
+    assert worst_tv(x_attention(fn, 8), exact_attention(slopes, T)) < 1e-5
     check = alibi_viz.check_kernel(output(fn), 8, 16, seq_len=T)
     evidence, text = check.diagnosis[0].evidence, check.problems()[0]
     assert evidence["max_bias"] == 4 and evidence["same_as_num_heads"] == 16
@@ -243,8 +227,8 @@ def test_attn_gym_geometric_formula_is_named_against_the_official_rule(heads):
     its decode path (+m j on the cache)."""
     fn = gym_alibi(heads)
     probs = flex_attention_probs(fn, heads)
-    assert tv(probs, exact(geometric(heads))) < 1e-5
-    assert tv(probs, exact(alibi_slopes(heads))) > 0.05
+    assert worst_tv(probs, exact_attention(geometric(heads), T)) < 1e-5
+    assert worst_tv(probs, exact_attention(alibi_slopes(heads), T)) > 0.05
     for decode in (False, True):
         check = alibi_viz.check_kernel(fn, heads, 16, seq_len=16 if decode else T,
                                        decode=decode)
