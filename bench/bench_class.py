@@ -4,7 +4,7 @@ far behind the teacher their pages are.
 One `streamlit run alibi_viz_app/main.py` with a SQLite class store of its own (in bench/out/), then for
 each class size in --students (20 and 60 by default):
   * a room is made in the store, and every simulated student opens /lesson?class=CODE over
-    Streamlit's websocket (alibi_viz_app/ws_client.py's messages: a session, one run with its page and
+    Streamlit's websocket (alibi_viz_app/warm_up.py's messages: a session, one run with its page and
     query string) and then does what the page's browser does: it reads every run the server
     sends (the server reruns a student's page when the room moves: alibi_viz_app/class_watch.py), and
     where the server sent a timed fragment instead (an `auto_rerun` message: a server that

@@ -39,7 +39,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "bench" / "out"
 from alibi_viz_app.testing import free_port, start_streamlit, stop_streamlit  # noqa: E402
-from alibi_viz_app.ws_client import run_page  # noqa: E402
+from alibi_viz_app.warm_up import run_page  # noqa: E402
 
 LANGS = ("", "es", "ru")
 

@@ -60,9 +60,8 @@ def screenshot(page, name: str) -> None:
 # True once the app has been idle for `quiet` ms: no script run (Streamlit's stApp carries
 # data-test-script-state), no running indicator, and nothing the page draws changing (the
 # number of elements, of drawn plotly figures and of svg texts, the text's length). The
-# first call records the page's state; it is polled every 50 ms. (Polled on every animation
-# frame, its reading of the page's text cost chromium 8% more CPU over six page loads of
-# every page: 12.0-12.8 CPU-s against 10.5-11.6 s, three rounds, 2026-12-05.)
+# first call records the page's state; it is polled every 50 ms, not on every animation
+# frame, since reading the page's text on every frame costs chromium CPU the tests share.
 SETTLED_JS = """(quiet) => {
   const app = document.querySelector('[data-testid="stApp"]');
   const state = app ? app.getAttribute('data-test-script-state') : 'initial';

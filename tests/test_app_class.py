@@ -309,7 +309,7 @@ def test_class_votes_on_a_myth(class_store):
     assert any(m.value.startswith("**Fact:**") for m in student.markdown)
 
 
-# ---------------------------------------------------------------- round two (issue 59)
+# ---------------------------------------------------------------- students who explore
 
 def class_chart(at) -> dict:
     return next(f for f in figures(at) if f["layout"]["title"]["text"].startswith(

@@ -37,7 +37,7 @@ import time
 import pytest
 
 from alibi_viz_app.testing import ARTIFACTS, ROOT, free_port, start_streamlit, stop_streamlit
-from alibi_viz_app.ws_client import run_page
+from alibi_viz_app.warm_up import run_page
 
 pytestmark = [pytest.mark.slow, pytest.mark.deploy]
 
