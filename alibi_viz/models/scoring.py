@@ -34,7 +34,14 @@ from alibi_viz.i18n import _, number
 from alibi_viz.results.evaluation import CHUNKS, DEFAULT_STRIDE, LENGTHS, PROTOCOLS
 
 NONOVERLAPPING_TOKENS = 16384  # 4 windows at 4096
-SLIDING_TOKENS = 512  # scored tokens per kind; each costs length / stride forward tokens
+SLIDING_TOKENS = 512  # scored tokens of a one-passage sliding run (live runs, rescale)
+# The shipped sliding-window results score PASSAGES disjoint passages spread evenly through each
+# held-out text, PASSAGE_TOKENS targets each, and take one mean nll per passage: passages far
+# apart (other documents) are close to independent, which adjacent chunks of one passage are not.
+# Each scored token costs length / stride forward tokens, so the cost grows with the tokens,
+# not with how many passages they are cut into.
+PASSAGES = 32
+PASSAGE_TOKENS = 64
 TOKENS_PER_BATCH = 4096  # windows of one length batched up to this many input tokens
 LIVE_CELL_BUDGET = 2048 * 4096  # attention cells (query x key) a live run may compute
 LIVE_MAX_TOKENS = 4096          # scored tokens of a live run, whatever the length
@@ -189,6 +196,42 @@ def evaluate_length(model, length: int, protocol: str = "nonoverlapping",
     plan = protocol_plan(protocol, tokens, max_length)
     stream = evaluation_stream(plan["max_tokens"], kind)
     return perplexity(model, stream, length, protocol, stride=stride, progress=progress, **plan)
+
+
+def passage_starts(stream_size: int, passages: int = PASSAGES, tokens: int = PASSAGE_TOKENS,
+                   max_length: int = max(LENGTHS)) -> list[int]:
+    """Where each passage starts in a stream of `stream_size` ids: `passages` disjoint spans of
+    max_length + tokens ids (max_length - 1 of context, then the `tokens` targets), evenly
+    spread from the stream's start to its end. AlibiVizError when they do not fit disjoint."""
+    span = max_length + tokens
+    if passages < 1 or tokens < 1:
+        raise AlibiVizError(_("Need at least one passage of at least one token."))
+    if passages * span > stream_size:
+        raise AlibiVizError(_("The held-out split has only {n} tokens.").format(
+            n=number(stream_size)))
+    last = stream_size - span
+    return [round(i * last / max(1, passages - 1)) for i in range(passages)]
+
+
+def passage_perplexity(model, stream: np.ndarray, length: int, starts: Sequence[int],
+                       tokens: int = PASSAGE_TOKENS, stride: int = DEFAULT_STRIDE,
+                       max_length: int = max(LENGTHS),
+                       progress: Callable[[int, int], None] | None = None) -> dict:
+    """Sliding-window perplexity at `length` over disjoint passages of `stream`: in each, the
+    `tokens` targets that follow max_length - 1 ids of its own text, so every length up to
+    max_length scores the same targets with full windows. Returns perplexity()'s dict, with
+    "chunk_nll" holding one mean nll per passage (in `starts` order) and "passages"."""
+    per_passage, windows = [], 0
+    for k, start in enumerate(starts):
+        out = perplexity(model, stream[start : start + max_length + tokens], length, "sliding",
+                         stride=stride, score_from=max_length)
+        per_passage.append(out["nll"])
+        windows += out["windows"]
+        if progress is not None:
+            progress(k + 1, len(starts))
+    mean = float(np.mean(per_passage))  # equal tokens per passage: the mean over all targets
+    return {"ppl": math.exp(mean), "nll": mean, "tokens": tokens * len(starts),
+            "windows": windows, "chunk_nll": per_passage, "passages": len(starts)}
 
 
 def live_token_cap(length: int, protocol: str = "nonoverlapping", stride: int = 64,
