@@ -69,7 +69,7 @@ CHOICES = {
     2: (("0,-5", ("0", "−5")), ("0,-10", ("0", "−10")), ("-5,0", ("−5", "0")),
         ("1,-5", ("1", "−5"))),
     3: (("yes", N_("Yes")), ("no", N_("No"))),
-    5: (("further", N_("Further")), ("nearer", N_("Nearer"))),
+    5: (("further", N_("Further")), ("same", N_("About as far")), ("nearer", N_("Nearer"))),
     6: (("down,up", N_("ALiBi down, sinusoidal up")), ("down,down", N_("Both down")),
         ("up,up", N_("Both up")), ("up,down", N_("ALiBi up, sinusoidal down"))),
 }

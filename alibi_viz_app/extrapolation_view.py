@@ -39,6 +39,7 @@ from alibi_viz.results.evaluation import (
     relative_change,
     results_details,
     results_table,
+    seeds_sentence,
     signed,
 )
 from alibi_viz.results.reach import reach_summary
@@ -135,6 +136,7 @@ def results_summary_ui(results: dict, train_seq_len: int) -> None:
     key = key_result(results) if "alibi" in results["models"] else None
     if key:
         st.markdown(key)
+        st.caption(seeds_sentence(results))
     with st.expander(details_title(results)):
         for protocol in PROTOCOLS:
             sentences = extrapolation_summary(results, protocol)
@@ -173,13 +175,28 @@ def reading_notes(results: dict, train_seq_len: int) -> None:
         stride=stride, slack=stride - 1, train_seq_len=number(train_seq_len),
         fewest=number(train_seq_len - stride + 1), next=number(2 * train_seq_len))
     if scored["nonoverlapping"] and scored["sliding"]:
-        text += " " + _("Each non-overlapping number rests on {nonoverlapping} scored tokens, "
-                        "each sliding one on {sliding}; the error bars are 95% intervals over "
-                        "{chunks} disjoint chunks of them.").format(
+        passages = protocols.get("sliding", {}).get("passages")
+        text += " " + (_("Each non-overlapping number rests on the first {nonoverlapping} "
+                         "tokens of the text, each sliding one on {sliding} tokens in {passages} "
+                         "passages spread through it; the error bars are 95% intervals "
+                         "(Student's t) over {chunks} disjoint chunks of the first and over the "
+                         "passages of the second. They cover which text was scored, not "
+                         "training randomness: the crosses are runs trained with other seeds."
+                         ).format(nonoverlapping=number(scored["nonoverlapping"]),
+                                  sliding=number(scored["sliding"]), passages=number(passages),
+                                  chunks=number(results.get("chunks", 0)))
+                       if passages else
+                       _("Each non-overlapping number rests on {nonoverlapping} scored tokens, "
+                         "each sliding one on {sliding}; the error bars are 95% intervals over "
+                         "{chunks} disjoint chunks of them.").format(
             nonoverlapping=number(scored["nonoverlapping"]), sliding=number(scored["sliding"]),
-            chunks=results.get("chunks", "?"))
+            chunks=results.get("chunks", "?")))
     targets = {p: protocols.get(p, {}).get("targets") for p in PROTOCOLS}
-    if all(targets.values()):
+    if passages:
+        text += " " + _("The two protocols score different stretches of the text, so compare "
+                        "each protocol's curve across lengths, not the value of one with the "
+                        "value of the other.")
+    elif all(targets.values()):
         text += " " + _("The two protocols score different stretches of the text (non-overlapping "
                         "tokens {a1} to {a2}, sliding tokens {b1} to {b2}), so compare each "
                         "protocol's curve across lengths, not the value of one with the value "

@@ -444,19 +444,34 @@ def step_real_head(step: int, present: bool) -> None:
         st.error(str(exc))
         return
     life = float(half_life([asked_slope])[0])
-    answer = _("{direction}: on average {measured} back, against {prior} for the bias alone "
-               "(m = {m}, half-life {half_life}).").format(
-        direction=_("Further") if measured > prior else _("Nearer"),
+    verdict = distance_verdict(measured, prior)
+    answer = _("{direction} (a margin of {margin} of the bias's distance): on average "
+               "{measured} back, against {prior} for the bias alone (m = {m}, half-life "
+               "{half_life}).").format(
+        direction=_(dict(class_view.CHOICES[5])[verdict]), margin=percent(SAME_DISTANCE),
         measured=tokens(measured, number(measured, 1)), prior=number(prior, 1),
         m=significant(asked_slope), half_life=tokens(life, significant(life)))
-    if ask(step, _("Does layer {layer}, head {head} look further back or nearer than its "
-                   "slope alone would make it?").format(layer=asked_layer, head=asked_head),
-           answer, present, right="further" if measured > prior else "nearer"):
+    if ask(step, _("Does layer {layer}, head {head} look further back than its slope alone "
+                   "would make it, about as far, or nearer?").format(
+                       layer=asked_layer, head=asked_head),
+           answer, present, right=verdict):
         show(fig, "real_head")
     if not present:
         st.caption(_("Distance from query to key, averaged over each row's attention and then "
                      "over the queries. The text: `{start} ...`").format(
                          start=lesson_text()[:60].splitlines()[0]))
+
+
+# A head looks "about as far" back as its slope alone when the two mean distances differ by
+# less than this share of the slope's: a tenth of a token in thirty is no verdict.
+SAME_DISTANCE = 0.05
+
+
+def distance_verdict(measured: float, prior: float) -> str:
+    """Step 5's answer as class_view.CHOICES[5] stores it: "further", "same" or "nearer"."""
+    if abs(measured - prior) < SAME_DISTANCE * prior:
+        return "same"
+    return "further" if measured > prior else "nearer"
 
 
 def step_extrapolation(step: int, present: bool) -> None:

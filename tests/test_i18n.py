@@ -330,11 +330,13 @@ def test_russian_calls_dashed_lines_dashed():
 
 def test_russian_key_result_does_not_make_2L_appendix_b():
     """ru, the key result: appendix B is the sliding-window evaluation; it says nothing about
-    "best near twice the training length" (both forms of the key result)."""
+    "best near twice the training length" (both forms of the key result, and the paper's row
+    they end with)."""
     texts = [m.string for mid, m in catalog("ru").items() if isinstance(mid, str)
-             and mid.startswith("**The key result.**")]
-    assert len(texts) == 2
-    assert all("приложение B" in text and "удвоенной" not in text for text in texts)
+             and mid.startswith(("**The key result.**", "In the paper's sliding-window"))]
+    assert len(texts) == 3
+    assert all("удвоенной" not in text for text in texts)
+    assert any("приложение B" in text for text in texts)
 
 
 USTED = ("haga clic", "haga que", "elija", "escriba", "pegue", "ejecute", "copie", "compruebe",
@@ -416,3 +418,53 @@ def test_model_slopes_legend_names_each_schedule_whole(code):
     expected = {"ru": {"официальная схема", "геометрическая схема", "схема MPT"},
                 "es": {"esquema oficial", "esquema geométrico", "esquema de MPT"}}[code]
     assert {t.name for t in lines} == expected
+
+
+# Russian words that take the genitive plural of a counted noun whatever the number.
+GENITIVE_BEFORE = re.compile(r"(?:от|до|с|после|из|около|дальше|больше|меньше|более|менее|"
+                             r"пределах|расстоянии|окнах по|всех)\s*$", re.IGNORECASE)
+
+
+def russian_count_errors(text: str) -> list[str]:
+    """Each "<number> токен..." of `text` whose noun is not the form babel's Russian plural
+    rule asks for (1 токен, 2 токена, 5 токенов), unless a word before it governs the
+    genitive; and each adjectival model label after "у", where it would need the genitive."""
+    from babel import Locale
+
+    forms = {"one": "токен", "few": "токена", "many": "токенов", "other": "токена"}
+    errors = [hit[0] for hit in re.finditer(r"у (синусоидальное|обучаемое)\b", text)]
+    for hit in re.finditer(r"(\d[\d\u00a0 ]*)\s(токен(?:а|ов)?)\b", text):
+        value = int(re.sub(r"\D", "", hit[1]))
+        if GENITIVE_BEFORE.search(text[:hit.start()]):
+            continue
+        if hit[2] != forms[Locale("ru").plural_form(value)]:
+            errors.append(hit[0])
+    return errors
+
+
+def test_the_russian_check_catches_the_faults_it_looks_for():
+    assert russian_count_errors("при 32 токенов") == ["32 токенов"]
+    assert russian_count_errors("самая низкая перплексия у обучаемое") == ["у обучаемое"]
+    assert not russian_count_errors("от 128 до 1 024 токенов; 21 токен; 1 024 токена")
+
+
+def test_russian_result_sentences_agree_with_their_numbers_and_labels():
+    """The sentences written from the shipped results, in Russian: counts in the form their
+    number needs, model labels never where Russian would decline them."""
+    from alibi_viz import assets
+    from alibi_viz.results import evaluation
+
+    i18n.set_language("ru")
+    try:
+        texts = []
+        for kind in ("python", "en", "es", "ru"):
+            results = assets.load_extrapolation_results(kind)
+            texts.append(evaluation.key_result(results) or "")
+            texts.append(evaluation.seeds_sentence(results))
+            texts += evaluation.in_distribution_ranking(results)
+            for protocol in evaluation.PROTOCOLS:
+                texts += evaluation.extrapolation_summary(results, protocol)
+        errors = [e for text in texts for e in russian_count_errors(text)]
+    finally:
+        i18n.set_language("en")
+    assert not errors, errors

@@ -34,7 +34,13 @@ from alibi_viz.errors import AlibiVizError
 from alibi_viz.figures.render import ATTENTION_COLORSCALE, causal_map_panel, explicit_colorscale
 from alibi_viz.i18n import N_, _, ngettext, number, significant
 from alibi_viz.models.attention import check_attention
-from alibi_viz.results.evaluation import check_results, protocol_name, protocols_in, result_curve
+from alibi_viz.results.evaluation import (
+    check_results,
+    protocol_name,
+    protocols_in,
+    result_curve,
+    seed_spread,
+)
 from alibi_viz.results.learnable_slopes import cell
 from alibi_viz.results.rescale import interpolation_scale, scale_label
 
@@ -103,7 +109,8 @@ def perplexity_figure(results: dict, live=(), protocols=None, height: int = 420)
 
     x: evaluation length in tokens on a log2 axis (128, 256, ..., 4096 evenly spaced). A dashed
     vertical line marks the training length. y: per-token perplexity with its 95% interval as
-    error bars (when the results carry `ci95`), on a log axis when the
+    error bars (when the results carry `ci95`), the runs trained with other seeds as crosses
+    (when the results carry `seeds`), on a log axis when the
     largest value is over LOG_Y_RATIO times the smallest (a collapsing baseline would
     otherwise flatten the others). live: optional dicts {"model", "protocol", "length", "ppl",
     "tokens"} drawn as stars over the shipped lines.
@@ -122,6 +129,7 @@ def perplexity_figure(results: dict, live=(), protocols=None, height: int = 420)
               "%{customdata[2]:.3f})<br>x%{customdata[0]:.2f} of its value at the training "
               "length")
     live_hover = _("length %{x}<br>perplexity %{y:.3f}")
+    seed_hover = _("trained with seed %{customdata}<br>length %{x}<br>perplexity %{y:.3f}")
     fig = make_subplots(rows=1, cols=len(protocols), subplot_titles=titles, shared_yaxes=True,
                         horizontal_spacing=0.06)
     all_values = []
@@ -147,6 +155,18 @@ def perplexity_figure(results: dict, live=(), protocols=None, height: int = 420)
                              thickness=1.2, width=3) if intervals else None,
                 hovertemplate=(model_label(name) + "<br>" + hover + "<extra>"
                                + protocol_name(protocol) + "</extra>")), row=1, col=col)
+            others = [(n, seed, v) for n, runs in seed_spread(results, name, protocol).items()
+                      for seed, v in runs.items() if seed != entry.get("seed", 0) and n in xs]
+            if others:  # the runs trained with other seeds: the spread the intervals leave out
+                all_values += [v for _n, _seed, v in others]
+                fig.add_trace(go.Scatter(
+                    x=[n for n, _seed, _v in others], y=[v for _n, _seed, v in others],
+                    mode="markers", name=_("{model}, other seeds").format(model=model_label(name)),
+                    legendgroup=name, showlegend=col == 1, customdata=[s for _n, s, _v in others],
+                    marker=dict(symbol="x-thin-open", size=9, color=model_color(name, k),
+                                line=dict(width=1.5, color=model_color(name, k))),
+                    hovertemplate=(model_label(name) + "<br>" + seed_hover + "<extra>"
+                                   + protocol_name(protocol) + "</extra>")), row=1, col=col)
         for k, run in enumerate(r for r in live if r.get("protocol") == protocol):
             all_values.append(float(run["ppl"]))
             fig.add_trace(go.Scatter(

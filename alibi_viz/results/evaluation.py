@@ -211,9 +211,17 @@ def extrapolation_summary(results: dict, protocol: str = "nonoverlapping") -> li
         return []
     # TRANSLATORS: joins a ranked list: "RoPE 3.100, then ALiBi 3.200"
     order = _(", then ").join(f"{model_label(n)} {number(v, 3)}" for n, v in at_train)
-    sentences = [_("At the training length ({train_seq_len} tokens) the lowest perplexity is "
-                   "{model}'s: {order}.").format(train_seq_len=number(train_seq_len),
-                                                model=model_label(at_train[0][0]), order=order)]
+    tied = lowest_models(results, protocol, train_seq_len)
+    if len(tied) > 1:
+        sentences = [_("At the training length ({train_seq_len} tokens) {models} are lowest, "
+                       "each within the paired 95% interval of the lowest: {order}.").format(
+            train_seq_len=number(train_seq_len), order=order,
+            models=", ".join(model_label(n) for n in tied))]
+    else:
+        sentences = [_("At the training length ({train_seq_len} tokens) the lowest perplexity "
+                       "is {model}'s: {order}.").format(train_seq_len=number(train_seq_len),
+                                                       model=model_label(at_train[0][0]),
+                                                       order=order)]
     longest = lengths[-1]
     at_long = dict(_rank(results, protocol, longest))
     start = dict(at_train)
@@ -227,20 +235,38 @@ def extrapolation_summary(results: dict, protocol: str = "nonoverlapping") -> li
                            "relative to each model's own value at {train_seq_len}.").format(
             longest=number(longest), factor=longest // train_seq_len, moves=", ".join(moves),
             train_seq_len=number(train_seq_len)))
-    runs = []  # [model, first length, last length] where that model is lowest
+    runs = []  # [models, first length, last length] where those models are lowest
     for n in lengths:
-        ranked = _rank(results, protocol, n)
-        if not ranked:
+        tied = lowest_models(results, protocol, n)
+        if not tied:
             continue
-        if runs and runs[-1][0] == ranked[0][0]:
+        if runs and runs[-1][0] == tied:
             runs[-1][2] = n
         else:
-            runs.append([ranked[0][0], n, n])
-    sentences.append(_("Lowest perplexity by length: {runs}.").format(runs=", ".join(
+            runs.append([tied, n, n])
+    sentences.append(_("Lowest perplexity by length (several models where they are within the "
+                       "paired 95% interval of the lowest): {runs}.").format(runs=", ".join(
         _("{model} at {lengths}").format(
-            model=model_label(name), lengths=number(a) + (f"-{number(b)}" if b != a else ""))
-        for name, a, b in runs)))
+            model=" ≈ ".join(model_label(name) for name in names),
+            lengths=number(a) + (f"-{number(b)}" if b != a else ""))
+        for names, a, b in runs)))
     return sentences
+
+
+def lowest_models(results: dict, protocol: str, length: int) -> tuple[str, ...]:
+    """The model lowest at `length` under `protocol`, then every other whose paired 95%
+    interval against it includes 1 (the same scored tokens, so the gap is not significant);
+    where the chunks are missing, the lowest alone."""
+    ranked = _rank(results, protocol, length)
+    if not ranked:
+        return ()
+    best = ranked[0][0]
+    tied = [best]
+    for name, _value in ranked[1:]:
+        cmp = compare_cells(results, protocol, (name, length), (best, length))
+        if cmp and cmp[1] <= 1:
+            tied.append(name)
+    return tuple(tied)
 
 
 def compare_cells(results: dict, protocol: str, a: tuple[str, int], b: tuple[str, int]):
@@ -369,10 +395,13 @@ def context_use_sentence(use: ContextUse) -> str:
               "train_seq_len": number(use.train_seq_len), "longest": number(use.longest),
               "flat": number(use.flat_from), "evidence": evidence(use)}
     if use.last_gain is None:
+        alone = (" " + _("That interval is for this one comparison; over the family of {tests} "
+                         "it is not significant.").format(tests=number(use.tests))
+                 if use.whole[2] < 1 or use.whole[1] > 1 else "")
         return _("In sliding windows no length makes {model}'s perplexity lower than a "
                  "shorter length's by {min_gain} or more with significance ({evidence}): from "
                  "{train_seq_len} to {longest} tokens it changes by {whole}.").format(
-            whole=describe_ratio(use.whole), **values)
+            whole=describe_ratio(use.whole), **values) + alone
     start = use.last_gain[0]
     last = "" if start == use.train_seq_len else _(
         ", its last significant gain {gain} from {start} to {flat} tokens").format(
