@@ -117,36 +117,59 @@ def _pilot_lines(info: dict) -> list[str]:
 CARD_FACTORS = (1, 2, 8, 32)  # lengths of the card's per-kind table, in training lengths
 
 
+def results_entry(results: dict, name: str) -> dict | None:
+    """The evaluation of model `name` in one extrapolation-<kind>.json: a shipped model's, or
+    a run trained with another seed (folder <model>-seed<N>, kept under results["seeds"])."""
+    if name in results.get("models", {}):
+        return results["models"][name]
+    model, _sep, seed = name.rpartition("-seed")
+    return results.get("seeds", {}).get(model, {}).get(seed)
+
+
 def _evaluation_lines(name: str, info: dict, by_kind: dict) -> list[str]:
     """The card's evaluation: per kind of held-out text, perplexity at 1x, 2x, 8x and 32x the
     training length with 95% intervals, under both protocols."""
-    found = {kind: r for kind, r in by_kind.items() if r and name in r.get("models", {})}
+    found = {kind: r for kind, r in by_kind.items() if r and results_entry(r, name)}
     if not found:
         return ["Not evaluated yet: run `python -m experiments.evaluate`."]
     first = next(iter(found.values()))
     train_len = info["train_seq_len"]
     lengths = [f * train_len for f in CARD_FACTORS if f * train_len in first["lengths"]]
+    sliding = first["protocols"]["sliding"]
+    if sliding.get("passages"):
+        where = (f"Sliding: {sliding['tokens']:,} tokens scored in {sliding['passages']} "
+                 f"passages of {sliding['passage_tokens']} spread evenly through the text, each "
+                 f"after {sliding['context']:,} tokens of its own context, windows advancing by "
+                 f"{first['stride']}, each scored token seeing between length - "
+                 f"{first['stride'] - 1} and length tokens. In brackets: the 95% interval "
+                 f"(Student's t) over {first.get('chunks', 16)} disjoint chunks of the "
+                 f"non-overlapping tokens and over the passages of the sliding ones; it covers "
+                 f"which text was scored, not training randomness (one training run, seed "
+                 f"{info.get('seed', 0)}). The two protocols score different stretches of the "
+                 f"text: compare each protocol across lengths, not one protocol's value with "
+                 f"the other's.")
+    else:
+        where = (f"Sliding: {sliding['tokens']:,} tokens scored, windows advancing by "
+                 f"{first['stride']}, each scored token seeing between length - "
+                 f"{first['stride'] - 1} and length tokens. In brackets: the 95% interval over "
+                 f"{first.get('chunks', 16)} disjoint chunks of the scored tokens. The two "
+                 f"protocols score different stretches of the text (tokens "
+                 f"{first['protocols']['nonoverlapping']['targets'][0]:,}-"
+                 f"{first['protocols']['nonoverlapping']['targets'][1]:,} and "
+                 f"{sliding['targets'][0]:,}-{sliding['targets'][1]:,}): compare each protocol "
+                 "across lengths, not one protocol's value with the other's.")
     lines = [
         f"Per-byte perplexity on the shipped held-out text of each kind "
         f"(`assets/corpus/heldout/`), at {', '.join(str(n) for n in lengths)} tokens "
         f"(1x, 2x, 8x, 32x the training length {train_len}). Non-overlapping: the first "
         f"{first['protocols']['nonoverlapping']['tokens']:,} tokens cut into windows of the "
-        f"length, every token scored. Sliding: {first['protocols']['sliding']['tokens']:,} "
-        f"tokens scored, windows advancing by {first['stride']}, each scored token seeing "
-        f"between length - {first['stride'] - 1} and length tokens. In brackets: the 95% "
-        f"interval over {first.get('chunks', 16)} disjoint chunks of the scored tokens. The "
-        f"two protocols score different stretches of the text (tokens "
-        f"{first['protocols']['nonoverlapping']['targets'][0]:,}-"
-        f"{first['protocols']['nonoverlapping']['targets'][1]:,} and "
-        f"{first['protocols']['sliding']['targets'][0]:,}-"
-        f"{first['protocols']['sliding']['targets'][1]:,}): compare each protocol across "
-        "lengths, not one protocol's value with the other's.",
+        f"length, every token scored. " + where,
         "",
         "| text | protocol | " + " | ".join(f"{n} ({n // train_len}x)" for n in lengths) + " |",
         "|---|---|" + "---:|" * len(lengths),
     ]
     for kind, results in found.items():
-        entry = results["models"][name]
+        entry = results_entry(results, name)
         for protocol, ppl in entry["perplexity"].items():
             ci = entry.get("ci95", {}).get(protocol, {})
             cells = [f"{ppl[str(n)]:.3f} ({ci[str(n)][0]:.3f}-{ci[str(n)][1]:.3f})"
@@ -218,7 +241,7 @@ def _variant_lines(info: dict) -> list[str]:
     if results:
         lines += ["", "Perplexity against the fixed-slope model on the same held-out targets "
                   "(`assets/results/learnable-slopes.json`): learnable / fixed, with the paired "
-                  "95% interval over 16 chunks.", "",
+                  "95% interval (Student's t) over 16 chunks.", "",
                   "| text | protocol | " + " | ".join(f"{n} ({f}x)" for n, f in zip(
                       results["lengths"], results["factors"], strict=True)) + " |",
                   "|---|---|" + "---:|" * len(results["lengths"])]

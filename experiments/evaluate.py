@@ -239,6 +239,9 @@ def main(argv=None) -> None:
                for kind in data.CORPUS_KINDS}
     for name in names:
         write_model_card(available[name], by_kind)
+    for runs in (seed_folders(Path(args.seeds)) if args.seeds else {}).values():
+        for folder in runs.values():
+            write_model_card(folder, by_kind)
 
 
 if __name__ == "__main__":

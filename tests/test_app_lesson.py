@@ -130,6 +130,33 @@ def test_real_head_step_follows_layer_and_head():
                for t in [a["text"] for a in fig["layout"]["annotations"]])
 
 
+def test_distance_verdict_has_a_margin():
+    """28.2 against 28.2 tokens is no verdict; 5% of the bias's distance is the margin."""
+    from alibi_viz_app.lesson_steps import distance_verdict
+
+    assert distance_verdict(28.2, 28.2) == "same"
+    assert distance_verdict(29.5, 28.2) == "same" and distance_verdict(27.0, 28.2) == "same"
+    assert distance_verdict(30.0, 28.2) == "further" and distance_verdict(26.5, 28.2) == "nearer"
+
+
+@pytest.mark.parametrize("head", [1, 8])
+def test_real_head_verdict_keeps_its_margin(head):
+    """Step 5 says "Further" or "Nearer" only when the head's mean distance differs from the
+    bias alone's by 5% of it or more, and "About as far" inside that margin, by the distances
+    it prints (to their one decimal)."""
+    at = run_app("lesson", {"step": "5"})
+    at.selectbox(key="ls_head").set_value(head).run()
+    answer = next(m.value for m in at.markdown if "for the bias alone" in m.value)
+    found = re.match(r"(Further|About as far|Nearer) \(a margin of 5% of the bias's distance\): "
+                     r"on average ([\d.]+) tokens back, against ([\d.]+) for", answer)
+    assert found, answer
+    verdict, measured, prior = found[1], float(found[2]), float(found[3])
+    if abs(measured - prior) < 0.05 * prior - 0.1:
+        assert verdict == "About as far"
+    elif abs(measured - prior) > 0.05 * prior + 0.1:
+        assert verdict == ("Further" if measured > prior else "Nearer")
+
+
 def test_missing_model_and_results_give_messages(monkeypatch, tmp_path):
     """Without shipped files, steps 5 and 6 say what to run instead of failing."""
     monkeypatch.setattr(assets, "MODELS_DIR", tmp_path / "models")
