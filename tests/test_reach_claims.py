@@ -25,8 +25,9 @@ needs_passages = pytest.mark.skipif(
 TRAIN = 128
 N = r"\d[\d,]*(?:\.\d+)?"
 S = r"[−+]\d[\d,]*(?:\.\d+)?"  # a signed number
-VERDICTS = {"detectably lowers it": "lowers", "neither lowers nor raises it detectably": "same",
-            "detectably raises it": "raises"}
+VERDICTS = {"detectably lowers the loss": "lowers",
+            "neither lowers nor raises the loss detectably": "same",
+            "detectably raises the loss": "raises"}
 
 
 def num(text: str) -> float:
@@ -241,7 +242,7 @@ def test_no_reach_sentence_names_a_lowest_or_a_limit_without_a_difference(seed):
     for text in texts:
         assert not re.search(r"lowest|limit|minimum", text, re.IGNORECASE), text
         assert "falls detectably" not in text and "rises detectably" not in text, text
-        assert "neither lowers nor raises it detectably" in text, text
+        assert "neither lowers nor raises the loss detectably" in text, text
     assert past_answer(reach, TRAIN) == "same"
 
 

@@ -24,10 +24,11 @@ from alibi_viz.results.evaluation import signed
 MARGIN = 0.005
 # What more context does past the training length (`ReachTests.past`): the class vote's stored
 # values of step 7, and the words the sentences use for each.
-PAST_VERDICTS = {"lowers": N_("detectably lowers it"),
-                 "same": N_("neither lowers nor raises it detectably"),
-                 "raises": N_("detectably raises it"),
-                 "mixed": N_("detectably raises it at some contexts and lowers it at others")}
+PAST_VERDICTS = {"lowers": N_("detectably lowers the loss"),
+                 "same": N_("neither lowers nor raises the loss detectably"),
+                 "raises": N_("detectably raises the loss"),
+                 "mixed": N_("detectably raises the loss at some contexts and lowers it at "
+                             "others")}
 
 
 @dataclass
