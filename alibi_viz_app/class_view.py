@@ -63,7 +63,8 @@ CONTROLS = ("ls_s1_slope", "ls_s2_len", "ls_s3_heads", "ls_s4_len", "ls_layer", 
 # The controls a step's question depends on: another value asks another question.
 QUESTION_CONTROLS = {1: ("ls_s1_slope",), 3: ("ls_s3_heads",), 5: ("ls_layer", "ls_head")}
 # A step's choices: (stored value, label); the step names the right one (`question`'s `right`).
-# Steps 4, 7 and 8 pass choices computed from their data (`question`'s `options`).
+# Steps 4 and 8 pass choices computed from their data (`question`'s `options`). Step 7's
+# stored values are results.reach.PAST_VERDICTS' keys, which its right choice is computed as.
 CHOICES = {
     1: (("more", N_("More")), ("less", N_("Less")), ("same", N_("The same"))),
     2: (("0,-5", ("0", "−5")), ("0,-10", ("0", "−10")), ("-5,0", ("−5", "0")),
@@ -72,6 +73,8 @@ CHOICES = {
     5: (("further", N_("Further")), ("same", N_("About as far")), ("nearer", N_("Nearer"))),
     6: (("down,up", N_("ALiBi down, sinusoidal up")), ("down,down", N_("Both down")),
         ("up,up", N_("Both up")), ("up,down", N_("ALiBi up, sinusoidal down"))),
+    7: (("lowers", N_("Lowers it, detectably")), ("same", N_("No change the tests can detect")),
+        ("raises", N_("Raises it, detectably"))),
 }
 HEADS = 8  # step 4 asks which of the 8 heads looks furthest back
 COOKIE_JS = "<script>document.cookie = '%s=%s; path=/; SameSite=Strict';</script>"

@@ -42,7 +42,7 @@ from alibi_viz.results.evaluation import (
     seeds_sentence,
     signed,
 )
-from alibi_viz.results.reach import reach_summary
+from alibi_viz.results.reach import reach_setting, reach_summary
 from alibi_viz.results.rescale import scale_label
 from alibi_viz_app import ui
 
@@ -356,9 +356,9 @@ def reach_results_ui(reach: dict, train_seq_len: int) -> None:
         ui.show_figure(ui.reach_fig(reach, train_seq_len), "reach", key="xl_fig_reach")
         for line in reach_summary(reach, train_seq_len):
             st.markdown(f"- {line}")
-        st.caption(_("{tokens} scored tokens, the same at every context; {samples} planted spans "
-                     "of {span} tokens per distance. Command: `{command}`.").format(
-            tokens=number(reach["reach"]["tokens"]), samples=reach["copy"]["samples"],
+        st.caption(_("{scored}; {samples} planted spans of {span} tokens per distance. "
+                     "Command: `{command}`.").format(
+            scored=reach_setting(reach), samples=reach["copy"]["samples"],
             span=reach["copy"]["span"],
             command=reach.get("command", "python -m experiments.reach")))
     except (AlibiVizError, KeyError, ValueError) as exc:

@@ -50,7 +50,7 @@ from alibi_viz.results.evaluation import (
     extrapolation_summary,
     useful_context,
 )
-from alibi_viz.results.reach import ReachResult, reach_answer
+from alibi_viz.results.reach import past_answer, reach_answer, reach_setting
 from alibi_viz.results.snapshots import shipped_curves
 from alibi_viz_app import class_view, ui
 from alibi_viz_app.lesson_cursor import (
@@ -572,12 +572,9 @@ def step_reach(step: int, present: bool) -> None:
     heads = assets.training_info(path).get("heads") if path else None
     answer = (reach_answer(reach, train_seq_len, alibi_slopes(heads)) if heads else None) \
         or _("See the figure.")
-    own = reach.get("models", {}).get(assets.DEFAULT_MODEL, {}).get("reach")
-    contexts = [int(c) for c in own["contexts"] if c >= 8] if own else []
-    options = [(str(c), tokens(c, number(c))) for c in contexts] if contexts else None
-    right = str(ReachResult.from_dict(own).lowest_context()) if own else None
-    if ask(step, _("With how many tokens of context is the ALiBi model's loss lowest?"),
-           answer, present, right=right, options=options):
+    if ask(step, _("Past its training length ({train_seq_len} tokens), what does more context "
+                   "do to the ALiBi model's loss?").format(train_seq_len=number(train_seq_len)),
+           answer, present, right=past_answer(reach, train_seq_len)):
         try:
             show(step_figure("reach", present, reach, train_seq_len), "reach")
         except AlibiVizError as exc:
@@ -586,9 +583,8 @@ def step_reach(step: int, present: bool) -> None:
     if not present:
         st.page_link("app_pages/extrapolation.py", label=_("Explore reach in the Extrapolation lab"),
                      icon="🔭")
-        st.caption(_("Contexts {contexts} tokens; {scored} scored tokens, the same at every "
-                     "context.").format(contexts=", ".join(str(c) for c in REACH_CONTEXTS),
-                                        scored=reach["reach"]["tokens"]))
+        st.caption(_("Contexts {contexts} tokens; {scored}.").format(
+            contexts=", ".join(str(c) for c in REACH_CONTEXTS), scored=reach_setting(reach)))
 
 
 def step_copying(step: int, present: bool) -> None:

@@ -20,7 +20,7 @@ from alibi_viz.assets import (
     load_reach_results,
 )
 from alibi_viz.results import learnable_slopes
-from alibi_viz.results.reach import ReachResult
+from alibi_viz.results.reach import MARGIN, PAST_VERDICTS, ReachResult, ReachTests, reach_tests
 
 
 def _arch_text(info: dict) -> str:
@@ -180,23 +180,50 @@ def _evaluation_lines(name: str, info: dict, by_kind: dict) -> list[str]:
     return lines
 
 
-def _reach_lines(name: str, reach: dict) -> list[str]:
+def _change(change) -> str:
+    mean, low, high = change
+    return f"{mean:+.3f} nats (95% interval {low:+.3f} to {high:+.3f})"
 
+
+def _reach_tested(tests: ReachTests) -> str:
+    """What the card says of a curve's tests, every clause one `reach_tests` finding."""
+    evidence = (f"paired over the {tests.passages} passages: 95% t intervals, Holm-corrected "
+                f"over {tests.tests} comparisons, margin {MARGIN} nats")
+    if tests.last_gain is None:
+        falls = f"no longer context lowers the loss by {MARGIN} nats or more detectably"
+    elif tests.rest is None:
+        falls = (f"the loss still falls detectably at the longest context ({_change(tests.gain)} "
+                 f"from {tests.last_gain[0]:,} to {tests.longest:,} tokens)")
+    else:
+        falls = (f"the loss falls detectably up to {tests.flat_from:,} tokens "
+                 f"({_change(tests.gain)} from {tests.last_gain[0]:,}); from {tests.flat_from:,} "
+                 f"to {tests.longest:,} tokens it changes by {_change(tests.rest)}, but no gain "
+                 f"of a longer context from {tests.flat_from:,} tokens on passes the corrected "
+                 "test")
+    past = "" if tests.past is None else (
+        f"; past the training length more context {PAST_VERDICTS[tests.past]} "
+        f"({_change(tests.whole)} from {tests.train_seq_len:,} to {tests.longest:,})")
+    return f"{evidence}: {falls}{past}"
+
+
+def _reach_lines(name: str, reach: dict, train_seq_len: int) -> list[str]:
     entry = reach.get("models", {}).get(name)
     if not entry:
         return ["Not measured yet: run `python -m experiments.reach`."]
     r = ReachResult.from_dict(entry["reach"])
-    settled = r.settled_context(0.01)
+    tests = reach_tests(r, train_seq_len, name)
+    setting = reach["reach"]
+    scored = (f"{setting['passages']} passages of {setting['passage_tokens']} scored tokens "
+              "spread through the text" if "passages" in setting
+              else f"{setting['tokens']:,} scored tokens")
     copy = entry["copy"]
     lines = [
         "On the shipped held-out text of the four kinds, interleaved (`assets/results/"
         "reach.json`, `python -m experiments.reach`). Loss with at most c tokens of context "
-        f"(nats/byte, {reach['reach']['tokens']:,} scored tokens): "
+        f"(nats/byte, {scored}): "
         + ", ".join(f"{c}: {v:.3f}" for c, v in zip(r.contexts.tolist(), r.nll.tolist(),
                                                        strict=True))
-        + f"; lowest at {r.lowest_context():,} tokens ({r.nll.min():.3f})"
-        + ("" if settled is None or settled >= r.contexts.max() else
-           f", and within 0.01 nats of that at every context from {settled:,} tokens on") + ".",
+        + ("; " + _reach_tested(tests) if tests else "") + ".",
         "",
         f"Copy at a distance ({copy['samples']} planted spans of {copy['span']} tokens per "
         "distance; gain = loss on the same span where nothing precedes it to copy, minus loss "
@@ -331,7 +358,8 @@ def write_model_card(folder: Path, results: dict | None = None) -> None:
     lines += _variant_lines(info)
     if not info.get("learn_slopes"):
         lines += ["", "## Reach and copy at a distance",
-                  *_reach_lines(name, load_reach_results() if shipped else {})]
+                  *_reach_lines(name, load_reach_results() if shipped else {},
+                               info["train_seq_len"])]
     lines += [
         "",
         "## Regenerate",

@@ -3,10 +3,9 @@
 Each test takes a sentence a generator writes (or a model card, or the README, writes) and
 checks its own words against every data point it covers, read here from the shipped results
 files and recomputed from them: "no longer window is significantly better from 1,024 on" is
-checked against every pair of longer windows with its paired interval, "within 0.01 nats of that
-at every context from 256 on" against every context from 256 on, "intervals below 1" against
-every interval. Sentences are read in English (the catalogs' translations are checked by
-tests/test_i18n.py). Nothing here trains or runs a model, except one test that reads attention
+checked against every pair of longer windows with its paired interval, "intervals below 1"
+against every interval (the reach sentences: tests/test_reach_claims.py). Sentences are read in
+English (the catalogs' translations are checked by tests/test_i18n.py). Nothing here trains or runs a model, except one test that reads attention
 maps of the shipped ALiBi model.
 """
 
@@ -25,9 +24,7 @@ from alibi_viz.assets import model_label
 ROOT = Path(__file__).resolve().parents[1]
 KINDS = list(data.CORPUS_KINDS)
 RESULTS = {kind: assets.load_extrapolation_results(kind) for kind in KINDS}
-REACH = assets.load_reach_results()
 needs_results = pytest.mark.skipif(not all(RESULTS.values()), reason="no shipped results")
-needs_reach = pytest.mark.skipif(not REACH, reason="no shipped reach results")
 
 N = r"\d[\d,]*(?:\.\d+)?"  # a number as the English pages write it
 CHANGE = (r"[−+x]\d[\d,]*(?:\.\d+)?%? \(95% interval [−+x]\d[\d,]*(?:\.\d+)?%? to "
@@ -305,127 +302,6 @@ def test_in_distribution_ranking_states_each_gap_with_its_interval(kind):
         assert_change(change, paired(chunks[name_of(label)], chunks[best]))
 
 
-# ----------------------------------------------------------------------------- reach
-
-def curve(name: str) -> dict[int, float]:
-    r = REACH["models"][name]["reach"]
-    return dict(zip(r["contexts"], r["nll"], strict=True))
-
-
-SUMMARY = re.compile(
-    rf"(?P<model>.+?): lowest at (?P<context>{N}) tokens of context \((?P<loss>{N}) nats/token\)"
-    rf"(?:, and within (?P<tol>{N}) nats of that at every context from (?P<settled>{N}) tokens "
-    rf"on)?; from (?P<train>{N}) to (?P<longest>{N}) tokens of context its loss moves by "
-    rf"(?P<delta>[−+]{N}) nats; a repeated span gains (?P<near_gain>{N}) nats/token at "
-    rf"(?P<near>{N}) tokens and (?P<far_gain>{N}) at (?P<far>{N})\.")
-
-
-def assert_lowest(name: str, context: str, loss: str) -> None:
-    c = curve(name)
-    assert int(num(context)) == min(c, key=c.get)
-    assert num(loss) == pytest.approx(min(c.values()), abs=6e-4)
-
-
-def assert_settled(name: str, settled: str, tolerance: float = 0.01) -> None:
-    """"within `tolerance` of its lowest at every context from `settled` on", checked at every
-    one of them, and `settled` the first such context."""
-    c = curve(name)
-    low = min(c.values())
-    later = [x for x in c if x >= num(settled)]
-    assert all(c[x] <= low + tolerance for x in later), {x: c[x] for x in later}
-    earlier = [x for x in c if x < num(settled)]
-    assert not earlier or c[max(earlier)] > low + tolerance
-
-
-@needs_reach
-def test_reach_summary_is_true_of_every_context():
-    """Per model: the context of the lowest loss, "within 0.01 nats of that from c on" checked
-    at every longer context (and never said when a later context is further off), the move
-    from the training length to the longest context, and the copy gains."""
-    from alibi_viz.results.reach import reach_summary
-
-    lines = reach_summary(REACH, 128)
-    assert len(lines) == len(REACH["models"])
-    for line in lines:
-        f = SUMMARY.fullmatch(line)
-        assert f, line
-        name = name_of(f["model"])
-        c = curve(name)
-        assert_lowest(name, f["context"], f["loss"])
-        if f["settled"]:
-            assert_settled(name, f["settled"], num(f["tol"]))
-        else:  # not said: then no context before the longest settles it
-            low = min(c.values())
-            assert not all(c[x] <= low + 0.01 for x in c if x >= sorted(c)[-2])
-        assert num(f["delta"].replace("−", "-")) == pytest.approx(c[1024] - c[128], abs=6e-4)
-        gains = dict(zip(REACH["models"][name]["copy"]["distances"],
-                         REACH["models"][name]["copy"]["gain"], strict=True))
-        assert num(f["near_gain"]) == pytest.approx(gains[int(num(f["near"]))], abs=6e-3)
-        assert num(f["far_gain"]) == pytest.approx(gains[int(num(f["far"]))], abs=6e-3)
-
-
-@needs_reach
-def test_lesson_reach_answer_is_true_of_every_model():
-    """Step 7's answer: where ALiBi's loss is lowest; every model's lowest context, said to be
-    inside the training window and higher at 128 only when each is; the gentlest slope's weight
-    at that distance; ALiBi's largest distance from its lowest over every longer context; every
-    other model higher at each context past 128 than at 128, with the range at 1,024."""
-    from alibi_viz import alibi_slopes
-    from alibi_viz.results.reach import reach_answer
-
-    text = reach_answer(REACH, 128, alibi_slopes(8))
-    f = re.search(rf"Its loss is lowest at ({N}) tokens of context \(({N}) nats/token\)", text)
-    assert_lowest("alibi", f[1], f[2])
-    low = int(num(f[1]))
-    lows = re.search(r"lowest within the training window \((.+?)\)(, and each is higher at "
-                     rf"({N}) tokens than at its lowest)?\.", text)
-    named = dict(re.findall(rf"(\S+) at ({N})", lows[1]))
-    assert {name_of(k): int(num(v)) for k, v in named.items()} == {
-        n: min(curve(n), key=curve(n).get) for n in REACH["models"]}
-    assert all(int(num(v)) <= 128 for v in named.values())
-    assert lows[2] and all(curve(n)[128] > min(curve(n).values()) for n in REACH["models"])
-    gentle = re.search(rf"its gentlest head \(m = ({N}), half-life ({N}) tokens\) still gives a "
-                       rf"key ({N}) tokens back (\d+)% of the weight", text)
-    m = min(alibi_slopes(8))
-    assert num(gentle[1]) == pytest.approx(m, rel=1e-2)
-    assert num(gentle[2]) == round(math.log(2) / m) and int(num(gentle[3])) == low
-    assert int(gentle[4]) == round(100 * math.exp(-m * low))
-    spread = re.search(rf"from ({N}) to ({N}) tokens of context its loss stays within ({N}) nats "
-                       rf"of its lowest, while every other model's loss is higher at each "
-                       rf"context past ({N}) than at (?:{N}) \(({N})-({N}) nats at ({N})\)", text)
-    c = curve("alibi")
-    assert int(num(spread[1])) == low
-    assert num(spread[3]) == pytest.approx(max(v for x, v in c.items() if x >= low)
-                                           - min(c.values()), abs=6e-4)
-    others = [n for n in REACH["models"] if n != "alibi"]
-    for n in others:
-        assert all(v > curve(n)[128] for x, v in curve(n).items() if x > 128), n
-    far = [curve(n)[1024] for n in others]
-    assert (num(spread[5]), num(spread[6])) == (pytest.approx(min(far), abs=6e-3),
-                                                pytest.approx(max(far), abs=6e-3))
-
-
-CARD_REACH = re.compile(rf"; lowest at ({N}) tokens \(({N})\)(?:, and within 0\.01 nats of that "
-                        rf"at every context from ({N}) tokens on)?\.")
-
-
-@needs_reach
-@pytest.mark.parametrize("name", assets.MODEL_ORDER)
-def test_model_card_reach_line_is_true_of_every_context(name):
-    """The card's reach line, as shipped on disk: every loss it lists, the lowest, and "within
-    0.01 nats of that from c on" checked at every context from c on."""
-    card = (assets.MODELS_DIR / name / "README.md").read_text()
-    line = next(x for x in card.splitlines() if x.startswith("On the shipped held-out text of "
-                                                             "the four kinds"))
-    listed = dict(re.findall(rf"(\d+): ({N})", line.split("scored tokens):")[1]))
-    assert {int(k): num(v) for k, v in listed.items()} == pytest.approx(curve(name), abs=6e-4)
-    f = CARD_REACH.search(line)
-    assert f, line
-    assert_lowest(name, f[1], f[2])
-    if f[3]:
-        assert_settled(name, f[3])
-
-
 @needs_results
 @pytest.mark.parametrize("name", assets.MODEL_ORDER)
 def test_model_card_evaluation_table_is_the_results(name):
@@ -691,32 +567,6 @@ def test_readme_says_which_sliding_intervals_exclude_1():
              for n in VARIANT["lengths"]]
     assert f"its perplexity is {100 * (1 - max(prose)):.1f}-{100 * (1 - min(prose)):.1f}% below" \
            in README
-
-
-@needs_reach
-def test_readme_reach_sentence_is_true_of_every_model():
-    """The README's reach sentence: every model's lowest context, each higher at 128, ALiBi's
-    gentlest half-life, "within 0.01 nats of its lowest from 256 to 1,024" at every context
-    there, every other model higher at each context past 128 than at 128."""
-    from alibi_viz import alibi_slopes
-
-    lows = {n: min(curve(n), key=curve(n).get) for n in REACH["models"]}
-    assert {n: c for n, c in lows.items() if n != "nope"} == dict.fromkeys(
-        [n for n in REACH["models"] if n != "nope"], 32) and lows["nope"] == 64
-    assert "every model's loss is lowest at 32 tokens of context (NoPE's at 64) and higher at " \
-           "128" in README
-    assert all(curve(n)[128] > curve(n)[lows[n]] for n in REACH["models"])
-    assert f"a half-life of {math.log(2) / min(alibi_slopes(8)):.0f} tokens" in README
-    assert "from 256 to 1,024 tokens its loss stays within 0.01 nats of its lowest" in README
-    assert_settled("alibi", "256")
-    c = curve("alibi")
-    assert f"(1.024 nats at 32, {c[128]:.3f} at 128, {c[1024]:.3f} at 1,024)" in README
-    assert "every other model's is higher at each context past 128 than at 128" in README
-    for n in REACH["models"]:
-        if n != "alibi":
-            assert all(v > curve(n)[128] for x, v in curve(n).items() if x > 128), n
-    s = curve("sinusoidal")
-    assert f"(sinusoidal {s[128]:.2f} to {s[1024]:.2f} nats from 128 to 1,024)" in README
 
 
 # ----------------------------------------------------------------------------- attention past L

@@ -83,17 +83,20 @@ def test_a_page_shows_its_own_language_first(lang, kind):
     assert data.page_kind(lang) == kind
 
 
-def test_settled_context_checks_every_longer_context():
-    """A curve lowest at 32 that rises past the tolerance at 64 and 128 and comes back settles
-    at 256 (every later context within 0.01 of the lowest), not at 32; one whose longest
-    context is off never settles."""
+def test_context_reach_keeps_one_mean_per_passage(bloom):
+    """A reach curve scores passages spread through the stream, the same at every context:
+    one mean nll per passage and context, the curve their mean, and the file keeps them."""
     from alibi_viz.results.reach import ReachResult
 
-    contexts = np.array([16, 32, 64, 128, 256, 512])
-    back = ReachResult(contexts, np.array([1.1, 1.0, 1.02, 1.03, 1.005, 1.008]), np.zeros(6), 8)
-    assert back.lowest_context() == 32 and back.settled_context(0.01) == 256
-    away = ReachResult(contexts, np.array([1.1, 1.0, 1.005, 1.03, 1.005, 1.5]), np.zeros(6), 8)
-    assert away.lowest_context() == 32 and away.settled_context(0.01) is None
+    r = context_reach(bloom, STREAM, [4, 16, 64], passages=4, tokens=32)
+    assert r.passage_nll.shape == (3, 4) and r.tokens == 128
+    assert np.allclose(r.nll, r.passage_nll.mean(axis=1))
+    back = ReachResult.from_dict(r.as_dict())
+    assert np.allclose(back.passage_nll, r.passage_nll, atol=1e-4)
+    mean, low, high = back.change(4, 64)
+    assert low < mean < high
+    old = {k: v for k, v in r.as_dict().items() if k != "passage_nll"}
+    assert ReachResult.from_dict(old).passage_nll is None
 
 
 def test_copy_attention_reads_the_token_after_each_twin(monkeypatch):
@@ -114,3 +117,28 @@ def test_copy_attention_reads_the_token_after_each_twin(monkeypatch):
                  for head in maps[0]]]
     np.testing.assert_allclose(got, expected, rtol=1e-12)
     assert got[0, 0] == 1.0 and got[0, 1] == 0.0
+
+
+def test_reach_parts_keeps_what_it_does_not_measure(monkeypatch):
+    """`python -m experiments.reach --parts reach` measures the reach curves again and keeps
+    the copy results, their setting and their seconds from the file written before."""
+    import experiments.reach as program
+    from alibi_viz.errors import AlibiVizError
+    from alibi_viz.results.reach import ReachResult
+
+    def no_copy(*args, **kwargs):
+        raise AssertionError("the copy results are kept, not measured")
+
+    curve = ReachResult(np.array([1, 2]), np.array([2.0, 1.5]), np.array([0.1, 0.1]), 4,
+                        passage_nll=np.array([[2.0, 2.0], [1.5, 1.5]]))
+    monkeypatch.setattr(program, "load_eval_model", lambda folder: None)
+    monkeypatch.setattr(program, "context_reach", lambda model, stream, contexts: curve)
+    monkeypatch.setattr(program, "copy_at_distance", no_copy)
+    copy = {"distances": [16], "gain": [0.5]}
+    kept = {"copy": {"span": 16}, "models": {"m": {"copy": copy, "seconds": {"copy": 3.0}}}}
+    out = program.evaluate_reach({"m": "folder"}, STREAM, bar=False, parts=["reach"], kept=kept)
+    assert out["copy"] == {"span": 16} and out["models"]["m"]["copy"] == copy
+    assert out["models"]["m"]["reach"]["passage_nll"] == [[2.0, 2.0], [1.5, 1.5]]
+    assert out["models"]["m"]["seconds"]["copy"] == 3.0 and "reach" in out["models"]["m"]["seconds"]
+    with pytest.raises(AlibiVizError, match="No copy results"):
+        program.evaluate_reach({"m": "folder"}, STREAM, bar=False, parts=["reach"], kept={})

@@ -42,6 +42,7 @@ from alibi_viz.results.evaluation import (
     seed_spread,
 )
 from alibi_viz.results.learnable_slopes import cell
+from alibi_viz.results.reach import ReachResult
 from alibi_viz.results.rescale import interpolation_scale, scale_label
 
 # One fixed colour per shipped model (plotly's D3 palette), so a model keeps its colour.
@@ -320,13 +321,16 @@ def reach_figure(reach: dict, train_seq_len: int | None = None, height: int = 42
     repeated span (loss on the same span at the same place with nothing to copy, minus loss on
     the repeat, nats per token) against the distance between the two copies, with a 0 line.
     Dashes: on the left the training length; on the right the longest distance whose probe
-    fits in the training length.
+    fits in the training length. Bars on the left: each context's 95% t interval over the
+    passages, where the file has them.
     """
     check_reach(reach)
     fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.09, subplot_titles=(
         _("loss vs context given (same scored tokens)"),
         _("copy at a distance: gain on a repeated span")))
     reach_hover = _("context %{x} tokens<br>loss %{y:.3f} nats/token")
+    interval_hover = _("context %{x} tokens<br>loss %{y:.3f} nats/token<br>95% interval "
+                       "%{customdata[0]:.3f} to %{customdata[1]:.3f} over the passages")
     copy_hover = _("copies %{x} tokens apart<br>gain %{y:.3f} nats/token<br>repeat "
                    "%{customdata[1]:.3f}, same span with nothing to copy %{customdata[2]:.3f}, "
                    "first copy %{customdata[0]:.3f}")
@@ -336,10 +340,18 @@ def reach_figure(reach: dict, train_seq_len: int | None = None, height: int = 42
         r, c = entry["reach"], entry["copy"]
         contexts += r["contexts"]
         distances += c["distances"]
+        bounds = ReachResult.from_dict(r).mean_intervals()  # (C, 2) or None
+        bars = {} if bounds is None else {
+            "error_y": dict(type="data", symmetric=False, array=bounds[:, 1] - r["nll"],
+                            arrayminus=r["nll"] - bounds[:, 0], color=color, thickness=1.2,
+                            width=3),
+            "customdata": np.round(bounds, 4).tolist()}
         fig.add_trace(go.Scatter(
             x=r["contexts"], y=r["nll"], mode="lines+markers", name=model_label(name),
             legendgroup=name, line=dict(color=color, width=2.5),
-            hovertemplate=model_label(name) + "<br>" + reach_hover + "<extra></extra>"),
+            hovertemplate=(model_label(name) + "<br>" + (reach_hover if bounds is None
+                                                         else interval_hover)
+                           + "<extra></extra>"), **bars),
             row=1, col=1)
         fig.add_trace(go.Scatter(
             x=c["distances"], y=c["gain"], mode="lines+markers", name=model_label(name),

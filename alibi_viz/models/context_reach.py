@@ -14,9 +14,12 @@ Two measurements on held-out text, for any causal LM (the shipped family or a lo
 * `context_reach`: per-token loss of the same scored tokens when the model is given only the
   tokens before each of them up to c, c = 1, 2, 4, ..., so the curve shows where extra context
   stops helping (and, past the training length, whether it starts to hurt). Every scored token
-  sees at most c tokens (between c - c // 16 and c), so at c = 128 no token is past 128.
+  sees at most c tokens (between c - c // 16 and c), so at c = 128 no token is past 128. The
+  scored tokens are passages spread through the text, one mean per passage, so the sentences
+  can test a change between two contexts with a paired interval over the passages.
 
-Both are plain forward passes with batches bounded by `tokens_per_batch`; no attention maps.
+Both are plain forward passes (copy batched up to `tokens_per_batch`, reach one passage at a
+time); no attention maps.
 Which heads copy (`copy_heads`, `own_span`) and how much attention goes beyond a distance
 (`attention_beyond`) read attention maps. `python -m experiments.reach` (experiments.reach)
 writes the shipped curves; alibi_viz.results.reach reads them back and writes the sentences.
@@ -34,7 +37,7 @@ from alibi_viz.errors import AlibiVizError
 from alibi_viz.i18n import _, number
 from alibi_viz.models.attention import attention_maps_of_ids, mean_mass_beyond, special_prefix
 from alibi_viz.models.behaviour import twin_next_attention
-from alibi_viz.models.scoring import nll_in_batches, perplexity
+from alibi_viz.models.scoring import nll_in_batches, passage_perplexity, passage_starts
 from alibi_viz.results.reach import ReachResult
 
 COPY_SPAN = 16  # tokens in each planted span
@@ -44,7 +47,13 @@ COPY_SAMPLES = 16  # spans per distance
 # shipped GPT-2 models' position tables allow.
 COPY_DISTANCES = (16, 32, 64, 128, 256, 512, 1024, 2048, 4064)
 REACH_CONTEXTS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
-REACH_TOKENS = 1024  # consecutive scored tokens of a reach curve
+# A reach curve scores REACH_PASSAGES passages of REACH_PASSAGE_TOKENS targets spread evenly
+# through the stream: passages far apart are close to independent, so their per-passage means
+# give a t interval with REACH_PASSAGES - 1 degrees of freedom, which adjacent chunks of one
+# run of tokens do not. The cost is the scored tokens', however they are cut.
+REACH_PASSAGES = 16
+REACH_PASSAGE_TOKENS = 64
+REACH_TOKENS = REACH_PASSAGES * REACH_PASSAGE_TOKENS  # scored tokens of a reach curve
 TOKENS_PER_BATCH = 16384  # input tokens per forward pass
 
 
@@ -145,36 +154,33 @@ def copy_at_distance(model, stream: np.ndarray, distances: Sequence[int] = COPY_
 
 
 def context_reach(model, stream: np.ndarray, contexts: Sequence[int] = REACH_CONTEXTS,
-                  tokens: int = REACH_TOKENS, tokens_per_batch: int = TOKENS_PER_BATCH,
+                  passages: int = REACH_PASSAGES, tokens: int = REACH_PASSAGE_TOKENS,
                   progress: Callable[[int, int], None] | None = None) -> ReachResult:
-    """Loss of the same `tokens` consecutive held-out targets given at most c tokens of
-    context, for each c.
+    """Loss of the same held-out targets given at most c tokens of context, for each c:
+    `passages` passages of `tokens` targets each, spread evenly through `stream`
+    (scoring.passage_starts), each target preceded by max(contexts) - 1 ids of its own passage.
 
     Each target sees between c - c // 16 and c tokens before it (exactly c up to c = 15): for
     context c the targets are scored c // 16 + 1 at a time, in sliding windows of c tokens
     (scoring.perplexity's sliding protocol, stride c // 16 + 1), so no scored token is past
     position c. Exact windows of c + 1 tokens per target cost a forward pass each, about 60x
-    more at c = 1,024. The targets are the `tokens` that follow the first max(contexts) tokens
-    of `stream`, the same at every c. progress(done, total) per context.
+    more at c = 1,024. The targets are the same at every c. progress(done, total) per context.
     """
     contexts = sorted(int(c) for c in contexts)
     if not contexts or contexts[0] < 1:
         raise AlibiVizError(_("contexts must be positive token counts."))
     top = contexts[-1]
-    if stream.size < top + tokens + 1:
-        raise AlibiVizError(_("Need {needed} held-out tokens, have {have}.").format(
-            needed=number(top + tokens + 1), have=number(stream.size)))
-    means, sds = [], []
+    starts = passage_starts(stream.size, passages, tokens, max_length=top)
+    per_passage = []  # (C, P)
     for k, c in enumerate(contexts):
-        stride = c // 16 + 1
-        out = perplexity(model, stream, c, "sliding", stride=stride,
-                         score_from=top, max_tokens=top + tokens - 1,
-                         tokens_per_batch=tokens_per_batch)
-        means.append(out["nll"])
-        sds.append(float(np.std(out["chunk_nll"], ddof=1) * np.sqrt(len(out["chunk_nll"]))))
+        out = passage_perplexity(model, stream, c, starts, tokens=tokens, stride=c // 16 + 1,
+                                 max_length=top)
+        per_passage.append(out["chunk_nll"])
         if progress is not None:
             progress(k + 1, len(contexts))
-    return ReachResult(np.array(contexts), np.array(means), np.array(sds), int(tokens))
+    nll = np.array(per_passage, dtype=np.float64)
+    return ReachResult(np.array(contexts), nll.mean(axis=1), nll.std(axis=1, ddof=1),
+                       passages * tokens, passage_nll=nll)
 
 
 def copy_attention(model, ids, first: int, repeat: int, span: int) -> np.ndarray:
