@@ -40,7 +40,7 @@ SLIDING_TOKENS = 512  # scored tokens of a one-passage sliding run (live runs, r
 # apart (other documents) are close to independent, which adjacent chunks of one passage are not.
 # Each scored token costs length / stride forward tokens, so the cost grows with the tokens,
 # not with how many passages they are cut into.
-PASSAGES = 32
+PASSAGES = 16
 PASSAGE_TOKENS = 64
 TOKENS_PER_BATCH = 4096  # windows of one length batched up to this many input tokens
 LIVE_CELL_BUDGET = 2048 * 4096  # attention cells (query x key) a live run may compute
