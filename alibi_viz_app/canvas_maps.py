@@ -256,6 +256,7 @@ class Maps {
     if (this.mode === 'grid') this.panels.forEach((canvas, k) => this.paint(canvas, k));
     else this.paint(this.oneCanvas, this.head);
     this.root.dataset.drawn = String((Number(this.root.dataset.drawn) || 0) + 1);
+    if (this.root.dataset.drawn === '1') performance.mark('alibi-viz:maps-drawn');  // bench_phone
   }
 
   // Panel k on `canvas` at its shown size in device pixels (pixels stay crisp), with the
