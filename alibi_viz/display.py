@@ -6,6 +6,7 @@ it, so no compute module imports the drawing kit.
   display_positions, panel_resolution, block_starts   which positions sit under which pixel
   masked_pixels                                       pixels wholly after the causal diagonal
   pool_max, stack_view (StackView)                    reduce (panels, T, T) stacks to pixels
+  quantize                                            pixels as 8-bit codes for a browser canvas
 """
 
 from __future__ import annotations
@@ -122,3 +123,25 @@ def stack_view(stack, side: int | None = None, pixel_budget: int = IMAGE_PIXEL_B
     hover = stack[:, hpos][:, :, hpos]  # (panels, h, h)
     return StackView(images=np.ascontiguousarray(images), hover=np.ascontiguousarray(hover),
                      hover_rows=hpos, hover_cols=hpos, seq_len=T, reduced=reduced)
+
+
+# ----------------------------------------------------------------------------- 8-bit codes
+
+CODE_LEVELS = 255  # codes 0..254 span the colour scale
+CODE_MASKED = 255  # a pixel with no value (masked, NaN), drawn grey
+
+
+def quantize(values, vmin: float, vmax: float) -> np.ndarray:
+    """Float values (any shape) as uint8 codes for a canvas: 0..254 spread evenly from `vmin`
+    to `vmax` (values outside are clipped), CODE_MASKED where a value is not finite.
+
+    A code reads back as vmin + code / 254 * (vmax - vmin), to half a step: 8 bits are what a
+    colour scale of 256 colours shows, and a quarter of float32's bytes in the page.
+    """
+    values = np.asarray(values, dtype=np.float32)
+    span = np.float32((vmax - vmin) or 1.0)
+    scaled = (values - np.float32(vmin)) * np.float32(CODE_LEVELS - 1) / span
+    finite = np.isfinite(scaled)
+    codes = np.clip(np.rint(np.where(finite, scaled, 0)), 0, CODE_LEVELS - 1).astype(np.uint8)
+    codes[~finite] = CODE_MASKED
+    return codes

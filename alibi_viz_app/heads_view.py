@@ -9,6 +9,10 @@ A page calls, in order:
     ui.write_url({... page's own ..., **heads_view.url_values(PREFIX, choice, text)})
     heads_view.show(PREFIX, loaded, text, choice)          # grid, one head's row, statistics
 
+The grid is a canvas drawn in the browser (`canvas_maps`): no plotly on the first screen, and a
+head switch in the grid sends nothing to the server. The sections after it are plotly charts,
+shown when *Interactive charts* is on (a phone starts with it off: `interactive_ui`).
+
 Widget keys are f"{prefix}_{name}", so the two pages keep separate state. Everything drawn is
 computed by `alibi_viz.models.attention` (arrays, cached at display resolution: a few MB per text, never
 the full attention maps) and drawn by `alibi_viz.figures.heads`. Every cache is keyed by one
@@ -33,6 +37,7 @@ from alibi_viz.figures.heads import (
     COLOR_SCALES,
     ablation_figure,
     attention_grid_figure,
+    attention_grid_maps,
     behaviour_grid_figure,
     behaviour_selection,
     decomposition_figure,
@@ -58,7 +63,7 @@ from alibi_viz.models.behaviour import BEHAVIOUR_TITLES, BEHAVIOURS, behaviour_s
 from alibi_viz.models.loading import CONVERT_CODE, resolve_model_path, train_seq_len
 from alibi_viz.results.ablation import MINOR, ablation_summary
 from alibi_viz.results.snapshots import SNAPSHOT_TOKENS, shipped_curves
-from alibi_viz_app import conformance_view, ui
+from alibi_viz_app import canvas_maps, conformance_view, ui
 from alibi_viz_app.query_params import UrlParam
 
 logger = logging.getLogger(__name__)
@@ -88,13 +93,15 @@ VIEW_PARAMS = [
 
 @dataclass
 class Choice:
-    """What the controls say: 0-based layer and head, colour scale, token cap, bias form."""
+    """What the controls say: 0-based layer and head, colour scale, token cap, bias form, and
+    whether the plotly charts are shown (`interactive_ui`)."""
 
     layer: int
     head: int
     scale: str
     max_tokens: int
     bias_shown: str = "textbook"
+    interactive: bool = True
 
 
 @dataclass
@@ -276,7 +283,29 @@ def controls_ui(prefix: str, info) -> Choice:
     layer = st.session_state.get(_key(prefix, "layer"), 1)
     head = st.session_state.get(_key(prefix, "head"), 1)
     return Choice(layer=int(layer) - 1, head=int(head) - 1, scale=scale,
-                  max_tokens=int(max_tokens), bias_shown=bias_shown)
+                  max_tokens=int(max_tokens), bias_shown=bias_shown,
+                  interactive=interactive(prefix))
+
+
+def interactive(prefix: str) -> bool:
+    """Whether the page shows its plotly charts: the toggle's value, at first off on a phone
+    (`ui.on_phone`: plotly.js alone costs a phone seconds before its first chart) and on
+    elsewhere."""
+    key = _key(prefix, "interactive")
+    if key not in st.session_state:
+        st.session_state[key] = not ui.on_phone()
+    return bool(st.session_state[key])
+
+
+def interactive_ui(prefix: str) -> bool:
+    """The *Interactive charts* toggle (`interactive`'s value); off, the sections drawn as
+    plotly charts wait for it."""
+    interactive(prefix)
+    return st.toggle(_("Interactive charts"), key=_key(prefix, "interactive"),
+                     help=_("Zoomable charts for the sections after the first: one head split "
+                            "into content and bias, the head statistics, the head gallery. "
+                            "They take seconds to load on a phone, which starts without "
+                            "them."))
 
 
 def layer_ui(prefix: str, info) -> int:
@@ -377,6 +406,17 @@ def grid_figure(_analysis, _loaded: Loaded, key: tuple, layer: int, scale: str):
     return attention_grid_figure(_analysis.layers[layer], _analysis.tokens, layer,
                                  slopes=_loaded.info.slopes_of(layer),
                                  train_seq_len=_loaded.train_seq_len, scale=scale)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def grid_maps(_analysis, _loaded: Loaded, key: tuple, layer: int, scale: str, filename: str,
+              lang: str) -> dict:
+    """Every head of one layer for the canvas (`canvas_maps.data`): the 8-bit codes of the
+    analysis' display-resolution maps, deflated, in the page's language."""
+    maps = attention_grid_maps(_analysis.layers[layer], _analysis.tokens, layer,
+                               slopes=_loaded.info.slopes_of(layer),
+                               train_seq_len=_loaded.train_seq_len, scale=scale)
+    return canvas_maps.data(maps, filename=filename)
 
 
 def _slope(loaded: Loaded, layer: int, head: int) -> float | None:
@@ -486,8 +526,10 @@ def _show(prefix: str, loaded: Loaded, text: str, choice: Choice) -> None:
                   "keys, and keys further away, than the model ever saw in training.").format(
                       n=number(T), train=number(marker)), icon="📏")
 
+    choice = dataclasses.replace(choice, interactive=interactive_ui(prefix))
     layer_view(prefix, loaded, text, key, analysis, choice)
-    gallery_ui(prefix, loaded)
+    if choice.interactive:
+        gallery_ui(prefix, loaded)
     st.subheader(_("5. Conformance: is this model applying ALiBi correctly?"))
     st.markdown(_("A check, on a click, that every head adds the bias ALiBi prescribes: look at "
                   "the verdict, then at the grid for any head that is not green."))
@@ -512,9 +554,19 @@ def _layer_view(prefix: str, loaded: Loaded, text: str, choice: Choice, key: tup
     st.markdown(_("One panel per head: row i is a query, column j a key it may attend to, the "
                   "darker the more attention. Look at which heads stay on the diagonal (the "
                   "last few tokens) and which spread to the left (further back)."))
-    grid = grid_figure(analysis, loaded, key, choice.layer, choice.scale)
-    ui.show_figure(grid, f"attention_{name}_L{choice.layer + 1}_T{analysis.seq_len}",
-                   key=f"{prefix}_fig_grid")
+    filename = f"attention_{name}_L{choice.layer + 1}_T{analysis.seq_len}"
+    canvas_maps.show(grid_maps(analysis, loaded, key, choice.layer, choice.scale, filename,
+                               i18n.get_language()), key=f"{prefix}_maps_grid")
+    st.caption(_("Tap or click a head's panel, or its number, to draw it alone; *All heads* "
+                 "draws them all again."))
+    if not choice.interactive:
+        st.caption(_("One head split into content and bias, the head statistics and the head "
+                     "gallery are interactive charts: turn on *Interactive charts* above to see "
+                     "them."))
+        return
+    with st.expander(_("The same maps as an interactive chart (zoom)")):
+        grid = grid_figure(analysis, loaded, key, choice.layer, choice.scale)
+        ui.show_figure(grid, filename, key=f"{prefix}_fig_grid")
     head_view(prefix, loaded, text, key, analysis, choice)
 
 

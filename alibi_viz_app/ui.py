@@ -320,6 +320,13 @@ TOUCH_JS = """<script>
 </script>"""
 
 
+def on_phone() -> bool:
+    """Whether the page is seen on a phone or a tablet: its browser says "Mobi" in its user
+    agent (MDN's advice for telling a mobile browser). Such a CPU spends seconds parsing
+    plotly.js before its first chart, so a page may start there with its charts on demand."""
+    return "Mobi" in (st.context.headers.get("User-Agent") or "")
+
+
 def fitted_width(spec: dict) -> int:
     """The width a figure dict's texts were fitted to (`render.figure_spec` records it)."""
     return int(spec.get("layout", {}).get("meta", {}).get("fitted_width", PAGE_WIDTH_PX))

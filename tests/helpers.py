@@ -117,8 +117,9 @@ def wait_for_apps(pages, quiet_ms: int = 250, timeout_ms: int | None = None) -> 
                                **({"timeout": timeout_ms} if timeout_ms else {}))
 
 
-# Every shown chart drawn at its box's width again, after the window was resized.
-REDRAWN_AT_WIDTH_JS = """() => [...document.querySelectorAll('.js-plotly-plot')].filter(p => p.offsetParent)
+# Every shown chart drawn at its box's width again, after the window was resized (a chart in a
+# closed expander has an offsetParent but is not shown: plotly redraws it when it opens).
+REDRAWN_AT_WIDTH_JS = """() => [...document.querySelectorAll('.js-plotly-plot')].filter(p => p.checkVisibility())
   .every(p => { const svg = p.querySelector('.main-svg');
                 return svg && Math.abs(svg.getBoundingClientRect().width - p.clientWidth) <= 2; })"""
 

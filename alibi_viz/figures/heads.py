@@ -2,6 +2,8 @@
 
 Four builders, in the order a page shows them:
 
+* `attention_grid_maps`: the same grid as 8-bit maps for the app's canvas (no plotly), which
+  switches heads in the browser.
 * `attention_grid_figure`: every head of one layer. Up to `LABEL_MAX_TOKENS` tokens each panel
   is a heatmap with the tokens on its axes and in its hover; beyond that the panels are one PNG
   image (`render.matrix_grid_figure`), so the payload stays bounded whatever the length.
@@ -34,9 +36,11 @@ from alibi_viz.figures.render import (
     CHAR_EM,
     MASK_COLOR,
     PAGE_WIDTH_PX,
+    MapSet,
     causal_map_panel,
     explicit_colorscale,
     figure,
+    map_set,
     matrix_grid_figure,
     panel_traces,
     subplot_row,
@@ -187,6 +191,39 @@ def _tick_labels(tokens: list[str], T: int, panel_px: float) -> dict:
 def use_labels(seq_len: int, panels: int = 1) -> bool:
     """Whether `panels` maps of `seq_len` tokens are drawn as labelled heatmaps (else images)."""
     return seq_len <= LABEL_MAX_TOKENS and panels * seq_len**2 <= SMALL_GRID_CELLS
+
+
+def head_titles(heads: int, slopes=None) -> list[str]:
+    """Each head's panel title: "head 3: m=0.25" (slopes given) or "head 3"."""
+    return [_("head {h}").format(h=h + 1) + (f": m={significant(slopes[h])}"
+                                             if slopes is not None else "")
+            for h in range(heads)]
+
+
+def attention_grid_maps(view: StackView, tokens: list[str], layer: int, *, slopes=None,
+                        train_seq_len: int | None = None, scale: str = "log") -> MapSet:
+    """Every head's attention map for one layer (0-based `layer`) as a `render.MapSet`: the
+    view's pixels (block max beyond its resolution, as `attention_grid_figure` draws them),
+    masked pixels grey, coloured as `attention_colors(scale)` says, for a canvas drawn in the
+    browser. Its 8-bit codes weigh a byte a pixel, whatever the text's length."""
+    heads, T = len(view.images), view.seq_len
+    if len(tokens) != T:
+        raise AlibiVizError(f"{len(tokens)} tokens for maps of {T} positions.")
+    values, cmin, cmax, bar = attention_colors(_with_mask(view.images, T), T, scale)
+    over = train_seq_len is not None and T > train_seq_len
+    mark = ("; " + _("red dashes: training length {n}").format(n=train_seq_len)) if over else ""
+    note = (", " + _("{reduction} to {px} px").format(
+        reduction=_(REDUCTIONS.get(view.reduced, view.reduced)), px=view.images.shape[1])
+        if view.reduced else "")
+    shown = _("log10 attention") if scale == "log" else _("attention")
+    title = ngettext("Layer {layer}: {shown}, {n} token{note}{mark}. Grey: masked.",
+                     "Layer {layer}: {shown}, {n} tokens{note}{mark}. Grey: masked.",
+                     T).format(layer=layer + 1, shown=shown, n=number(T), note=note, mark=mark)
+    return map_set(values, vmin=cmin, vmax=cmax, title=title,
+                   panel_titles=head_titles(heads, slopes), seq_len=T,
+                   reads="log10" if scale == "log" else "linear",
+                   colorscale=ATTENTION_COLORSCALE, bar_title=bar, value_label=_("attention"),
+                   tokens=list(tokens), marker=train_seq_len if over else None)
 
 
 def attention_grid_figure(view: StackView, tokens: list[str], layer: int, *, slopes=None,

@@ -12,6 +12,7 @@ In the order a figure uses it (the reductions to pixels come from `alibi_viz.dis
   colorize, png_data_uri                               values -> RGB -> a PNG data URI
   image_panel, causal_map_panel                        one image + hover panel in a subplot
   matrix_grid_figure                                   a mosaic of panels as ONE image
+  MapSet, bar_ticks                                    maps as 8-bit codes, for a browser canvas
 Masked cells (a key after its query) are NaN in the values and MASK_RGB in the image.
 """
 
@@ -23,6 +24,7 @@ import hashlib
 import io
 import math
 import re
+from dataclasses import dataclass, field
 
 import numpy as np
 import plotly.colors as pc
@@ -33,9 +35,10 @@ from alibi_viz.display import (
     display_positions,
     masked_pixels,
     pool_max,
+    quantize,
 )
 from alibi_viz.errors import AlibiVizError
-from alibi_viz.i18n import _, plotly_separators
+from alibi_viz.i18n import _, number, plotly_separators
 
 MASK_RGB = (215, 215, 215)  # light grey: masked cells (a key after its query in causal mode)
 MASK_COLOR = "rgb({},{},{})".format(*MASK_RGB)  # the same grey as a plotly colour
@@ -726,3 +729,58 @@ def matrix_grid_figure(
         "showlegend": False})
 
 
+
+
+# ----------------------------------------------------------------------------- canvas maps
+
+@dataclass
+class MapSet:
+    """Maps for a canvas drawn in the browser (the app's `canvas_maps`), no plotly: the same
+    picture as a mosaic figure, as 8-bit codes at display resolution.
+
+    codes:        uint8 (panels, R, C), `display.quantize` of the coloured values: pixel (r, c)
+                  covers queries [r*T/R, (r+1)*T/R) and keys [c*T/C, (c+1)*T/C); 255 masked.
+    vmin, vmax:   the values codes 0 and 254 stand for; `reads` says how a value reads back:
+                  "log10" (the value is log10 of what the hover shows) or "linear".
+    ticks:        (fraction of the colour bar, label) pairs, labels in the page's language.
+    tokens:       one readable label per position (T), for the hover.
+    marker:       a dashed line at this key and query position (the training length), or None.
+    """
+
+    title: str
+    panel_titles: list[str]
+    codes: np.ndarray
+    seq_len: int
+    vmin: float
+    vmax: float
+    reads: str
+    colorscale: str
+    bar_title: str
+    value_label: str
+    tokens: list[str]
+    ticks: list[tuple[float, str]] = field(default_factory=list)
+    marker: int | None = None
+
+
+def bar_ticks(vmin: float, vmax: float, count: int = 5) -> list[tuple[float, str]]:
+    """About `count` round values between vmin and vmax as (fraction of the bar, label)."""
+    span = (vmax - vmin) or 1.0
+    raw = span / max(1, count - 1)
+    step = 10 ** math.floor(math.log10(raw))
+    step *= next(m for m in (1, 2, 2.5, 5, 10) if m * step >= 0.8 * raw)
+    first = math.ceil(vmin / step - 1e-9)
+    values = [k * step for k in range(first, math.floor(vmax / step + 1e-9) + 1)]
+    decimals = max(0, -math.floor(math.log10(step)))
+    decimals += not math.isclose(step * 10**decimals, round(step * 10**decimals))
+    return [((v - vmin) / span, number(v, decimals)) for v in values]
+
+
+def map_set(values: np.ndarray, *, vmin: float, vmax: float, **kwargs) -> MapSet:
+    """A MapSet of float `values` (panels, R, C; NaN masked), quantized to 8-bit codes on
+    [vmin, vmax]; the other fields as MapSet names them (ticks default to `bar_ticks`)."""
+    values = np.asarray(values, dtype=np.float32)
+    if values.ndim != 3 or 0 in values.shape:
+        raise AlibiVizError(f"Expected (panels, R, C) values, got {values.shape}.")
+    kwargs.setdefault("ticks", bar_ticks(vmin, vmax))
+    return MapSet(codes=quantize(values, vmin, vmax), vmin=float(vmin), vmax=float(vmax),
+                  **kwargs)

@@ -63,7 +63,8 @@ choice = heads_view.controls_ui(PREFIX, loaded.info)
 ui.write_url({"model": name, **({"step": step} if step is not None else {}),
               **heads_view.url_values(PREFIX, choice, text)})
 heads_view.show(PREFIX, loaded, text, choice)
-if step is None or step == steps[-1]:  # measured on the shipped models as trained
-    heads_view.ablation_ui(name)
-if step is not None:
-    heads_view.training_ui(step)
+if heads_view.interactive(PREFIX):  # plotly's charts, on demand on a phone
+    if step is None or step == steps[-1]:  # measured on the shipped models as trained
+        heads_view.ablation_ui(name)
+    if step is not None:
+        heads_view.training_ui(step)

@@ -1,0 +1,252 @@
+"""Every page on a phone (issue 61): 390x844, a phone's user agent, CPU throttled 4x.
+
+    .venv/bin/python bench/bench_phone.py                        # every page, 3 repeats (idle machine)
+    .venv/bin/python bench/bench_phone.py --pages model --repeats 1 --throttle 1   # a smoke test
+
+Lighthouse's mobile profile, in chromium through playwright: a 390x844 touch screen at device
+pixel ratio 1.75, a Moto G Power's user agent (which says "Mobile", so the app starts its
+pages as it does for a phone) and the CPU slowed `--throttle` times with CDP's
+Emulation.setCPUThrottlingRate. The network is not throttled: the server is on this machine.
+
+One app server, warmed first (every page run once over the websocket, `warm_up.run_page`), and
+beside it, in the same run, two bare Streamlit pages as yardsticks: one small plotly chart, and
+no chart at all. For each page, `--repeats` times each:
+
+  cold   a new browser context (empty cache), then the page opened;
+  warm   the same context, the page reloaded (Streamlit's and plotly's scripts cached).
+
+Measured from the navigation's start, in the page itself (an init script):
+
+  first figure   the first frame in which a figure is drawn and visible with a non-zero size:
+                 a plotly chart's svg (.js-plotly-plot .main-svg), an image of the page (st.image),
+                 or the app's canvas maps (they mark `alibi-viz:maps-drawn` when first drawn);
+  LCP            the last 'largest-contentful-paint' entry before the page settled;
+  settled        the start of the first second in which Streamlit showed no script running
+                 (stApp's data-test-script-state, the running indicator) and the first figure
+                 was drawn (a page with no figure: the script alone);
+  head switch    /model only: a tap on head 3's button of the canvas to the next frame with that
+                 head drawn (no server involved).
+
+Prints one table of medians (ms) and each page's ratio to the bare pages' times. The numbers go
+to bench/README.md with the machine, its load and the commit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+from alibi_viz_app.testing import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    free_port,
+    start_streamlit,
+    stop_streamlit,
+)
+
+PAGES = {"bias": "", "lesson": "lesson", "model": "model", "compare": "compare",
+         "extrapolation": "extrapolation", "inspect": "inspect"}
+PHONE_UA = ("Mozilla/5.0 (Linux; Android 11; moto g power (2022)) AppleWebKit/537.36 "
+            "(KHTML, like Gecko) Chrome/120.0.0.0 Mobile Safari/537.36")
+QUIET_MS = 1000
+NOT_LOOPBACK = re.compile(r"^(https?|wss?)://(?!(127\.0\.0\.1|localhost)[:/])")  # blocked
+TIMEOUT_MS = 300_000
+
+BARE_PLOTLY = """import plotly.graph_objects as go
+import streamlit as st
+
+st.title("A bare page")
+st.plotly_chart(go.Figure(go.Scatter(y=[1, 3, 2])), width="stretch")
+"""
+BARE_NONE = """import streamlit as st
+
+st.title("A bare page")
+st.write("No chart.")
+"""
+
+# Watches the page from its first script on (an init script, run again on every navigation).
+WATCH_JS = """(() => {
+  const b = window.__bench = {figure: null, lcp: null, busy: 0, settled: null};
+  new PerformanceObserver((list) => {
+    if (b.settled === null) for (const e of list.getEntries()) b.lcp = e.startTime;
+  }).observe({type: 'largest-contentful-paint', buffered: true});
+  const shown = (el) => { const r = el.getBoundingClientRect(); return r.width > 0 && r.height > 0; };
+  const figure = () =>
+    performance.getEntriesByName('alibi-viz:maps-drawn').length > 0 ||
+    [...document.querySelectorAll('.js-plotly-plot .main-svg')].some(shown) ||
+    [...document.querySelectorAll('[data-testid="stImage"] img')].some(
+      (img) => img.complete && img.naturalWidth > 0 && shown(img));
+  const frame = () => {
+    const now = performance.now();
+    if (b.figure === null && figure()) b.figure = now;
+    const app = document.querySelector('[data-testid="stApp"]');
+    const state = app ? app.getAttribute('data-test-script-state') : 'initial';
+    const status = document.querySelector('[data-testid="stStatusWidget"]');
+    if (state !== 'notRunning' || (status && status.innerText.includes('Running'))) b.busy = now;
+    const ready = b.figure !== null || window.__benchNoFigure;
+    const quiet = Math.max(b.busy, b.figure || 0);  // no script running, the figure drawn
+    if (b.settled === null && ready && app && now - quiet >= QUIET_MS) b.settled = quiet;
+    if (b.settled === null) requestAnimationFrame(frame);
+  };
+  requestAnimationFrame(frame);
+})();""".replace("QUIET_MS", str(QUIET_MS))
+
+HEAD_SWITCH_JS = """(button) => new Promise((done) => {
+  const root = button.getRootNode().querySelector('.avm');
+  const t0 = performance.now();
+  button.click();
+  requestAnimationFrame(() => setTimeout(() =>
+    done(root.dataset.head === button.dataset.head ? performance.now() - t0 : null), 0));
+})"""
+
+
+def serve_bare(folder: Path, script: str, name: str):
+    """`streamlit run` of a one-page script on a free port: (process, base url)."""
+    path = folder / f"{name}.py"
+    path.write_text(script)
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", str(path), "--server.port", str(port),
+         "--server.headless", "true", "--server.address", "127.0.0.1",
+         "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(200):
+        try:
+            with urllib.request.urlopen(url + "/_stcore/health", timeout=2):
+                return proc, url
+        except OSError:
+            time.sleep(0.3)
+    proc.kill()
+    raise RuntimeError(f"the bare page {name} did not start")
+
+
+def warm(url: str, pages: dict) -> None:
+    """Every page run once on the server before any is timed (a browser-less visit)."""
+    import asyncio
+
+    from alibi_viz_app.warm_up import run_page
+
+    port = int(url.rsplit(":", 1)[1])
+    for path in pages.values():
+        result = asyncio.run(run_page(port, path, ""))
+        if result["status"] != "FINISHED_SUCCESSFULLY":
+            print(f"warning: warm-up of /{path} ended {result['status']}", file=sys.stderr)
+
+
+def measure(page, url: str, no_figure: bool) -> dict:
+    """Open (or reload) `url` on `page` and return the page's own times, in ms."""
+    if page.url == url:
+        page.reload(wait_until="commit")
+    else:
+        page.goto(url, wait_until="commit")
+    if no_figure:
+        page.evaluate("() => { window.__benchNoFigure = true; }")
+    page.wait_for_function("() => window.__bench && window.__bench.settled !== null",
+                           timeout=TIMEOUT_MS, polling=200)
+    return page.evaluate("() => ({figure: window.__bench.figure, lcp: window.__bench.lcp,"
+                         " settled: window.__bench.settled})")
+
+
+def head_switch(page) -> float | None:
+    """/model: tap head 3 of the canvas maps; ms until the next frame, None if not drawn."""
+    button = page.locator(".avm button[data-head='2']")
+    button.wait_for(timeout=TIMEOUT_MS)
+    return page.locator(".avm button[data-head='2']").evaluate(HEAD_SWITCH_JS)
+
+
+def run(browser, url: str, throttle: float, repeats: int, no_figure: bool, switch: bool) -> dict:
+    """cold and warm samples of one page: {"cold": [...], "warm": [...]} of measure()'s dicts."""
+    samples = {"cold": [], "warm": []}
+    for _ in range(repeats):
+        context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True,
+                                      has_touch=True, device_scale_factor=1.75,
+                                      user_agent=PHONE_UA)
+        context.route(NOT_LOOPBACK, lambda route: route.abort())
+        context.add_init_script(WATCH_JS)
+        page = context.new_page()
+        page.set_default_timeout(TIMEOUT_MS)
+        cdp = context.new_cdp_session(page)
+        cdp.send("Emulation.setCPUThrottlingRate", {"rate": throttle})
+        for kind in ("cold", "warm"):
+            sample = measure(page, url, no_figure)
+            if switch:
+                sample["switch"] = head_switch(page)
+            samples[kind].append(sample)
+        context.close()
+    return samples
+
+
+def median(values) -> float | None:
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+def cell(value) -> str:
+    return "-" if value is None else f"{value:,.0f}"
+
+
+def ratio(value, base) -> str:
+    return "-" if value is None or not base else f"{value / base:.2f}x"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pages", nargs="*", default=list(PAGES), choices=list(PAGES))
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--throttle", type=float, default=4.0, help="CPU slowdown (Lighthouse: 4)")
+    args = parser.parse_args(argv)
+    from playwright.sync_api import sync_playwright
+
+    pages = {name: PAGES[name] for name in args.pages}
+    app, app_url = start_streamlit(free_port(), log_name="bench_phone.log")
+    bare = []
+    try:
+        with tempfile.TemporaryDirectory() as folder:
+            bare = [serve_bare(Path(folder), BARE_PLOTLY, "bare_plotly"),
+                    serve_bare(Path(folder), BARE_NONE, "bare_none")]
+            warm(app_url, pages)
+            targets = [("bare: one plotly chart", bare[0][1] + "/", False),
+                       ("bare: no chart", bare[1][1] + "/", True)]
+            targets += [(f"/{path}", f"{app_url}/{path}", False) for path in pages.values()]
+            rows = {}
+            with sync_playwright() as playwright:
+                browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+                for name, url, no_figure in targets:
+                    print(f"measuring {name} ...", file=sys.stderr, flush=True)
+                    rows[name] = run(browser, url, args.throttle, args.repeats, no_figure,
+                                     switch=name == "/model")
+                browser.close()
+    finally:
+        stop_streamlit(app)
+        for proc, _url in bare:
+            stop_streamlit(proc)
+
+    print(f"\nPhone pages at 390x844, CPU throttled {args.throttle:g}x, median of "
+          f"{args.repeats} (ms from navigation start)\n")
+    head = ("| page | cold first figure | cold LCP | cold settled | warm first figure | "
+            "warm LCP | warm settled | head switch | cold first figure / bare plotly | "
+            "cold settled / bare none |")
+    print(head)
+    print("|" + "---|" * (head.count("|") - 1))
+    base_figure = median(s["figure"] for s in rows["bare: one plotly chart"]["cold"])
+    base_settled = median(s["settled"] for s in rows["bare: no chart"]["cold"])
+    for name, samples in rows.items():
+        cold, warm_ = samples["cold"], samples["warm"]
+        values = [median(s[k] for s in cold) for k in ("figure", "lcp", "settled")]
+        values += [median(s[k] for s in warm_) for k in ("figure", "lcp", "settled")]
+        switch = median(s.get("switch") for s in cold + warm_)
+        print(f"| {name} | " + " | ".join(cell(v) for v in values) + f" | {cell(switch)} | "
+              f"{ratio(values[0], base_figure)} | {ratio(values[2], base_settled)} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

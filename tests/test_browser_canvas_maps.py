@@ -1,0 +1,116 @@
+"""Model heads on a 390x844 phone: the first figure is a canvas drawn with no plotly loaded, it
+fits the screen, and a head switch in it is drawn in the browser with no script run."""
+
+import contextlib
+from urllib.parse import quote
+
+import pytest
+from helpers import screenshot, wait_for_app
+from playwright.sync_api import expect
+
+pytestmark = pytest.mark.browser
+
+TEXT = quote("def add(a, b):\n    return a + b\n")
+# Lighthouse's mobile profile's browser (a Moto G Power): "Mobile" in it, as in every phone's.
+PHONE_UA = ("Mozilla/5.0 (Linux; Android 11; moto g power (2022)) AppleWebKit/537.36 "
+            "(KHTML, like Gecko) Chrome/120.0.0.0 Mobile Safari/537.36")
+MAPS = ".avm"  # the component's root (playwright's selectors go through its shadow root)
+
+
+@pytest.fixture
+def phone(browser):
+    """A fresh 390x844 touch phone's page that says it is a phone, as a real one does."""
+    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True,
+                                  has_touch=True, device_scale_factor=2, user_agent=PHONE_UA)
+    page = context.new_page()
+    page.set_default_timeout(120_000)
+    yield page
+    context.close()
+
+
+@contextlib.contextmanager
+def script_runs(page):
+    """Collect, while inside, every rerun the page asks the server for (BackMsg rerun_script)
+    and every script run the server finishes (ForwardMsg script_finished): what a head switch
+    costs on the server, read from the websocket itself."""
+    from streamlit.proto.BackMsg_pb2 import BackMsg
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+    runs = {"asked": 0, "finished": 0}
+
+    def sent(frame):
+        msg = BackMsg()
+        msg.ParseFromString(frame if isinstance(frame, bytes) else frame.encode())
+        runs["asked"] += msg.WhichOneof("type") == "rerun_script"
+
+    def received(frame):
+        msg = ForwardMsg()
+        msg.ParseFromString(frame if isinstance(frame, bytes) else frame.encode())
+        runs["finished"] += msg.WhichOneof("type") == "script_finished"
+
+    def opened(ws):
+        ws.on("framesent", sent)
+        ws.on("framereceived", received)
+
+    page.on("websocket", opened)
+    yield runs
+
+
+NO_PLOTLY_JS = """() => ({plotly: typeof window.Plotly,
+  charts: document.querySelectorAll('.js-plotly-plot, [data-testid="stPlotlyChart"]').length})"""
+# How far the page reaches past the screen's right edge, and the canvas grid's columns.
+FIT_JS = """() => {
+  const main = document.querySelector('[data-testid="stMain"]');
+  return {page: document.documentElement.scrollWidth - window.innerWidth,
+          main: main.scrollWidth - main.clientWidth};
+}"""
+
+
+def test_a_phone_sees_model_heads_on_a_canvas_and_switches_heads_in_the_browser(phone,
+                                                                                 server_url):
+    """At 390x844 with a phone's user agent, /model's first figure is drawn on canvases, with
+    no plotly loaded and no plotly chart in the page; its grid has two columns, every panel
+    drawn, and nothing reaches past the screen's edge. A tap on a head's button draws that head
+    alone and another tap another head, each a different picture, with no rerun asked of the
+    server and none run; hovering names the query and key; PNG saves a PNG file."""
+    with script_runs(phone) as runs:
+        phone.goto(f"{server_url}/model?text={TEXT}")
+        maps = phone.locator(MAPS)
+        maps.and_(phone.locator("[data-drawn]")).wait_for()
+        wait_for_app(phone)
+        screenshot(phone, "phone_model_canvas")
+        assert phone.evaluate(NO_PLOTLY_JS) == {"plotly": "undefined", "charts": 0}
+        panels = maps.locator(".avm-grid canvas")
+        assert panels.count() == 8  # the shipped ALiBi model's heads
+        boxes = [panels.nth(k).bounding_box() for k in range(8)]
+        assert all(box["width"] > 100 and box["height"] > 100 for box in boxes)
+        assert len({round(box["x"]) for box in boxes}) == 2  # two columns on a phone
+        assert all(box["x"] + box["width"] <= 390 for box in boxes)
+        assert phone.evaluate(FIT_JS) == {"page": 0, "main": 0}
+
+        before = dict(runs)
+        drawn = int(maps.get_attribute("data-drawn"))
+        one = maps.locator(".avm-one canvas")
+        pictures = []
+        for head in (3, 5):
+            maps.locator(f"button[data-head='{head - 1}']").tap()
+            expect(maps).to_have_attribute("data-head", str(head - 1))  # drawn in the tap
+            assert int(maps.get_attribute("data-drawn")) > drawn
+            drawn = int(maps.get_attribute("data-drawn"))
+            assert maps.get_attribute("data-mode") == "one"
+            pictures.append(one.evaluate("c => c.toDataURL()"))
+        assert pictures[0] != pictures[1]
+        box = one.bounding_box()
+        assert box["width"] > 300 and box["x"] + box["width"] <= 390
+        phone.mouse.move(box["x"] + box["width"] * 0.2, box["y"] + box["height"] * 0.9)
+        tip = maps.locator(".avm-tip")
+        assert "query i=" in tip.inner_text() and "key j=" in tip.inner_text()
+        with phone.expect_download() as saved:
+            maps.locator(".avm-save").click()
+        path = saved.value.path()
+        assert saved.value.suggested_filename.endswith(".png")
+        assert open(path, "rb").read(8) == b"\x89PNG\r\n\x1a\n"
+        phone.wait_for_timeout(500)  # a rerun, were one asked, would have begun by now
+        assert runs == before
+        assert phone.evaluate(NO_PLOTLY_JS) == {"plotly": "undefined", "charts": 0}
+        assert phone.evaluate(FIT_JS) == {"page": 0, "main": 0}
