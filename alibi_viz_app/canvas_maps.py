@@ -46,7 +46,9 @@ CSS = """
   color: #fff; }
 .avm-tabs .avm-save { margin-left: auto; }
 .avm-grid { display: grid; gap: 10px 8px; }
-.avm-panel { min-width: 0; cursor: pointer; }
+/* a column: a caption that wraps pushes its own map down, and the row's other maps with it */
+.avm-panel { min-width: 0; cursor: pointer; display: flex; flex-direction: column; }
+.avm-panel .avm-cap { flex: 1 0 auto; }
 .avm-cap { font-size: 12px; line-height: 1.25; margin-bottom: 2px; overflow-wrap: anywhere; }
 .avm canvas.avm-map { display: block; width: 100%; aspect-ratio: 1 / 1; touch-action: pan-y; }
 .avm-one { max-width: 560px; }
@@ -190,12 +192,14 @@ class Maps {
       const panel = el('div', 'avm-panel', this.grid);
       el('div', 'avm-cap', panel).textContent = title;
       const canvas = el('canvas', 'avm-map', panel);
+      canvas.style.aspectRatio = `1 / ${this.ratio()}`;
       canvas.setAttribute('role', 'img');
       canvas.setAttribute('aria-label', title);
       panel.onclick = () => { if (data.panels > 1) this.choose('one', k); };
       this.hover(canvas, () => k);
       return canvas;
     });
+    this.oneCanvas.style.aspectRatio = `1 / ${this.ratio()}`;
     this.barTitle.textContent = data.bar_title;
     this.barCanvas.width = 256; this.barCanvas.height = 1;
     const ctx = this.barCanvas.getContext('2d');
@@ -239,6 +243,12 @@ class Maps {
     this.root.dataset.head = String(this.head);
   }
 
+  // A panel's height over its width: a strip of few queries against many keys (a decoding
+  // step) is drawn a quarter as tall as wide, so that it stays visible.
+  ratio() {
+    return Math.max(this.data.rows / this.data.cols, 0.25);
+  }
+
   columns() {
     const fit = Math.floor(this.root.clientWidth / this.data.panel_px);
     return Math.max(1, Math.min(this.data.columns_max, this.data.panels, fit));
@@ -268,7 +278,7 @@ class Maps {
       const shown = canvas.clientWidth;
       if (!shown) return;
       w = Math.round(shown * dpr);
-      h = Math.round(w * this.data.rows / this.data.cols);
+      h = Math.round(w * this.ratio());
       if (canvas.width !== w || canvas.height !== h) { canvas.width = w; canvas.height = h; }
       ctx = canvas.getContext('2d');
     }
@@ -276,7 +286,8 @@ class Maps {
     ctx.drawImage(this.bitmaps[k], x, y, w, h);
     const m = this.data.marker;
     if (m) {
-      const T = this.data.seq_len, mx = x + m / T * w, my = y + m / T * h;
+      const T = this.data.seq_len, K = this.data.key_len || T;
+      const mx = x + m / K * w, my = y + (m - (K - T)) / T * h;
       ctx.save();
       ctx.strokeStyle = 'red';
       ctx.lineWidth = Math.max(1, 1.5 * dpr);
@@ -291,18 +302,22 @@ class Maps {
 
   // What pixel (r, c) of panel k covers and holds, one line each.
   describe(k, r, c) {
-    const d = this.data, T = d.seq_len, t = d.texts;
-    const span = (p, n) => [Math.floor(p * T / n), Math.ceil((p + 1) * T / n) - 1];
+    const d = this.data, T = d.seq_len, K = d.key_len || T, t = d.texts;
+    // the positions pixel p of n covers out of L (from `offset`), or the one it was sampled at
+    const span = (p, n, L, offset) => {
+      if (d.sampled) { const at = Math.floor((p + 0.5) * L / n) + offset; return [at, at]; }
+      return [Math.floor(p * L / n) + offset, Math.ceil((p + 1) * L / n) - 1 + offset];
+    };
     const name = (i) => (d.tokens && d.tokens[i] !== undefined ? ` «${d.tokens[i]}»` : '');
     const where = (label, [a, b]) => (a === b ? `${label}=${a}${name(a)}` : `${label}=${a}–${b}`);
-    const rows = span(r, d.rows), cols = span(c, d.cols);
+    const rows = span(r, d.rows, T, K - T), cols = span(c, d.cols, K, 0);
     const code = this.codes[(k * d.rows + r) * d.cols + c];
     const fmt = new Intl.NumberFormat(d.lang, {maximumSignificantDigits: 3});
     let value;
     if (code === 255) value = t.masked;
     else {
       const v = d.vmin + code / 254 * (d.vmax - d.vmin);
-      const shown = d.reads === 'log10' ? 10 ** v : v;
+      const shown = (d.reads === 'log10' ? 10 ** v : v) * (d.panel_scales ? d.panel_scales[k] : 1);
       const text = shown !== 0 && Math.abs(shown) < 1e-3
         ? shown.toExponential(1).replace('.', fmt.format(1.5).charAt(1)) : fmt.format(shown);
       value = `${d.value_label} ${code === 0 ? '≤' : '≈'} ${text}`;
@@ -343,7 +358,7 @@ class Maps {
     const shown = grid ? [...d.panel_titles.keys()] : [this.head];
     const columns = grid ? this.columns() : 1;
     const gap = 10, capPx = 16;
-    const side = (width - gap * (columns - 1)) / columns;
+    const side = (width - gap * (columns - 1)) / columns, tall = side * this.ratio();
     const font = (px) => `${px}px sans-serif`;
     const probe = document.createElement('canvas').getContext('2d');
     probe.font = font(15);
@@ -356,7 +371,7 @@ class Maps {
     if (line) lines.push(line);
     const top = lines.length * 20 + 6;
     const rows = Math.ceil(shown.length / columns);
-    const height = top + rows * (side + capPx + gap) + 50;
+    const height = top + rows * (tall + capPx + gap) + 50;
     const out = document.createElement('canvas');
     out.width = Math.round((width + 2 * pad) * scale); out.height = Math.round((height + 2 * pad) * scale);
     const ctx = out.getContext('2d');
@@ -368,12 +383,12 @@ class Maps {
     lines.forEach((text, i) => ctx.fillText(text, 0, i * 20));
     ctx.font = font(12);
     shown.forEach((k, n) => {
-      const x = (n % columns) * (side + gap), y = top + Math.floor(n / columns) * (side + capPx + gap);
+      const x = (n % columns) * (side + gap), y = top + Math.floor(n / columns) * (tall + capPx + gap);
       ctx.fillStyle = '#262730';
       ctx.fillText(d.panel_titles[k], x, y, side);
-      this.paint(null, k, ctx, [x, y + capPx, side, side]);
+      this.paint(null, k, ctx, [x, y + capPx, side, tall]);
     });
-    const barY = top + rows * (side + capPx + gap), barW = Math.min(width, 480);
+    const barY = top + rows * (tall + capPx + gap), barW = Math.min(width, 480);
     ctx.fillStyle = '#262730';
     ctx.fillText(d.bar_title, 0, barY);
     ctx.imageSmoothingEnabled = true;
@@ -423,15 +438,19 @@ def _short(token: str) -> str:
 
 
 def data(maps: MapSet, *, filename: str, mode: str = "grid", selected: int = 0,
-         panel_px: int = GRID_PANEL_PX) -> dict:
+         panel_px: int = GRID_PANEL_PX, columns_max: int = GRID_COLUMNS_MAX) -> dict:
     """What the component draws, as plain JSON: the codes deflated and base64-encoded, the
     colour table, the titles and the hover's labels in the page's language, the token labels
     cut to TOKEN_CHARS (none past TOKEN_LABELS_MAX positions). mode: "grid" (every panel) or
-    "one" (panel `selected`, 0-based); `filename`: the saved PNG's name, without ".png"."""
+    "one" (panel `selected`, 0-based); `filename`: the saved PNG's name, without ".png". The
+    grid puts as many columns as fit panels `panel_px` wide, at most `columns_max`."""
     codes = np.ascontiguousarray(maps.codes, dtype=np.uint8)
     panels, rows, cols = codes.shape
     digest = hashlib.blake2b(codes.data, digest_size=12)
-    digest.update(repr((codes.shape, maps.vmin, maps.vmax, maps.colorscale)).encode())
+    # everything a redraw depends on beyond the title: the browser redraws when this changes
+    digest.update(repr((codes.shape, maps.vmin, maps.vmax, maps.colorscale, maps.panel_titles,
+                        maps.panel_scales, maps.key_len, maps.sampled, maps.bar_title,
+                        maps.ticks, maps.marker)).encode())
     tokens = ([_short(t) for t in maps.tokens]
               if maps.tokens and maps.seq_len <= TOKEN_LABELS_MAX else None)
     return {
@@ -443,8 +462,10 @@ def data(maps: MapSet, *, filename: str, mode: str = "grid", selected: int = 0,
         "title": maps.title, "panel_titles": list(maps.panel_titles),
         "bar_title": maps.bar_title, "ticks": [[float(at), label] for at, label in maps.ticks],
         "value_label": maps.value_label, "tokens": tokens, "marker": maps.marker,
+        "key_len": maps.key_len, "sampled": maps.sampled,
+        "panel_scales": None if maps.panel_scales is None else [float(s) for s in maps.panel_scales],
         "mode": mode, "selected": int(selected), "filename": filename,
-        "panel_px": panel_px, "columns_max": GRID_COLUMNS_MAX, "lang": i18n.get_language(),
+        "panel_px": panel_px, "columns_max": columns_max, "lang": i18n.get_language(),
         "texts": {"all": _("All heads"), "save": _("Save as PNG"), "query": _("query i"),
                   "key": _("key j"), "distance": _("distance i-j"), "masked": _("masked"),
                   "block": _("highest in its block")},

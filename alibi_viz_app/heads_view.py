@@ -288,24 +288,18 @@ def controls_ui(prefix: str, info) -> Choice:
 
 
 def interactive(prefix: str) -> bool:
-    """Whether the page shows its plotly charts: the toggle's value, at first off on a phone
-    (`ui.on_phone`: plotly.js alone costs a phone seconds before its first chart) and on
-    elsewhere."""
-    key = _key(prefix, "interactive")
-    if key not in st.session_state:
-        st.session_state[key] = not ui.on_phone()
-    return bool(st.session_state[key])
+    """Whether the page shows its plotly charts (`ui.charts_shown`)."""
+    return ui.charts_shown(_key(prefix, "interactive"))
 
 
 def interactive_ui(prefix: str) -> bool:
     """The *Interactive charts* toggle (`interactive`'s value); off, the sections drawn as
     plotly charts wait for it."""
-    interactive(prefix)
-    return st.toggle(_("Interactive charts"), key=_key(prefix, "interactive"),
-                     help=_("Zoomable charts for the sections after the first: one head split "
-                            "into content and bias, the head statistics, the head gallery. "
-                            "They take seconds to load on a phone, which starts without "
-                            "them."))
+    return ui.charts_toggle(_key(prefix, "interactive"),
+                            help=_("Zoomable charts for the sections after the first: one head "
+                                   "split into content and bias, the head statistics, the head "
+                                   "gallery. They take seconds to load on a phone, which starts "
+                                   "without them."))
 
 
 def layer_ui(prefix: str, info) -> int:

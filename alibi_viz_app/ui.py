@@ -327,6 +327,22 @@ def on_phone() -> bool:
     return "Mobi" in (st.context.headers.get("User-Agent") or "")
 
 
+def charts_shown(key: str) -> bool:
+    """Whether a page shows its plotly charts: the *Interactive charts* toggle `key`'s value,
+    at first off on a phone (`on_phone`: plotly.js alone costs a phone seconds before its first
+    chart) and on elsewhere."""
+    if key not in st.session_state:
+        st.session_state[key] = not on_phone()
+    return bool(st.session_state[key])
+
+
+def charts_toggle(key: str, help: str) -> bool:
+    """The *Interactive charts* toggle `key` (`charts_shown`'s value); off, the page's plotly
+    charts wait for it. `help` says which charts it shows."""
+    charts_shown(key)
+    return st.toggle(_("Interactive charts"), key=key, help=help)
+
+
 def fitted_width(spec: dict) -> int:
     """The width a figure dict's texts were fitted to (`render.figure_spec` records it)."""
     return int(spec.get("layout", {}).get("meta", {}).get("fitted_width", PAGE_WIDTH_PX))

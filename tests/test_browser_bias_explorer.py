@@ -8,19 +8,26 @@ from helpers import draw_every_figure, screenshot, wait_for_app
 pytestmark = pytest.mark.browser
 
 
+MAPS = ".avm"  # the canvas grid's root (`canvas_maps`; playwright's selectors pierce its shadow)
+CHARTS_DRAWN = ".js-plotly-plot:visible >> nth=1"  # slopes and decay (the grid's is folded)
+
+
 def grid_titles(page) -> list[str]:
-    """Panel titles drawn in the bias grid (SVG text of the second chart)."""
-    return page.locator(".js-plotly-plot").nth(1).locator("g.textpoint").all_inner_texts()
+    """Panel titles drawn in the bias grid (the canvas grid's captions)."""
+    return page.locator(f"{MAPS} .avm-grid .avm-cap").all_inner_texts()
 
 
 def test_page_renders_charts_and_typing_a_head_count_rerenders_the_grid(page, server_url):
-    """The landing page draws the slope, grid and decay charts with the default 8 heads; then,
+    """The landing page draws the slope and decay charts and the canvas grid with the default 8
+    heads, and the grid again as a plotly chart in an expander; then,
     on the same page, typing 12 heads redraws the grid with 12 panels. (One page load for both:
     the checks of the page as it loads come first.)"""
     page.goto(server_url)
-    page.wait_for_selector(".js-plotly-plot >> nth=2")
+    page.wait_for_selector(CHARTS_DRAWN)
+    page.locator(f"{MAPS}[data-drawn]").wait_for()
     wait_for_app(page)
-    assert page.locator(".js-plotly-plot").count() >= 3
+    assert page.locator(".st-key-be_fig_grid").count() == 1
+    assert page.locator(".js-plotly-plot").count() >= 2
     assert len(grid_titles(page)) == 8
     # with a mouse, a drag still zooms (only a touch screen draws charts without a drag mode)
     assert page.evaluate("() => [...document.querySelectorAll('.js-plotly-plot')]"
@@ -29,9 +36,7 @@ def test_page_renders_charts_and_typing_a_head_count_rerenders_the_grid(page, se
     box = page.get_by_label("Heads", exact=True)
     box.fill("12")
     box.press("Enter")
-    page.wait_for_function(
-        "() => document.querySelectorAll('.js-plotly-plot')[1]"
-        "?.querySelectorAll('g.textpoint').length === 12")
+    page.locator(f"{MAPS} .avm-grid .avm-cap >> nth=11").wait_for()
     assert len(grid_titles(page)) == 12
     assert "heads=12" in page.url
 
@@ -39,11 +44,12 @@ def test_page_renders_charts_and_typing_a_head_count_rerenders_the_grid(page, se
 def test_shared_url_restores_view(page, server_url):
     """Opening /?heads=12&len=512&mode=symmetric shows exactly that view."""
     page.goto(server_url + "/?heads=12&len=512&mode=symmetric")
-    page.wait_for_selector(".js-plotly-plot >> nth=2")
+    page.wait_for_selector(CHARTS_DRAWN)
+    page.locator(f"{MAPS}[data-drawn]").wait_for()
     wait_for_app(page)
     assert page.get_by_label("Heads", exact=True).input_value() == "12"
     assert page.get_by_label("Sequence length", exact=True).input_value() == "512"
-    assert "symmetric" in page.locator(".js-plotly-plot").nth(1).locator(".gtitle").text_content()
+    assert "symmetric" in page.locator(f"{MAPS} .avm-title").text_content()
     assert len(grid_titles(page)) == 12
     screenshot(page, "bias_explorer_shared_url")
 
@@ -51,7 +57,7 @@ def test_shared_url_restores_view(page, server_url):
 def test_bad_url_warns_in_browser(page, server_url):
     """A bad URL value shows a visible warning and the page still draws."""
     page.goto(server_url + "/?heads=-3&len=abc")
-    page.wait_for_selector(".js-plotly-plot >> nth=2")
+    page.wait_for_selector(CHARTS_DRAWN)
     assert page.get_by_text("URL parameter ignored").count() >= 2
     assert page.locator("[data-testid='stException']").count() == 0
 
@@ -64,7 +70,7 @@ def test_no_request_leaves_the_machine(fresh_page, server_url):
     page.on("request", lambda request: None if request.url.startswith(
         (server_url, "data:", "blob:", "about:")) else outside.append(request.url))
     page.goto(server_url)
-    page.wait_for_selector(".js-plotly-plot >> nth=2")
+    page.wait_for_selector(CHARTS_DRAWN)
     wait_for_app(page)
     assert outside == []
 
@@ -94,11 +100,12 @@ def test_a_swipe_on_a_chart_scrolls_a_phone(browser, server_url):
         page = context.new_page()
         page.set_default_timeout(60_000)
         page.goto(server_url + "/?lang=ru")
-        page.wait_for_selector(".js-plotly-plot >> nth=2", timeout=180_000)
+        page.wait_for_selector(CHARTS_DRAWN, timeout=180_000)
         draw_every_figure(page)
         cdp = context.new_cdp_session(page)
-        plots = page.locator(".js-plotly-plot")
-        for index in range(3):
+        plots = page.locator(".js-plotly-plot:visible")  # the grid's is in a closed expander
+        assert plots.count() == 2
+        for index in range(2):
             plot = plots.nth(index)
             plot.scroll_into_view_if_needed()
             wait_for_app(page)

@@ -1,5 +1,6 @@
-"""Model heads on a 390x844 phone: the first figure is a canvas drawn with no plotly loaded, it
-fits the screen, and a head switch in it is drawn in the browser with no script run."""
+"""Model heads and the bias explorer on a 390x844 phone: the first figure is a canvas drawn with
+no plotly loaded, it fits the screen, and a head switch in it is drawn in the browser with no
+script run."""
 
 import contextlib
 from urllib.parse import quote
@@ -114,3 +115,50 @@ def test_a_phone_sees_model_heads_on_a_canvas_and_switches_heads_in_the_browser(
         assert runs == before
         assert phone.evaluate(NO_PLOTLY_JS) == {"plotly": "undefined", "charts": 0}
         assert phone.evaluate(FIT_JS) == {"page": 0, "main": 0}
+
+
+def test_a_phone_sees_the_bias_matrices_on_a_canvas_with_no_plotly(phone, server_url):
+    """At 390x844 with a phone's user agent, /'s bias matrices are drawn on canvases with no
+    plotly loaded and no plotly chart in the page (*Interactive charts* starts off, in sight
+    on the first screen); 8 heads in two columns, nothing past the screen's edge; the masked
+    upper triangle is grey and its hover says masked, a pixel below it names the bias. 64
+    heads at 4,096 tokens in the same page fit too, four to a row."""
+    phone.goto(server_url)
+    maps = phone.locator(MAPS)
+    maps.and_(phone.locator("[data-drawn]")).wait_for()
+    wait_for_app(phone)
+    screenshot(phone, "phone_bias_canvas")
+    assert phone.evaluate(NO_PLOTLY_JS) == {"plotly": "undefined", "charts": 0}
+    toggle = phone.get_by_role("switch", name="Interactive charts")
+    assert toggle.is_visible() and not toggle.is_checked()
+    assert toggle.bounding_box()["y"] < 844
+    panels = maps.locator(".avm-grid canvas")
+    assert panels.count() == 8
+    boxes = [panels.nth(k).bounding_box() for k in range(8)]
+    assert len({round(box["x"]) for box in boxes}) == 2
+    assert all(box["x"] + box["width"] <= 390 for box in boxes)
+    assert phone.evaluate(FIT_JS) == {"page": 0, "main": 0}
+    first = panels.first
+    first.scroll_into_view_if_needed()
+    screenshot(phone, "phone_bias_canvas_grid")
+    corner = first.evaluate("c => Array.from(c.getContext('2d').getImageData("
+                            "c.width - 2, 1, 1, 1).data.slice(0, 3))")
+    assert corner == [215, 215, 215]  # render.MASK_RGB
+    box = first.bounding_box()
+    tip = maps.locator(".avm-tip")
+    phone.mouse.move(box["x"] + box["width"] * 0.9, box["y"] + box["height"] * 0.1)
+    assert "masked" in tip.inner_text()
+    phone.mouse.move(box["x"] + box["width"] * 0.1, box["y"] + box["height"] * 0.9)
+    assert "bias" in tip.inner_text() and "distance i-j=" in tip.inner_text()
+
+    phone.goto(f"{server_url}/?heads=64&len=4096")
+    maps.and_(phone.locator("[data-drawn]")).wait_for()
+    wait_for_app(phone)
+    panels = maps.locator(".avm-grid canvas")
+    assert panels.count() == 64
+    xs = {round(panels.nth(k).bounding_box()["x"]) for k in range(8)}
+    assert len(xs) == 4
+    panels.first.scroll_into_view_if_needed()
+    screenshot(phone, "phone_bias_canvas_64")
+    assert phone.evaluate(NO_PLOTLY_JS) == {"plotly": "undefined", "charts": 0}
+    assert phone.evaluate(FIT_JS) == {"page": 0, "main": 0}

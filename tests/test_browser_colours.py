@@ -155,6 +155,7 @@ def test_bias_explorer_panels_read_like_their_bar(page, server_url):
     the colour at -m 63 clipped at -10, divided by m 63, or unscaled."""
     page.goto(server_url)
     wait_for_app(page)
+    page.get_by_text("The same maps as an interactive chart (zoom)").click()  # its expander
     slopes = alibi_slopes(8)
     for scale, option in [("clipped", None), ("per_head", "each head its own"),
                           ("shared", "one for all heads")]:

@@ -1,14 +1,19 @@
-"""The canvas maps: 8-bit codes (`display.quantize`), the attention grid as a MapSet
-(`figures.heads.attention_grid_maps`), the component's payload (`canvas_maps.data`), and the
-Model heads page drawing its first figure with it."""
+"""The canvas maps: 8-bit codes (`display.quantize`), the attention grid and the bias grid as
+MapSets (`figures.heads.attention_grid_maps`, `figures.bias.bias_grid_maps`), the component's
+payload (`canvas_maps.data`), and the Model heads page and the bias explorer drawing their
+first figure with it."""
 
 import base64
 import json
 import zlib
 
 import numpy as np
+import pytest
 
+from alibi_viz import alibi_slopes
+from alibi_viz.alibi import alibi_bias
 from alibi_viz.display import CODE_MASKED, IMAGE_PIXEL_BUDGET, StackView, masked_pixels, quantize
+from alibi_viz.figures.bias import CLIP_LOGITS, bias_grid_maps
 from alibi_viz.figures.heads import attention_grid_maps, log_floor
 from alibi_viz.figures.render import bar_ticks
 from alibi_viz_app import canvas_maps
@@ -75,6 +80,79 @@ def test_the_payload_carries_codes_not_floats_and_stays_small_at_2048_tokens():
     assert payload["tokens"][0] == "x" * (canvas_maps.TOKEN_CHARS - 1) + "…"
     assert len(payload["lut"]) == 256 * 6
     assert len(json.dumps(payload)) < 4 / 3 * heads * side * side + 60_000
+
+
+def codes_of(payload: dict) -> np.ndarray:
+    codes = np.frombuffer(zlib.decompress(base64.b64decode(payload["codes"])), np.uint8)
+    return codes.reshape(payload["panels"], payload["rows"], payload["cols"])
+
+
+def test_bias_grid_maps_code_the_bias_with_the_mask_as_255():
+    """8 heads, 64 tokens, clipped: one pixel a position, the bias read back from its code
+    within half a step of the closed form clipped at -10, every key after its query 255, a
+    plain title (no plotly markup); symmetric has no masked pixel."""
+    slopes = alibi_slopes(8)
+    maps = bias_grid_maps(slopes, 64, "causal")
+    assert maps.codes.shape == (8, 64, 64) and maps.sampled and maps.key_len is None
+    truth = alibi_bias(slopes, 64)
+    above = np.triu(np.ones((64, 64), bool), 1)
+    assert (maps.codes[:, above] == CODE_MASKED).all()
+    assert (maps.codes[:, ~above] != CODE_MASKED).all()
+    back = -CLIP_LOGITS + maps.codes[:, ~above] / 254 * CLIP_LOGITS
+    assert np.abs(back - np.maximum(truth[:, ~above], -CLIP_LOGITS)).max() <= CLIP_LOGITS / 254
+    assert maps.title.startswith("ALiBi bias Bᵢⱼ (causal") and "<" not in maps.title
+    assert maps.panel_titles[0] == "head 1: m=0.5"
+    assert not (bias_grid_maps(slopes, 64, "symmetric").codes == CODE_MASKED).any()
+
+
+def test_bias_grid_maps_read_back_the_bias_on_each_head_s_own_scale_and_in_a_decoding_step():
+    """Per head: each panel spans [-1, 0] and its scale m (L - 1) comes along, so the hover
+    reads the bias; a decoding step is 16 query rows against the keys, whose count it names,
+    the last of them unmasked."""
+    slopes = alibi_slopes(8)
+    maps = bias_grid_maps(slopes, 64, "causal", scale="per_head")
+    assert maps.vmin == -1.0 and maps.panel_scales == pytest.approx(slopes * 63)
+    maps = bias_grid_maps(slopes, 16, "causal", key_len=512)
+    assert maps.codes.shape[:2] == (8, 16) and maps.key_len == 512 and maps.seq_len == 16
+    assert not (maps.codes[:, -1] == CODE_MASKED).any()  # the newest query sees every key
+    assert (maps.codes[:, 0, -1] == CODE_MASKED).all()  # query 496 does not see key 511
+
+
+@pytest.mark.parametrize("heads", [12, 32, 40, 64, 128])
+def test_bias_payload_of_many_heads_at_65536_tokens_is_codes_at_display_size(heads):
+    """Any head count at 65,536 tokens: panels pooled to display size (the pixel budget shared
+    by the heads), codes that read back as sent, the mask still 255 above the diagonal, and a
+    payload of at most a byte and a third a pixel."""
+    maps = bias_grid_maps(alibi_slopes(heads), 65_536, "causal")
+    payload = canvas_maps.data(maps, filename="bias")
+    side = payload["rows"]
+    assert payload["panels"] == heads and side == payload["cols"]
+    assert heads * side * side <= IMAGE_PIXEL_BUDGET
+    codes = codes_of(payload)
+    assert np.array_equal(codes, maps.codes)
+    assert (codes[:, masked_pixels(65_536, side, side)] == CODE_MASKED).all()
+    assert len(json.dumps(payload)) < 4 / 3 * heads * side * side + 30_000
+
+
+def test_bias_explorer_draws_its_matrices_on_the_canvas_and_plotly_on_demand():
+    """On a laptop / draws the bias matrices through the canvas component (8 panels, the mask
+    coded 255) and, with *Interactive charts* on, its plotly charts (slopes, the same grid,
+    decay) as before; turned off, no plotly chart is left and the canvas stays."""
+    at = run_app()
+    assert not at.exception
+    assert at.toggle(key="be_interactive").value is True
+    (maps,) = at.get("bidi_component")
+    assert maps.key == "be_maps_grid"
+    payload = json.loads(maps.proto.json)
+    assert payload["panels"] == 8 and payload["title"].startswith("ALiBi bias")
+    assert (codes_of(payload)[:, 0, 1:] == CODE_MASKED).all()
+    assert figure_keys(at) == ["be_fig_slopes", "be_fig_grid", "be_fig_decay"]
+    at.toggle(key="be_interactive").set_value(False).run()
+    assert not at.exception
+    assert figure_keys(at) == []
+    assert [e.key for e in at.get("bidi_component")] == ["be_maps_grid"]
+    at.number_input(key="be_heads").set_value(64).run()
+    assert json.loads(at.get("bidi_component")[0].proto.json)["panels"] == 64
 
 
 

@@ -8,6 +8,7 @@ mosaic, a hover layer of exact values, so the payload is bounded whatever the le
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import plotly.colors as pc
@@ -33,7 +34,15 @@ from alibi_viz.display import (
     panel_resolution,
 )
 from alibi_viz.errors import AlibiVizError
-from alibi_viz.figures.render import figure, matrix_grid_figure, subplot_row
+from alibi_viz.figures.render import (
+    BIAS_COLORSCALE,
+    MapSet,
+    figure,
+    map_set,
+    matrix_grid_figure,
+    plain_text,
+    subplot_row,
+)
 from alibi_viz.i18n import _, ngettext, number, percent, significant
 
 MAX_DECAY_CURVES = 16  # more lines than this are unreadable
@@ -90,20 +99,29 @@ COLOR_SCALES = ("clipped", "per_head", "shared")
 CLIP_LOGITS = 10.0  # e^-10: a key this far down keeps 1/22,026 of the weight of the query's own
 
 
-def bias_grid_figure(slopes, seq_len: int, mode: str = "causal", head_ids=None,
-                     key_len: int | None = None, pixel_budget: int = IMAGE_PIXEL_BUDGET,
-                     hover_budget: int = HOVER_CELL_BUDGET, scale: str = "clipped") -> go.Figure:
-    """Per-head ALiBi bias matrices, evaluated at display resolution (cost independent of L).
+@dataclass
+class BiasGrid:
+    """What a bias grid draws, as a figure (`bias_grid_figure`) or on a canvas
+    (`bias_grid_maps`): values (H, R, C) on [cmin, 0] (-inf masked) at query rows `rows` and
+    key positions `cols`, what each panel was divided by (`divisors`, 1 but on a scale of its
+    own), titles, the colour bar's title and the figure's title (plotly's markup)."""
 
-    head_ids: 0-based head indices to draw (default all). key_len > seq_len draws the last
-    seq_len queries against key_len keys (a cached decoding step: the bottom rows of the full
-    matrix). scale "clipped" (default) puts every head on one scale from 0 down to
-    -CLIP_LOGITS, where the bias leaves a key almost no weight: how far each head reaches is
-    where its panel turns dark (at distance CLIP_LOGITS / m_h). "per_head" divides each panel
-    by its own largest penalty m_h (key_len - 1): every head then shows the same gradient and
-    only the titles differ. "shared" puts every head on one unclipped scale, down to the
-    steepest head's largest penalty. Hover always shows the bias itself.
-    """
+    values: np.ndarray
+    rows: np.ndarray
+    cols: np.ndarray
+    head_ids: list[int]
+    divisors: np.ndarray
+    panel_titles: list[str]
+    cmin: float
+    bar_title: str
+    title: str
+
+
+def bias_grid(slopes, seq_len: int, mode: str = "causal", head_ids=None,
+              key_len: int | None = None, pixel_budget: int = IMAGE_PIXEL_BUDGET,
+              scale: str = "clipped") -> BiasGrid:
+    """The bias grid at display resolution, coloured as `scale` says (`bias_grid_figure`
+    explains the arguments)."""
     if scale not in COLOR_SCALES:
         raise AlibiVizError(_("scale must be one of {choices}, got {value!r}.")
                             .format(choices=", ".join(COLOR_SCALES), value=scale))
@@ -111,10 +129,9 @@ def bias_grid_figure(slopes, seq_len: int, mode: str = "causal", head_ids=None,
                                                        pixel_budget)
     slopes = check_slopes(slopes)
     key_len = seq_len if key_len is None else key_len
-    hover, hr, hc, _heads = bias_display_values(slopes, seq_len, mode, head_ids, key_len, hover_budget,
-                                           cap=64)
     chosen = slopes[head_ids]
     largest = chosen * max(key_len - 1, 1)  # (H,): the most negative bias a panel can hold
+    divisors = np.ones(len(head_ids))
     note = "" if len(rows) == seq_len and len(cols) == key_len else " " + _(
         "(drawn at {rows}x{cols}, downsampled from {seq_len}x{key_len})").format(
         rows=len(rows), cols=len(cols), seq_len=number(seq_len), key_len=number(key_len))
@@ -123,6 +140,7 @@ def bias_grid_figure(slopes, seq_len: int, mode: str = "causal", head_ids=None,
         queries=number(seq_len), keys=number(key_len)) if key_len > seq_len else "")
     if scale == "per_head":
         images = images / largest[:, None, None]  # (H, R, C) in [-1, 0]
+        divisors = largest
         titles = [_("head {h}: m={m}, darkest −{largest}").format(
             h=h + 1, m=significant(slopes[h], 3), largest=significant(lg, 3))
             for h, lg in zip(head_ids, largest, strict=True)]
@@ -144,10 +162,49 @@ def bias_grid_figure(slopes, seq_len: int, mode: str = "causal", head_ids=None,
         scale_text = _("one scale for all heads")
     title = _("ALiBi bias B<sub>ij</sub> ({mode}, {scale})").format(
         mode=_(MODE_NAMES[mode]), scale=scale_text)
+    return BiasGrid(values=images, rows=rows, cols=cols, head_ids=head_ids, divisors=divisors,
+                    panel_titles=titles, cmin=cmin, bar_title=bar,
+                    title=f"{title}{note}.{rows_note}{masked}")
+
+
+def bias_grid_figure(slopes, seq_len: int, mode: str = "causal", head_ids=None,
+                     key_len: int | None = None, pixel_budget: int = IMAGE_PIXEL_BUDGET,
+                     hover_budget: int = HOVER_CELL_BUDGET, scale: str = "clipped") -> go.Figure:
+    """Per-head ALiBi bias matrices, evaluated at display resolution (cost independent of L).
+
+    head_ids: 0-based head indices to draw (default all). key_len > seq_len draws the last
+    seq_len queries against key_len keys (a cached decoding step: the bottom rows of the full
+    matrix). scale "clipped" (default) puts every head on one scale from 0 down to
+    -CLIP_LOGITS, where the bias leaves a key almost no weight: how far each head reaches is
+    where its panel turns dark (at distance CLIP_LOGITS / m_h). "per_head" divides each panel
+    by its own largest penalty m_h (key_len - 1): every head then shows the same gradient and
+    only the titles differ. "shared" puts every head on one unclipped scale, down to the
+    steepest head's largest penalty. Hover always shows the bias itself.
+    """
+    grid = bias_grid(slopes, seq_len, mode, head_ids, key_len, pixel_budget, scale)
+    key_len = seq_len if key_len is None else key_len
+    hover, hr, hc, _heads = bias_display_values(slopes, seq_len, mode, grid.head_ids, key_len,
+                                                hover_budget, cap=64)
     return matrix_grid_figure(
-        images, titles, seq_len, key_len, cmin=cmin, cmax=0.0, colorbar_title=bar,
-        hover=hover, hover_rows=hr, hover_cols=hc, hover_label=_("bias"),
-        panel_ids=[h + 1 for h in head_ids], title=f"{title}{note}.{rows_note}{masked}")
+        grid.values, grid.panel_titles, seq_len, key_len, cmin=grid.cmin, cmax=0.0,
+        colorbar_title=grid.bar_title, hover=hover, hover_rows=hr, hover_cols=hc,
+        hover_label=_("bias"), panel_ids=[h + 1 for h in grid.head_ids], title=grid.title)
+
+
+def bias_grid_maps(slopes, seq_len: int, mode: str = "causal", head_ids=None,
+                   key_len: int | None = None, scale: str = "clipped") -> MapSet:
+    """The bias grid of `bias_grid_figure` as a `render.MapSet`, for a canvas drawn in the
+    browser with no plotly: the same pixels (the bias at the position under each pixel's
+    centre) as 8-bit codes, masked pixels code 255; the hover reads the bias itself, on every
+    scale. A byte a pixel, whatever the length or the head count."""
+    grid = bias_grid(slopes, seq_len, mode, head_ids, key_len, scale=scale)
+    return map_set(grid.values, vmin=grid.cmin, vmax=0.0, title=plain_text(grid.title),
+                   panel_titles=grid.panel_titles, seq_len=seq_len,
+                   key_len=None if key_len in (None, seq_len) else key_len, reads="linear",
+                   colorscale=BIAS_COLORSCALE, bar_title=grid.bar_title,
+                   value_label=_("bias"), tokens=[], sampled=True,
+                   panel_scales=(None if scale != "per_head"
+                                 else [float(d) for d in grid.divisors]))
 
 
 DARK_SHARE = 0.05  # a clipped panel whose head reaches the clip within this share of the keys

@@ -12,7 +12,8 @@ In the order a figure uses it (the reductions to pixels come from `alibi_viz.dis
   colorize, png_data_uri                               values -> RGB -> a PNG data URI
   image_panel, causal_map_panel                        one image + hover panel in a subplot
   matrix_grid_figure                                   a mosaic of panels as ONE image
-  MapSet, bar_ticks                                    maps as 8-bit codes, for a browser canvas
+  MapSet, map_set, bar_ticks                           maps as 8-bit codes, for a browser canvas
+  plain_text                                           a plotly title as plain text
 Masked cells (a key after its query) are NaN in the values and MASK_RGB in the image.
 """
 
@@ -172,6 +173,21 @@ def wrap_text(text: str, font_px: float, width_px: float, max_lines: int = 3) ->
                 line = f"{line} {word}" if line else word
         out += [*lines, line]
     return "<br>".join(out), len(out)
+
+
+SUBSCRIPTS = str.maketrans("ijklmn", "ᵢⱼₖₗₘₙ")
+
+
+def plain_text(text: str) -> str:
+    """A plotly title (its markup: <sub>, <br>, <b>) as plain text for an HTML page or a canvas:
+    subscripts as Unicode subscripts where they exist (B<sub>ij</sub>: Bᵢⱼ), else after "_"."""
+    def sub(match: re.Match) -> str:
+        inner = match.group(1)
+        shown = inner.translate(SUBSCRIPTS)
+        return shown if all(c != s for c, s in zip(inner, shown, strict=True)) else f"_{inner}"
+    text = re.sub(r"<sub>(.*?)</sub>", sub, text)
+    text = re.sub(r"<br\s*/?>", " ", text)
+    return re.sub(r"</?[a-z]+>", "", text)
 
 
 def without_qualifier(text: str) -> str:
@@ -745,6 +761,12 @@ class MapSet:
     ticks:        (fraction of the colour bar, label) pairs, labels in the page's language.
     tokens:       one readable label per position (T), for the hover.
     marker:       a dashed line at this key and query position (the training length), or None.
+    key_len:      keys, when more than the seq_len queries (a decoding step: the queries are the
+                  last seq_len of key_len positions); None: seq_len.
+    sampled:      each pixel holds the value at the position under its centre
+                  (`display_positions`), not the largest of its block.
+    panel_scales: per panel, what its values are multiplied by to read as `value_label` (a
+                  panel drawn on its own scale), or None.
     """
 
     title: str
@@ -760,6 +782,9 @@ class MapSet:
     tokens: list[str]
     ticks: list[tuple[float, str]] = field(default_factory=list)
     marker: int | None = None
+    key_len: int | None = None
+    sampled: bool = False
+    panel_scales: list[float] | None = None
 
 
 def bar_ticks(vmin: float, vmax: float, count: int = 5) -> list[tuple[float, str]]:

@@ -1,9 +1,14 @@
-"""Bias explorer: slopes, per-head bias matrices and the decay they cause, at any size."""
+"""Bias explorer: slopes, per-head bias matrices and the decay they cause, at any size.
+
+The bias matrices are drawn on a canvas in the browser (`canvas_maps`), with no plotly; the
+slope and decay charts, and the matrices as a zoomable chart, are plotly charts shown when
+*Interactive charts* is on (a phone starts with it off: plotly.js costs it seconds).
+"""
 
 import numpy as np
 import streamlit as st
 
-from alibi_viz import SCHEDULES, alibi_slopes, paper
+from alibi_viz import SCHEDULES, alibi_slopes, i18n, paper
 from alibi_viz.alibi import (
     MODE_NAMES,
     SCHEDULE_NAMES,
@@ -22,13 +27,14 @@ from alibi_viz.figures.bias import (
     bias_display_size,
     bias_display_values,
     bias_grid_figure,
+    bias_grid_maps,
     dark_panels_note,
     decay_figure,
     slope_schedule_figure,
 )
 from alibi_viz.i18n import N_, _, ngettext, number, percent, significant
 from alibi_viz.precision import content_rounding, row_constant_error_table, spacing
-from alibi_viz_app import ui
+from alibi_viz_app import canvas_maps, ui
 from alibi_viz_app.export import MAX_CSV_CELLS, matrices_to_csv, to_npy_bytes
 from alibi_viz_app.query_params import UrlParam, format_head_selection, parse_head_selection
 
@@ -72,6 +78,31 @@ def grid_chart(num_heads, schedule, max_bias, seq_len, mode, head_ids: tuple, sc
     slopes = cached_slopes(num_heads, schedule, max_bias)
     return bias_grid_figure(slopes, query_rows(seq_len, decode), mode, list(head_ids),
                             key_len=seq_len, scale=scale)
+
+
+# Panels a side in the canvas grid: strips of a decoding step two to a row, many heads up to 8
+# to a row (64 heads in four columns made a phone scroll through 16 screens of them).
+MANY_HEADS = 16
+
+
+def grid_layout(num_shown: int, decode: bool) -> dict:
+    """The canvas grid's `panel_px` and `columns_max` (`canvas_maps.data`)."""
+    if decode:
+        return {"panel_px": 300, "columns_max": 2}
+    if num_shown > MANY_HEADS:
+        return {"panel_px": 80, "columns_max": 8}
+    return {"panel_px": canvas_maps.GRID_PANEL_PX, "columns_max": canvas_maps.GRID_COLUMNS_MAX}
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def grid_maps(num_heads, schedule, max_bias, seq_len, mode, head_ids: tuple, scale, decode,
+              filename: str, lang: str) -> dict:
+    """The bias matrices for the canvas (`canvas_maps.data`): 8-bit codes at display
+    resolution, in the page's language (`lang` keys the cache)."""
+    slopes = cached_slopes(num_heads, schedule, max_bias)
+    maps = bias_grid_maps(slopes, query_rows(seq_len, decode), mode, list(head_ids),
+                          key_len=seq_len, scale=scale)
+    return canvas_maps.data(maps, filename=filename, **grid_layout(len(head_ids), decode))
 
 
 @ui.cached_figure(max_entries=32)
@@ -160,25 +191,37 @@ st.page_link("app_pages/lesson.py", label=_("Teaching? The Lesson for a projecto
 ui.show_url_warnings(PREFIX)
 if heads_warning:
     st.warning(heads_warning, icon="⚠️")
+interactive = ui.charts_toggle("be_interactive", help=_(
+    "Zoomable charts: the slope schedules, the bias matrices with exact values on hover, the "
+    "decay curves. They take seconds to load on a phone, which starts without them."))
+CHART_OFF = N_("This section's chart is interactive: turn on *Interactive charts* at the top "
+               "of the page to see it.")
 
+tag = f"h{num_heads}_L{seq_len}_{mode}_{schedule}"
 try:
     slopes = cached_slopes(num_heads, schedule, max_bias)
-    slope_fig = slopes_chart(num_heads, schedule, max_bias)
-    grid_fig = grid_chart(num_heads, schedule, max_bias, seq_len, mode, tuple(head_ids), scale,
-                          decode)
-    decay_fig = decay_chart(num_heads, schedule, max_bias, seq_len, mode, tuple(head_ids))
+    maps = grid_maps(num_heads, schedule, max_bias, seq_len, mode, tuple(head_ids), scale,
+                     decode, f"alibi_bias_{tag}", i18n.get_language())
+    if interactive:
+        slope_fig = slopes_chart(num_heads, schedule, max_bias)
+        grid_fig = grid_chart(num_heads, schedule, max_bias, seq_len, mode, tuple(head_ids),
+                              scale, decode)
+        decay_fig = decay_chart(num_heads, schedule, max_bias, seq_len, mode, tuple(head_ids))
 except AlibiVizError as exc:  # the controls keep values valid; this guards the library's checks
     st.error(str(exc))
     st.stop()
 
-tag = f"h{num_heads}_L{seq_len}_{mode}_{schedule}"
 query = default_query(seq_len, mode)
 st.subheader(_("1. Slopes"))
-left, right = st.columns([3, 2])
-with left:
-    ui.show_figure(slope_fig, f"alibi_slopes_{tag}", key="be_fig_slopes")
+note = describe_schedule(num_heads, schedule, max_bias)
+if interactive:
+    left, right = st.columns([3, 2])
+    with left:
+        ui.show_figure(slope_fig, f"alibi_slopes_{tag}", key="be_fig_slopes")
+else:
+    right = st.container()
+    st.caption(_(CHART_OFF))
 with right:
-    note = describe_schedule(num_heads, schedule, max_bias)
     if is_power_of_two(num_heads) or schedule == "geometric":
         st.info(note)
     else:
@@ -217,7 +260,12 @@ with st.expander(_("How were the slopes chosen?")):
         "matters in practice.").format(parameters=paper.TABLE_MODEL_PARAMETERS_M))
 
 st.subheader(_("2. Bias matrices, one per head"))
-ui.show_figure(grid_fig, f"alibi_bias_{tag}", key="be_fig_grid")
+canvas_maps.show(maps, key="be_maps_grid")
+st.caption(_("Tap or click a head's panel, or its number, to draw it alone; *All heads* "
+             "draws them all again."))
+if interactive:
+    with st.expander(_("The same maps as an interactive chart (zoom)")):
+        ui.show_figure(grid_fig, f"alibi_bias_{tag}", key="be_fig_grid")
 dark = (dark_panels_note(slopes, seq_len, head_ids, _(SCALE_TITLES["per_head"]))
         if scale == "clipped" else None)
 if dark:  # a long sequence: the steep heads' panels read as one flat colour, and why
@@ -243,7 +291,10 @@ st.markdown(_(
 
 GENTLEST = 2.0 ** -8  # the paper's gentlest slope (8 heads, head 8)
 st.subheader(_("3. Decay: what the bias alone does to attention"))
-ui.show_figure(decay_fig, f"alibi_decay_{tag}", key="be_fig_decay")
+if interactive:
+    ui.show_figure(decay_fig, f"alibi_decay_{tag}", key="be_fig_decay")
+else:
+    st.caption(_(CHART_OFF))
 st.markdown(_(
     "If the content scores q·k were equal for every key, attention would follow the bias "
     "alone: a key d tokens away gets weight proportional to e^(−m·d), a geometric decay. A "
