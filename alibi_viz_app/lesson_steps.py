@@ -556,7 +556,8 @@ def step_reach(step: int, present: bool) -> None:
     text(
         _("Give a model only the last c tokens before each token it predicts (a token is one "
           "byte for the shipped models), and let c grow: "
-          "where does its loss stop falling? Left, for the shipped models on the same held-out "
+          "how much does more context lower its loss, and what can the data tell apart? Left, "
+          "for the shipped models on the same held-out "
           "tokens. Right, retrieval: a span of text is planted and repeated d tokens later; a "
           "model that can look back that far predicts the repeat better than the same span "
           "with nothing before it to copy. For ALiBi a key d tokens back is pushed down by m·d "
