@@ -287,9 +287,11 @@ def write_model_card(folder: Path, results: dict | None = None) -> None:
     shipped reach results; rows for this folder's model name."""
     folder = Path(folder)
     shipped = folder.resolve().parent == assets.MODELS_DIR.resolve()  # the shipped results are its own
+    model, _sep, seed = folder.name.rpartition("-seed")
+    rerun = folder.resolve().parent.name == "seeds" and seed.isdigit()  # assets/seeds/<model>-seed<N>
     if results is None:
         results = ({kind: load_extrapolation_results(kind) for kind in data.CORPUS_KINDS}
-                   if shipped else {})
+                   if shipped or rerun else {})
     info = json.loads((folder / "training.json").read_text())
     name = folder.name
     curve = info["loss_curve"]
@@ -303,6 +305,12 @@ def write_model_card(folder: Path, results: dict | None = None) -> None:
         "attention heads, on code and on English, Spanish and Russian prose, and the *train "
         "short, test long* experiment of the ALiBi paper (Press, Smith & Lewis 2021) without "
         "downloading anything.",
+        *([] if not rerun else [
+            "", f"A run of `{model}` trained again with seed {seed} (the same data, settings and "
+            "steps; other initial weights and batch order), for the spread that training "
+            "randomness adds beside the intervals, which cover only which text was scored. Its "
+            "weights are not shipped (assets/ stays under 64 MB); its command below remakes them. "
+            "Its evaluation sits under `seeds` in `assets/results/extrapolation-<kind>.json`."]),
         *_snapshot_lines(info),
         "",
         "## Architecture",
