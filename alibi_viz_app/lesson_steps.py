@@ -130,7 +130,7 @@ PROJECTOR = {"position": (lambda slope: pipeline(slope, side_by_side=True), 305)
              "decay": (decay, 315), "real_head": (real_head, 315),
              "extrapolation": (lambda results, protocols: perplexity_figure(
                  results, protocols=protocols), 365),
-             "reach": (reach_figure, 335), "training": (training, 400)}
+             "reach": (reach_figure, 315), "training": (training, 400)}
 # In a class a step's figure appears on the reveal, under the question, its answer and the
 # class's chart (up to 356 px for eight choices), which the reveal scrolls to the top of the
 # screen (class_view.SCROLL_JS): on a 1024x768 projector that leaves it this much room.
@@ -445,15 +445,14 @@ def step_real_head(step: int, present: bool) -> None:
         return
     life = float(half_life([asked_slope])[0])
     verdict = distance_verdict(measured, prior)
-    answer = _("{direction} (a margin of {margin} of the bias's distance): on average "
-               "{measured} back, against {prior} for the bias alone (m = {m}, half-life "
-               "{half_life}).").format(
-        direction=_(dict(class_view.CHOICES[5])[verdict]), margin=percent(SAME_DISTANCE),
+    answer = _("{direction}: on average {measured} back, against {prior} for the bias alone "
+               "(m = {m}, half-life {half_life}).").format(
+        direction=_(dict(class_view.CHOICES[5])[verdict]),
         measured=tokens(measured, number(measured, 1)), prior=number(prior, 1),
         m=significant(asked_slope), half_life=tokens(life, significant(life)))
-    if ask(step, _("Does layer {layer}, head {head} look further back than its slope alone "
-                   "would make it, about as far, or nearer?").format(
-                       layer=asked_layer, head=asked_head),
+    if ask(step, _("Does layer {layer}, head {head} look further back than its slope alone, "
+                   "about as far (within {margin}), or nearer?").format(
+                       layer=asked_layer, head=asked_head, margin=percent(SAME_DISTANCE)),
            answer, present, right=verdict):
         show(fig, "real_head")
     if not present:
@@ -573,8 +572,8 @@ def step_reach(step: int, present: bool) -> None:
     heads = assets.training_info(path).get("heads") if path else None
     answer = (reach_answer(reach, train_seq_len, alibi_slopes(heads)) if heads else None) \
         or _("See the figure.")
-    if ask(step, _("Past its training length ({train_seq_len} tokens), what does more context "
-                   "do to the ALiBi model's loss?").format(train_seq_len=number(train_seq_len)),
+    if ask(step, _("Past {train_seq_len} tokens, what does more context do to the ALiBi "
+                   "model's loss?").format(train_seq_len=number(train_seq_len)),
            answer, present, right=past_answer(reach, train_seq_len)):
         try:
             show(step_figure("reach", present, reach, train_seq_len), "reach")

@@ -47,6 +47,7 @@ import plotly.subplots
 import pyarrow
 import safetensors
 import safetensors.torch
+import scipy.stats
 import streamlit.runtime.scriptrunner
 import torch
 import torch.nn.functional

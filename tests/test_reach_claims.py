@@ -47,12 +47,10 @@ FALLS = (rf"(?P<model>.+?)'s loss falls detectably as context grows to (?P<flat>
          rf"\({ch('gain')} from (?P<start>{N}) to (?P=flat)\); from (?P=flat) to "
          rf"(?P<longest>{N}) tokens it changes by {ch('rest')}, but no gain of a longer context "
          rf"from (?P=flat) tokens on passes the corrected test\.")
-PAST = (rf"Past its training length \((?P<train>{N}) tokens\), more context (?P<verdict>.+?) "
-        rf"once corrected for all (?P<tests>{N}) comparisons: from (?P=train) to "
-        rf"(?P<plongest>{N}) tokens its loss changes by {ch('whole')} \((?P<passages>{N}) passages "
-        rf"of (?P<ptokens>{N}) scored tokens spread through the text, one training run; paired "
-        rf"95% t intervals; Holm-corrected over (?P=tests) comparisons; margin (?P<margin>{N}) "
-        rf"nats\)\.")
+PAST = (rf"Past (?P<train>{N}) tokens more context (?P<verdict>.+?): {ch('whole')} from "
+        rf"(?P=train) to (?P<plongest>{N}) tokens \((?P<passages>{N}) passages of (?P<ptokens>{N}) "
+        rf"tokens across the text, one training run; paired t tests, Holm over (?P<tests>{N}); "
+        rf"margin (?P<margin>{N}) nats\)\.")
 COPY = (rf"(?P<cmodel>.+?)'s copy gain on a repeated span is (?P<near_gain>{N}) nats/token at "
         rf"(?P<near>{N}) tokens and (?P<far_gain>{N}) at (?P<far>{N})\.")
 

@@ -162,9 +162,8 @@ def describe_change(change) -> str:
 
 def reach_evidence(tests: ReachTests) -> str:
     """What a curve's tests rest on, in the current language."""
-    return _("{passages} passages of {passage_tokens} scored tokens spread through the text, one "
-             "training run; paired 95% t intervals; Holm-corrected over {tests} comparisons; "
-             "margin {margin} nats").format(
+    return _("{passages} passages of {passage_tokens} tokens across the text, one training "
+             "run; paired t tests, Holm over {tests}; margin {margin} nats").format(
         passages=number(tests.passages), passage_tokens=number(tests.passage_tokens),
         tests=number(tests.tests), margin=number(MARGIN, 3))
 
@@ -195,10 +194,9 @@ def past_sentence(tests: ReachTests) -> str | None:
     language; None when the curve stops at the training length."""
     if tests.past is None:
         return None
-    return _("Past its training length ({train_seq_len} tokens), more context {verdict} once "
-             "corrected for all {tests} comparisons: from {train_seq_len} to {longest} tokens "
-             "its loss changes by {whole} ({evidence}).").format(
-        tests=number(tests.tests), train_seq_len=number(tests.train_seq_len),
+    return _("Past {train_seq_len} tokens more context {verdict}: {whole} from "
+             "{train_seq_len} to {longest} tokens ({evidence}).").format(
+        train_seq_len=number(tests.train_seq_len),
         longest=number(tests.longest), verdict=_(PAST_VERDICTS[tests.past]),
         whole=describe_change(tests.whole), evidence=reach_evidence(tests))
 
