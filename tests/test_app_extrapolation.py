@@ -231,13 +231,17 @@ def test_learnable_slopes_section_quotes_the_paper_and_this_run():
 
 
 def test_reading_notes_say_the_protocols_score_different_text():
-    """The two protocols' absolute values are not comparable: the page says which tokens each
-    scores, from the results file."""
+    """The two protocols' absolute values are not comparable: the page says what each scores
+    (the first tokens of the text, passages spread through it), from the results file, and
+    that its intervals leave training randomness out."""
     results = assets.load_extrapolation_results("en")
     at = run_app("extrapolation")
     text = next(m.value for m in at.markdown if m.value.startswith("**How to read it.**"))
-    a, b = results["protocols"]["sliding"]["targets"]
-    assert f"sliding tokens {a:,} to {b:,}" in text
+    sliding = results["protocols"]["sliding"]
+    assert (f"each sliding one on {sliding['tokens']:,} tokens in {sliding['passages']} passages "
+            "spread through it") in text
+    assert "not training randomness" in text
+    assert "compare each protocol's curve across lengths" in text
 
 
 def answers(at) -> str:
