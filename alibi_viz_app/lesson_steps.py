@@ -451,7 +451,7 @@ def step_real_head(step: int, present: bool) -> None:
         measured=tokens(measured, number(measured, 1)), prior=number(prior, 1),
         m=significant(asked_slope), half_life=tokens(life, significant(life)))
     if ask(step, _("Does layer {layer}, head {head} look further back than its slope alone, "
-                   "about as far (within {margin}), or nearer?").format(
+                   "as far (±{margin}) or nearer?").format(
                        layer=asked_layer, head=asked_head, margin=percent(SAME_DISTANCE)),
            answer, present, right=verdict):
         show(fig, "real_head")

@@ -146,7 +146,7 @@ def test_real_head_verdict_keeps_its_margin(head):
     states), by the distances it prints (to their one decimal)."""
     at = run_app("lesson", {"step": "5"})
     at.selectbox(key="ls_head").set_value(head).run()
-    assert any("about as far (within 5%), or nearer?" in m.value for m in at.markdown)
+    assert any("as far (±5%) or nearer?" in m.value for m in at.markdown)
     answer = next(m.value for m in at.markdown if "for the bias alone" in m.value)
     found = re.match(r"(Further|About as far|Nearer): on average ([\d.]+) tokens back, against "
                      r"([\d.]+) for", answer)

@@ -473,7 +473,7 @@ def seeds_sentence(results: dict, names=("alibi", "sinusoidal"),
                 low=number(min(seeds.values()), 3), high=number(max(seeds.values()), 3),
                 length=number(n), ci_low=number(ci[0], 3), ci_high=number(ci[1], 3)))
         if cells:
-            parts.append(_("{model} over {runs} training runs: {cells}").format(
+            parts.append(_("{model}, {runs} training runs: {cells}").format(
                 model=model_label(name), runs=number(len(seed_entries(results, name))),
                 cells=", ".join(cells)))
     if not parts:
@@ -481,7 +481,8 @@ def seeds_sentence(results: dict, names=("alibi", "sinusoidal"),
                  "scored, not how the model was trained.")
     return _("The 95% intervals cover which text was scored, not training randomness. Trained "
              "again with other seeds (same data, settings and steps; other initial weights and "
-             "batch order), the perplexity ({protocol}) ranges {parts}.").format(
+             "batch order), the models' perplexities ({protocol}) spread as follows. "
+             "{parts}.").format(
         protocol=protocol_name(protocol), parts="; ".join(parts))
 
 
@@ -510,9 +511,11 @@ def key_result(results: dict, name: str = "alibi") -> str | None:
         seed_entries(results, name))}
     seeds = ""
     if others:
-        found = [tokens(u.flat_from) if u.last_gain else _("no gain") for u in others.values()]
-        seeds = " " + _("Trained again with {runs} other seeds, the same tests find gains up "
-                        "to: {found}.").format(runs=number(len(others)), found="; ".join(found))
+        found = [_("seed {seed}: {found}").format(
+            seed=seed, found=_("gains up to {n}").format(n=tokens(u.flat_from)) if u.last_gain
+            else _("no gain")) for seed, u in others.items()]
+        seeds = " " + _("The same tests on the runs trained again with other seeds: "
+                        "{found}.").format(found="; ".join(found))
     if use.last_gain is None:
         return _("**The key result.** {use}{seeds} In non-overlapping windows it moves by "
                  "{nonoverlapping} over the same lengths{curse}. {paper}").format(
