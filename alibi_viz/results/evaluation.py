@@ -335,6 +335,16 @@ def gains(pairs: dict) -> set:
     return {k for k, rejected in zip(keys, statistics.holm(p_values), strict=True) if rejected}
 
 
+def latest_gain(significant) -> tuple[int, int] | None:
+    """Of the pairs (a, b) where a longer b gains on a shorter a, the one that starts latest,
+    with the shortest b for that a: from b on nothing gains any more, since a later gain would
+    start later than a. None when there is none."""
+    if not significant:
+        return None
+    start = max(a for a, _b in significant)
+    return start, min(b for a, b in significant if a == start)
+
+
 def useful_context(results: dict, name: str, protocol: str = "sliding") -> ContextUse | None:
     """How far extra context helps `name` under `protocol` (sliding: every scored token sees
     nearly a full window), as a `ContextUse`; None without the data (every length from the
@@ -353,11 +363,7 @@ def useful_context(results: dict, name: str, protocol: str = "sliding") -> Conte
         return None
     family = {(a, b): (chunks[a], chunks[b]) for i, a in enumerate(lengths) for b in lengths[i + 1:]}
     ratios = {k: paired_ratio_interval(cb, ca) for k, (ca, cb) in family.items()}
-    significant = gains(family)
-    last_gain = None
-    if significant:
-        start = max(a for a, _b in significant)
-        last_gain = (start, min(b for a, b in significant if a == start))
+    last_gain = latest_gain(gains(family))
     flat = last_gain[1] if last_gain else train_seq_len
     longest = lengths[-1]
     tokens = results["models"][name].get("tokens", {}).get(protocol, {}).get(str(longest))

@@ -15,7 +15,7 @@ from alibi_viz import statistics
 from alibi_viz.alibi import half_life
 from alibi_viz.assets import model_label
 from alibi_viz.i18n import N_, _, number, percent, significant, small_percent, tokens
-from alibi_viz.results.evaluation import signed
+from alibi_viz.results.evaluation import latest_gain, signed
 
 # More context "lowers" or "raises" the loss only when a one-sided paired t test over the
 # passages, Holm-corrected over the curve's whole family (`reach_tests`), finds the change to
@@ -133,10 +133,7 @@ def reach_tests(result: ReachResult, train_seq_len: int, name: str = "") -> Reac
     for (way, a, b), rejected in zip(family, statistics.holm(p_values), strict=True):
         if rejected:
             found[way].add((a, b))
-    last_gain = None
-    if found["lowers"]:
-        start = max(a for a, _b in found["lowers"])
-        last_gain = (start, min(b for a, b in found["lowers"] if a == start))
+    last_gain = latest_gain(found["lowers"])
     flat = last_gain[1] if last_gain else contexts[0]
     longest = contexts[-1]
     verdict = None
