@@ -40,6 +40,7 @@ RESCALE_PATH = RESULTS_DIR / "rescale.json"
 VARIANTS_DIR = ASSETS_DIR / "variants"  # models beside the family, not in its comparison
 LEARNABLE_SLOPES_DIR = VARIANTS_DIR / "learnable-slopes"  # experiments.train --learn-slopes
 LEARNABLE_SLOPES_PATH = RESULTS_DIR / "learnable-slopes.json"  # experiments.learnable_slopes
+SEEDS_DIR = ASSETS_DIR / "seeds"  # runs trained again with other seeds, <model>-seed<N>
 DEFAULT_MODEL = "alibi"
 
 
@@ -92,6 +93,13 @@ REMAINING_DIFFERENCES = (
 
 # An English msgid: show it as train_hint(name), or _(TRAIN_HINT).format(name=...).
 TRAIN_HINT = N_("Train it with `python -m experiments.train --arch {name} --out assets/models/{name}`.")
+
+
+def seed_run(name: str) -> tuple[str, int] | None:
+    """(model, seed) of a run trained again with another seed, named <model>-seed<N> (its
+    folder under SEEDS_DIR, its entry under a results file's "seeds"); None for another name."""
+    model, sep, seed = name.rpartition("-seed")
+    return (model, int(seed)) if sep and model and seed.isdigit() else None
 
 
 def train_hint(name: str) -> str:

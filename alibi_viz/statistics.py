@@ -69,3 +69,10 @@ def holm(p_values, alpha: float = ALPHA) -> list[bool]:
             break
         rejected[i] = True
     return rejected
+
+
+def holm_rejected(p_values: dict, alpha: float = ALPHA) -> set:
+    """The keys of {key: p-value} whose hypotheses Holm's procedure (`holm`) rejects over the
+    whole family."""
+    keys = list(p_values)
+    return {k for k, no in zip(keys, holm([p_values[k] for k in keys], alpha), strict=True) if no}

@@ -122,8 +122,8 @@ def results_entry(results: dict, name: str) -> dict | None:
     a run trained with another seed (folder <model>-seed<N>, kept under results["seeds"])."""
     if name in results.get("models", {}):
         return results["models"][name]
-    model, _sep, seed = name.rpartition("-seed")
-    return results.get("seeds", {}).get(model, {}).get(seed)
+    run = assets.seed_run(name)
+    return results.get("seeds", {}).get(run[0], {}).get(str(run[1])) if run else None
 
 
 def _evaluation_lines(name: str, info: dict, by_kind: dict) -> list[str]:
@@ -287,8 +287,8 @@ def write_model_card(folder: Path, results: dict | None = None) -> None:
     shipped reach results; rows for this folder's model name."""
     folder = Path(folder)
     shipped = folder.resolve().parent == assets.MODELS_DIR.resolve()  # the shipped results are its own
-    model, _sep, seed = folder.name.rpartition("-seed")
-    rerun = folder.resolve().parent.name == "seeds" and seed.isdigit()  # assets/seeds/<model>-seed<N>
+    run = assets.seed_run(folder.name)
+    rerun = folder.resolve().parent.name == "seeds" and run is not None  # assets/seeds/<model>-seed<N>
     if results is None:
         results = ({kind: load_extrapolation_results(kind) for kind in data.CORPUS_KINDS}
                    if shipped or rerun else {})
@@ -306,7 +306,7 @@ def write_model_card(folder: Path, results: dict | None = None) -> None:
         "short, test long* experiment of the ALiBi paper (Press, Smith & Lewis 2021) without "
         "downloading anything.",
         *([] if not rerun else [
-            "", f"A run of `{model}` trained again with seed {seed} (the same data, settings and "
+            "", f"A run of `{run[0]}` trained again with seed {run[1]} (the same data, settings and "
             "steps; other initial weights and batch order), for the spread that training "
             "randomness adds beside the intervals, which cover only which text was scored. Its "
             "weights are not shipped (assets/ stays under 64 MB); its command below remakes them. "

@@ -29,6 +29,7 @@ from alibi_viz.assets import (
     MODELS_DIR,
     load_extrapolation_results,
     results_path,
+    seed_run,
     shipped_models,
     training_info,
 )
@@ -171,14 +172,24 @@ def evaluate_all(models: dict[str, Path], lengths=LENGTHS, nonoverlapping_tokens
     return results
 
 
-def seed_folders(root: Path) -> dict[str, dict[int, Path]]:
+WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
+
+
+def seed_folders(root: Path, with_weights: bool = False) -> dict[str, dict[int, Path]]:
     """{model: {seed: folder}} of the runs under `root` named <model>-seed<N>
-    (`python -m experiments.train --arch alibi --seed 1 --out assets/seeds/alibi-seed1`)."""
+    (`python -m experiments.train --arch alibi --seed 1 --out assets/seeds/alibi-seed1`).
+    with_weights: only the runs whose weights are here (a clone has none: assets/ ships their
+    cards and results, not their weights), saying which were left out."""
     found = {}
     for folder in sorted(Path(root).glob("*-seed*")):
-        name, _sep, seed = folder.name.rpartition("-seed")
-        if seed.isdigit() and (folder / "config.json").exists():
-            found.setdefault(name, {})[int(seed)] = folder
+        run = seed_run(folder.name)
+        if not run or not (folder / "config.json").exists():
+            continue
+        if with_weights and not any((folder / name).exists() for name in WEIGHT_FILES):
+            print(f"{folder}: no weights, left out (its README.md has the command that remakes "
+                  "them); its shipped results are kept")
+            continue
+        found.setdefault(run[0], {})[run[1]] = folder
     return found
 
 
@@ -227,7 +238,7 @@ def main(argv=None) -> None:
         raise SystemExit(f"no model {missing} under {MODELS_DIR}; have {list(available)}")
     by_kind = {}
     for kind in args.kinds:
-        seeds = seed_folders(Path(args.seeds)) if args.seeds else {}
+        seeds = seed_folders(Path(args.seeds), with_weights=True) if args.seeds else {}
         results = evaluate_all({} if args.seeds_only else {n: available[n] for n in names},
                                args.lengths, args.tokens,
                                args.passages, args.passage_tokens, args.stride, kind=kind,

@@ -24,3 +24,22 @@ def test_results_are_written_where_asked_folder_and_all(tmp_path, capsys):
     assert json.loads(out.read_text()) == results
     assert out.read_text().endswith("\n")
     assert f"wrote {out}" in capsys.readouterr().out
+
+
+def test_seed_runs_are_found_by_name_and_those_without_weights_left_out(tmp_path, capsys):
+    """Runs trained again are folders <model>-seed<N>; a clone has their config and card but
+    not their weights, so re-evaluating leaves those out (and says so) while their cards are
+    still rewritten from the shipped results."""
+    from experiments.evaluate import seed_folders
+
+    for name in ("alibi-seed1", "alibi-seed2", "sinusoidal-seed2", "alibi-seedling", "notes"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "config.json").write_text("{}")
+    (tmp_path / "alibi-seed2" / "model.safetensors").write_bytes(b"")
+    (tmp_path / "sinusoidal-seed2" / "model.safetensors").write_bytes(b"")
+    assert seed_folders(tmp_path) == {
+        "alibi": {1: tmp_path / "alibi-seed1", 2: tmp_path / "alibi-seed2"},
+        "sinusoidal": {2: tmp_path / "sinusoidal-seed2"}}
+    assert seed_folders(tmp_path, with_weights=True) == {
+        "alibi": {2: tmp_path / "alibi-seed2"}, "sinusoidal": {2: tmp_path / "sinusoidal-seed2"}}
+    assert "alibi-seed1: no weights, left out" in capsys.readouterr().out

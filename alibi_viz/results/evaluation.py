@@ -329,10 +329,9 @@ def gains(pairs: dict) -> set:
     """The pairs (a, b) of a family {(a, b): (chunks of a, chunks of b)} where b's perplexity is
     lower than a's by MIN_GAIN or more: one-sided paired t tests on the unit-by-unit differences
     of mean nll, Holm-corrected over the whole family (family-wise error 5%)."""
-    keys = list(pairs)
     bound = math.log(1 - MIN_GAIN)
-    p_values = [statistics.p_below(np.subtract(pairs[k][1], pairs[k][0]), bound) for k in keys]
-    return {k for k, rejected in zip(keys, statistics.holm(p_values), strict=True) if rejected}
+    return statistics.holm_rejected({k: statistics.p_below(np.subtract(b, a), bound)
+                                     for k, (a, b) in pairs.items()})
 
 
 def latest_gain(significant) -> tuple[int, int] | None:

@@ -127,12 +127,10 @@ def reach_tests(result: ReachResult, train_seq_len: int, name: str = "") -> Reac
     pairs = [(a, b) for i, a in enumerate(contexts) for b in contexts[i + 1:]]
     past = [(a, b) for a, b in pairs if a >= train_seq_len]
     family = [("lowers", a, b) for a, b in pairs] + [("raises", a, b) for a, b in past]
-    p_values = [statistics.p_below(row[b] - row[a] if way == "lowers" else row[a] - row[b],
-                                   -MARGIN) for way, a, b in family]
-    found = {way: set() for way in ("lowers", "raises")}
-    for (way, a, b), rejected in zip(family, statistics.holm(p_values), strict=True):
-        if rejected:
-            found[way].add((a, b))
+    rejected = statistics.holm_rejected({
+        (way, a, b): statistics.p_below(row[b] - row[a] if way == "lowers" else row[a] - row[b],
+                                        -MARGIN) for way, a, b in family})
+    found = {way: {(a, b) for w, a, b in rejected if w == way} for way in ("lowers", "raises")}
     last_gain = latest_gain(found["lowers"])
     flat = last_gain[1] if last_gain else contexts[0]
     longest = contexts[-1]
