@@ -289,7 +289,7 @@ def controls_ui(prefix: str, info) -> Choice:
 
 def interactive(prefix: str) -> bool:
     """Whether the page shows its plotly charts (`ui.charts_shown`)."""
-    return ui.charts_shown(_key(prefix, "interactive"))
+    return ui.charts_shown()
 
 
 def interactive_ui(prefix: str) -> bool:

@@ -20,6 +20,7 @@ from streamlit.runtime.scriptrunner import add_script_run_ctx, get_script_run_ct
 
 from alibi_viz import i18n
 from alibi_viz.errors import AlibiVizError
+from alibi_viz.figures import still
 from alibi_viz.figures.extrapolation import perplexity_figure, reach_figure
 from alibi_viz.figures.lesson import projector_figure
 from alibi_viz.figures.render import PAGE_WIDTH_PX, figure_spec, sendable, with_toolbar_room
@@ -231,13 +232,32 @@ def reach_fig(reach: dict, train_seq_len: int):
 def show_figure(fig, filename: str, key: str | None = None, width: int | None = None) -> None:
     """st.plotly_chart of a figure dict from a `cached_figure` builder, or of a plotly Figure
     built on the spot (fitted here to the page, or to `width` px for a column), with a modebar
-    that saves a 2x PNG named `filename`."""
+    that saves a 2x PNG named `filename`. While the page's charts are off (`charts_shown`), the
+    figure is drawn still instead (`still_figure`)."""
     if not isinstance(fig, dict):
         fig = figure_spec(fig, **({"width": width} if width else {}))
+    if not charts_shown():
+        still_figure(fig, key or filename)
+        return
     config = {**PLOT_CONFIG, **i18n.plotly_locale(),
               "toImageButtonOptions": {**PLOT_CONFIG["toImageButtonOptions"], "filename": filename}}
     with figure_box(fig, key or filename):
         st.plotly_chart(ready(fig), width="stretch", config=config, key=key, theme=None)
+
+
+def still_figure(spec: dict, key: str) -> None:
+    """Figure dict `spec` drawn as a still picture (`figures.still`: SVG made here, no script
+    in the browser), at a phone's width on a phone, and under it a button that turns the
+    app's charts on (`charts_shown`) for hover, zoom and export."""
+    width = PHONE_FIGURE_PX if on_phone() else None
+    st.html(still.figure_html(spec, width=width))
+    if st.button(_("Interactive charts (values on hover)"), key=f"{key}_charts_on",
+                 icon=":material/touch_app:", type="tertiary"):
+        st.session_state[CHARTS] = True
+        st.rerun()  # the whole page, also from inside a fragment: every chart turns on
+
+
+PHONE_FIGURE_PX = 360  # a still figure's own width on a phone (a 390 px screen less the page's margins)
 
 
 def figure_box(spec: dict, key: str):
@@ -327,20 +347,28 @@ def on_phone() -> bool:
     return "Mobi" in (st.context.headers.get("User-Agent") or "")
 
 
-def charts_shown(key: str) -> bool:
-    """Whether a page shows its plotly charts: the *Interactive charts* toggle `key`'s value,
-    at first off on a phone (`on_phone`: plotly.js alone costs a phone seconds before its first
-    chart) and on elsewhere."""
-    if key not in st.session_state:
-        st.session_state[key] = not on_phone()
-    return bool(st.session_state[key])
+CHARTS = "charts_interactive"  # session state: the app's plotly charts on or off, every page
+
+
+def charts_shown() -> bool:
+    """Whether the app shows its plotly charts (else still pictures, or none, where a page says
+    so): at first off on a phone (`on_phone`: plotly.js alone costs a phone seconds before its
+    first chart) and on elsewhere; then what the user chose, on any page, for every page."""
+    if CHARTS not in st.session_state:
+        st.session_state[CHARTS] = not on_phone()
+    return bool(st.session_state[CHARTS])
+
+
+def _chose_charts(key: str) -> None:
+    st.session_state[CHARTS] = bool(st.session_state[key])
 
 
 def charts_toggle(key: str, help: str) -> bool:
-    """The *Interactive charts* toggle `key` (`charts_shown`'s value); off, the page's plotly
-    charts wait for it. `help` says which charts it shows."""
-    charts_shown(key)
-    return st.toggle(_("Interactive charts"), key=key, help=help)
+    """The *Interactive charts* toggle `key`, showing and setting `charts_shown`; off, the
+    page's plotly charts wait for it. `help` says which charts it shows."""
+    st.session_state[key] = charts_shown()
+    return st.toggle(_("Interactive charts"), key=key, help=help, on_change=_chose_charts,
+                     args=(key,))
 
 
 def fitted_width(spec: dict) -> int:

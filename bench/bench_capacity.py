@@ -40,7 +40,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "bench" / "out"
-from bench_class import Student, follow_lags, pct, teacher_moves  # noqa: E402
+from bench_class import PHONE_UA, Student, follow_lags, pct, teacher_moves  # noqa: E402
 
 from alibi_viz_app.class_store import SETTING, open_store  # noqa: E402
 from alibi_viz_app.testing import free_port, start_streamlit, stop_streamlit  # noqa: E402
@@ -170,7 +170,10 @@ def main() -> None:
                     help="mean seconds between one student's changes")
     ap.add_argument("--moves", type=int, default=3)
     ap.add_argument("--every", type=float, default=6, help="seconds between the teacher's moves")
+    ap.add_argument("--phones", action="store_true",
+                    help="every student's browser says it is a phone (figures drawn still)")
     args = ap.parse_args()
+    Student.user_agent = PHONE_UA if args.phones else None
     OUT.mkdir(parents=True, exist_ok=True)
     summary = {"cores": os.cpu_count(), "load_before": os.getloadavg(), "args": vars(args),
                "runs": []}
@@ -202,7 +205,8 @@ def main() -> None:
                 "per_replica": round(capacity / replicas, 1)}
         print(json.dumps(line), flush=True)
         summary.setdefault("capacity", []).append(line)
-    (OUT / "bench_capacity.json").write_text(json.dumps(summary, indent=1))
+    (OUT / f"bench_capacity{'_phones' if args.phones else ''}.json").write_text(
+        json.dumps(summary, indent=1))
 
 
 if __name__ == "__main__":

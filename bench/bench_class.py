@@ -22,7 +22,7 @@ With --replicas N, N servers share the store (as `make serve-class` runs them) a
 students are dealt out among them in turn, as nginx's cookies spread browsers.
 
 usage: .venv/bin/python bench/bench_class.py [--students 20 60] [--idle 60] [--moves 5]
-                                             [--replicas 1]
+                                             [--replicas 1] [--phones]
 Websocket clients rather than browsers, as bench_soak.py: 60 chromium pages cannot run on 2
 cores beside the server, and the server sees the same messages. The clients run on the same
 cores as the server: say what else ran on the machine.
@@ -45,9 +45,15 @@ OUT = ROOT / "bench" / "out"
 from alibi_viz_app.class_store import SETTING, open_store  # noqa: E402
 from alibi_viz_app.testing import free_port, start_streamlit, stop_streamlit  # noqa: E402
 
+PHONE_UA = ("Mozilla/5.0 (Linux; Android 11; moto g power (2022)) AppleWebKit/537.36 "
+            "(KHTML, like Gecko) Chrome/120.0.0.0 Mobile Safari/537.36")
+
 
 class Student:
-    """One session following the class over its websocket."""
+    """One session following the class over its websocket; `user_agent`: the browser it says it
+    is (--phones: a phone's, so the pages draw their figures still, as for a phone)."""
+
+    user_agent: str | None = None
 
     def __init__(self, port: int, code: str):
         self.port, self.code = port, code
@@ -65,7 +71,9 @@ class Student:
 
         async with websockets.connect(f"ws://127.0.0.1:{self.port}/_stcore/stream",
                                       subprotocols=["streamlit"], max_size=None,
-                                      open_timeout=120) as ws:
+                                      open_timeout=120,
+                                      **({"user_agent_header": self.user_agent}
+                                         if self.user_agent else {})) as ws:
             self.ws = ws
             first = BackMsg()
             first.rerun_script.page_name = "lesson"
@@ -207,7 +215,10 @@ def main() -> None:
     ap.add_argument("--every", type=float, default=8, help="seconds between the teacher's moves")
     ap.add_argument("--replicas", type=int, default=1,
                     help="servers sharing the store, students dealt out in turn (as nginx does)")
+    ap.add_argument("--phones", action="store_true",
+                    help="every student's browser says it is a phone (figures drawn still)")
     args = ap.parse_args()
+    Student.user_agent = PHONE_UA if args.phones else None
     OUT.mkdir(parents=True, exist_ok=True)
     db = OUT / "bench_class.sqlite3"
     for suffix in ("", "-wal", "-shm"):
@@ -231,8 +242,9 @@ def main() -> None:
         for proc, _url in servers:
             stop_streamlit(proc)
         store.close()
-    summary = {"cores": os.cpu_count(), "load_before": os.getloadavg(), "classes": results}
-    (OUT / f"bench_class_{args.replicas}.json").write_text(json.dumps(summary, indent=1))
+    summary = {"cores": os.cpu_count(), "load_before": os.getloadavg(), "phones": args.phones,
+               "classes": results}
+    (OUT / f"bench_class_{args.replicas}{'_phones' if args.phones else ''}.json").write_text(json.dumps(summary, indent=1))
 
 
 if __name__ == "__main__":

@@ -19,7 +19,9 @@ Measured from the navigation's start, in the page itself (an init script):
 
   first figure   the first frame in which a figure is drawn and visible with a non-zero size:
                  a plotly chart's svg (.js-plotly-plot .main-svg), an image of the page (st.image),
-                 or the app's canvas maps (they mark `alibi-viz:maps-drawn` when first drawn);
+                 a still figure's SVG image (.avz-still img: `figures.still`, what a page whose
+                 charts are off draws) or the app's canvas maps (they mark `alibi-viz:maps-drawn` when
+                 first drawn);
   LCP            the last 'largest-contentful-paint' entry before the page settled;
   settled        the start of the first second in which Streamlit showed no script running
                  (stApp's data-test-script-state, the running indicator) and the first figure
@@ -81,6 +83,8 @@ WATCH_JS = """(() => {
   const figure = () =>
     performance.getEntriesByName('alibi-viz:maps-drawn').length > 0 ||
     [...document.querySelectorAll('.js-plotly-plot .main-svg')].some(shown) ||
+    [...document.querySelectorAll('.avz-still img')].some(
+      (img) => img.complete && img.naturalWidth > 0 && shown(img)) ||
     [...document.querySelectorAll('[data-testid="stImage"] img')].some(
       (img) => img.complete && img.naturalWidth > 0 && shown(img));
   const frame = () => {

@@ -162,3 +162,44 @@ def test_a_phone_sees_the_bias_matrices_on_a_canvas_with_no_plotly(phone, server
     screenshot(phone, "phone_bias_canvas_64")
     assert phone.evaluate(NO_PLOTLY_JS) == {"plotly": "undefined", "charts": 0}
     assert phone.evaluate(FIT_JS) == {"page": 0, "main": 0}
+
+
+# Each still figure's box, title and legend against the screen: what reaches past its right
+# edge, and what of a title or legend entry is cut by its own box.
+STILL_FIT_JS = """() => {
+  const width = document.documentElement.clientWidth, out = [];
+  for (const fig of document.querySelectorAll('.avz-still')) {
+    if (!fig.checkVisibility()) continue;
+    const img = fig.querySelector('img'), box = img.getBoundingClientRect();
+    if (!img.complete || !img.naturalWidth) out.push('picture not drawn');
+    if (box.right > width + 1 || box.width < 100) out.push(`picture ${box.left}-${box.right}`);
+    for (const t of fig.querySelectorAll('.avz-title, .avz-legend > span, .avz-bar')) {
+      const r = t.getBoundingClientRect();
+      if (r.right > width + 1 || t.scrollWidth > t.clientWidth + 1)
+        out.push(`"${t.textContent.slice(0, 40)}" ${r.right}`);
+    }
+  }
+  return out;
+}"""
+
+
+@pytest.mark.parametrize("path", ["lesson", "compare", "extrapolation"])
+def test_a_phone_sees_each_figure_still_with_no_plotly_and_can_turn_charts_on(phone,
+                                                                               server_url, path):
+    """At 390x844 with a phone's user agent, in Spanish: the page's figures are still pictures
+    (SVG images made on the server) with no plotly loaded and no plotly chart; each fits the screen,
+    its title and legend entries whole; the button under the first turns the charts on, and
+    plotly draws them."""
+    phone.goto(f"{server_url}/{path}?lang=es")
+    phone.locator(".avz-still img").first.wait_for()
+    wait_for_app(phone)
+    screenshot(phone, f"phone_still_{path}_es")
+    assert phone.evaluate(NO_PLOTLY_JS) == {"plotly": "undefined", "charts": 0}
+    assert phone.evaluate(STILL_FIT_JS) == []
+    assert phone.evaluate(FIT_JS) == {"page": 0, "main": 0}
+    stills = phone.locator(".avz-still").count()
+    phone.get_by_role("button", name="Gráficos interactivos").first.click()
+    phone.locator(".js-plotly-plot .main-svg").first.wait_for()
+    wait_for_app(phone)
+    assert phone.locator(".avz-still").count() == 0
+    assert phone.locator(".js-plotly-plot").count() >= min(stills, 1)

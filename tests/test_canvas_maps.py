@@ -137,7 +137,8 @@ def test_bias_payload_of_many_heads_at_65536_tokens_is_codes_at_display_size(hea
 def test_bias_explorer_draws_its_matrices_on_the_canvas_and_plotly_on_demand():
     """On a laptop / draws the bias matrices through the canvas component (8 panels, the mask
     coded 255) and, with *Interactive charts* on, its plotly charts (slopes, the same grid,
-    decay) as before; turned off, no plotly chart is left and the canvas stays."""
+    decay) as before; turned off, no plotly chart is left, the canvas stays and the slopes and
+    the decay are still pictures."""
     at = run_app()
     assert not at.exception
     assert at.toggle(key="be_interactive").value is True
@@ -151,6 +152,8 @@ def test_bias_explorer_draws_its_matrices_on_the_canvas_and_plotly_on_demand():
     assert not at.exception
     assert figure_keys(at) == []
     assert [e.key for e in at.get("bidi_component")] == ["be_maps_grid"]
+    stills = [h.proto.body for h in at.get("html") if "avz-still" in h.proto.body]
+    assert len(stills) == 2 and all("data:image/svg+xml;base64," in body for body in stills)
     at.number_input(key="be_heads").set_value(64).run()
     assert json.loads(at.get("bidi_component")[0].proto.json)["panels"] == 64
 

@@ -1,8 +1,9 @@
 """Bias explorer: slopes, per-head bias matrices and the decay they cause, at any size.
 
 The bias matrices are drawn on a canvas in the browser (`canvas_maps`), with no plotly; the
-slope and decay charts, and the matrices as a zoomable chart, are plotly charts shown when
-*Interactive charts* is on (a phone starts with it off: plotly.js costs it seconds).
+slope and decay charts are plotly charts when *Interactive charts* is on, and still pictures
+when it is off (a phone starts with it off: plotly.js costs it seconds); the matrices as a
+zoomable chart wait for it.
 """
 
 import numpy as np
@@ -193,20 +194,18 @@ if heads_warning:
     st.warning(heads_warning, icon="⚠️")
 interactive = ui.charts_toggle("be_interactive", help=_(
     "Zoomable charts: the slope schedules, the bias matrices with exact values on hover, the "
-    "decay curves. They take seconds to load on a phone, which starts without them."))
-CHART_OFF = N_("This section's chart is interactive: turn on *Interactive charts* at the top "
-               "of the page to see it.")
+    "decay curves. They take seconds to load on a phone, which starts with still pictures."))
 
 tag = f"h{num_heads}_L{seq_len}_{mode}_{schedule}"
 try:
     slopes = cached_slopes(num_heads, schedule, max_bias)
     maps = grid_maps(num_heads, schedule, max_bias, seq_len, mode, tuple(head_ids), scale,
                      decode, f"alibi_bias_{tag}", i18n.get_language())
+    slope_fig = slopes_chart(num_heads, schedule, max_bias)
+    decay_fig = decay_chart(num_heads, schedule, max_bias, seq_len, mode, tuple(head_ids))
     if interactive:
-        slope_fig = slopes_chart(num_heads, schedule, max_bias)
         grid_fig = grid_chart(num_heads, schedule, max_bias, seq_len, mode, tuple(head_ids),
                               scale, decode)
-        decay_fig = decay_chart(num_heads, schedule, max_bias, seq_len, mode, tuple(head_ids))
 except AlibiVizError as exc:  # the controls keep values valid; this guards the library's checks
     st.error(str(exc))
     st.stop()
@@ -214,13 +213,9 @@ except AlibiVizError as exc:  # the controls keep values valid; this guards the 
 query = default_query(seq_len, mode)
 st.subheader(_("1. Slopes"))
 note = describe_schedule(num_heads, schedule, max_bias)
-if interactive:
-    left, right = st.columns([3, 2])
-    with left:
-        ui.show_figure(slope_fig, f"alibi_slopes_{tag}", key="be_fig_slopes")
-else:
-    right = st.container()
-    st.caption(_(CHART_OFF))
+left, right = st.columns([3, 2])
+with left:
+    ui.show_figure(slope_fig, f"alibi_slopes_{tag}", key="be_fig_slopes")
 with right:
     if is_power_of_two(num_heads) or schedule == "geometric":
         st.info(note)
@@ -291,10 +286,7 @@ st.markdown(_(
 
 GENTLEST = 2.0 ** -8  # the paper's gentlest slope (8 heads, head 8)
 st.subheader(_("3. Decay: what the bias alone does to attention"))
-if interactive:
-    ui.show_figure(decay_fig, f"alibi_decay_{tag}", key="be_fig_decay")
-else:
-    st.caption(_(CHART_OFF))
+ui.show_figure(decay_fig, f"alibi_decay_{tag}", key="be_fig_decay")
 st.markdown(_(
     "If the content scores q·k were equal for every key, attention would follow the bias "
     "alone: a key d tokens away gets weight proportional to e^(−m·d), a geometric decay. A "
