@@ -42,6 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "bench" / "out"
 from bench_class import PHONE_UA, Student, follow_lags, pct, teacher_moves  # noqa: E402
 
+from alibi_viz.figures.still import STILL_CLASS as STILL  # noqa: E402
 from alibi_viz_app.class_store import SETTING, open_store  # noqa: E402
 from alibi_viz_app.testing import free_port, start_streamlit, stop_streamlit  # noqa: E402
 
@@ -96,7 +97,8 @@ class ChangingStudent(Student):
             if which == "slider" and element.slider.id.endswith(LENGTH):
                 self.slider = (element.slider.id, int(element.slider.min),
                                int(element.slider.max))
-            elif which == "plotly_chart" and self.sent is not None and not self.charted:
+            elif (which == "plotly_chart" or (which == "html" and STILL in element.html.body)) \
+                    and self.sent is not None and not self.charted:  # a chart, or a still one
                 self.latencies.append(time.time() - self.sent)
                 self.charted = True
 
