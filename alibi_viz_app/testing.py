@@ -81,6 +81,10 @@ ARTIFACTS = ROOT / "test-artifacts"
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
+# Lighthouse's mobile profile's browser (a Moto G Power): "Mobile" in it, as in every phone's,
+# so the app starts a page as it does for a phone (`ui.on_phone`).
+PHONE_UA = ("Mozilla/5.0 (Linux; Android 11; moto g power (2022)) AppleWebKit/537.36 "
+            "(KHTML, like Gecko) Chrome/120.0.0.0 Mobile Safari/537.36")
 
 
 def free_port() -> int:

@@ -40,11 +40,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "bench" / "out"
-from bench_class import PHONE_UA, Student, follow_lags, pct, teacher_moves  # noqa: E402
+from bench_class import Student, follow_lags, pct, teacher_moves  # noqa: E402
 
 from alibi_viz.figures.still import STILL_CLASS as STILL  # noqa: E402
 from alibi_viz_app.class_store import SETTING, open_store  # noqa: E402
-from alibi_viz_app.testing import free_port, start_streamlit, stop_streamlit  # noqa: E402
+from alibi_viz_app.testing import PHONE_UA, free_port, start_streamlit, stop_streamlit  # noqa: E402
 
 STEP = 2                # the class's step while students change controls
 LENGTH = "ls_s2_len"    # its length slider: the control every student moves

@@ -43,10 +43,7 @@ import psutil
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "bench" / "out"
 from alibi_viz_app.class_store import SETTING, open_store  # noqa: E402
-from alibi_viz_app.testing import free_port, start_streamlit, stop_streamlit  # noqa: E402
-
-PHONE_UA = ("Mozilla/5.0 (Linux; Android 11; moto g power (2022)) AppleWebKit/537.36 "
-            "(KHTML, like Gecko) Chrome/120.0.0.0 Mobile Safari/537.36")
+from alibi_viz_app.testing import PHONE_UA, free_port, start_streamlit, stop_streamlit  # noqa: E402
 
 
 class Student:

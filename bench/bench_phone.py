@@ -48,6 +48,7 @@ from pathlib import Path
 from alibi_viz_app.testing import (
     CHROMIUM,
     CHROMIUM_ARGS,
+    PHONE_UA,
     free_port,
     start_streamlit,
     stop_streamlit,
@@ -55,8 +56,6 @@ from alibi_viz_app.testing import (
 
 PAGES = {"bias": "", "lesson": "lesson", "model": "model", "compare": "compare",
          "extrapolation": "extrapolation", "inspect": "inspect"}
-PHONE_UA = ("Mozilla/5.0 (Linux; Android 11; moto g power (2022)) AppleWebKit/537.36 "
-            "(KHTML, like Gecko) Chrome/120.0.0.0 Mobile Safari/537.36")
 QUIET_MS = 1000
 NOT_LOOPBACK = re.compile(r"^(https?|wss?)://(?!(127\.0\.0\.1|localhost)[:/])")  # blocked
 TIMEOUT_MS = 300_000

@@ -9,12 +9,11 @@ import pytest
 from helpers import screenshot, wait_for_app
 from playwright.sync_api import expect
 
+from alibi_viz_app.testing import PHONE_UA
+
 pytestmark = pytest.mark.browser
 
 TEXT = quote("def add(a, b):\n    return a + b\n")
-# Lighthouse's mobile profile's browser (a Moto G Power): "Mobile" in it, as in every phone's.
-PHONE_UA = ("Mozilla/5.0 (Linux; Android 11; moto g power (2022)) AppleWebKit/537.36 "
-            "(KHTML, like Gecko) Chrome/120.0.0.0 Mobile Safari/537.36")
 MAPS = ".avm"  # the component's root (playwright's selectors go through its shadow root)
 
 
