@@ -89,6 +89,18 @@ def _axis_name(ref: str, letter: str) -> str:
     return letter + "axis" + (ref[1:] if ref and len(ref) > 1 else "")
 
 
+def _error_bounds(t: dict) -> tuple[np.ndarray, np.ndarray] | None:
+    """(low ends, high ends) of a trace's shown error bars (error_y arrays), in data values."""
+    error = t.get("error_y") or {}
+    if error.get("array") is None or error.get("visible", True) is False:
+        return None
+    raw, up = _numbers(t.get("y")), _numbers(error["array"])
+    down = _numbers(error.get("arrayminus", error["array"]))
+    if raw is None or up is None or down is None or min(len(up), len(down)) < len(raw):
+        return None
+    return raw - down[:len(raw)], raw + up[:len(raw)]
+
+
 # ----------------------------------------------------------------------------- axes
 
 class Axis:
@@ -290,19 +302,13 @@ def figure_html(spec: dict, width: int | None = None) -> str:
     if lowest < area[2] - 20:  # equal scales left the plot's bottom empty: the picture ends
         H -= int(area[2] - lowest)  # where the lowest axis does, its labels under it
 
-    def axis(ref: str | None, letter: str) -> Axis:
-        name = _axis_name(ref or letter, letter)
-        if name not in axes:
-            axes[name] = Axis(layout.get(name), letter)
-        return axes[name]
-
     parts = [f'<svg viewBox="0 0 {W} {H}" width="{W}" height="{H}" '
              f'xmlns="http://www.w3.org/2000/svg" font-size="{FONT_PX}" '
              f'font-family="sans-serif" fill="#262730">']
     parts += _grids_and_axes(axes, layout)
     legend, bars = [], []
     for k, t in enumerate(traces):
-        ax, ay = axis(t.get("xaxis"), "x"), axis(t.get("yaxis"), "y")
+        ax, ay = _axis(axes, layout, t.get("xaxis"), "x"), _axis(axes, layout, t.get("yaxis"), "y")
         color = _trace_color(t, k)
         parts += _trace(t, ax, ay, color, traces[k - 1] if k else None, W / fitted_width(spec))
         if t.get("showlegend", True) is not False and t.get("name") and (
@@ -314,8 +320,8 @@ def figure_html(spec: dict, width: int | None = None) -> str:
         bar = _trace_bar(t, layout)
         if bar and bar not in bars:
             bars.append(bar)
-    parts += _shapes(layout.get("shapes") or [], axes, area, axis)
-    parts += _annotations(layout.get("annotations") or [], axes, area, axis)
+    parts += _shapes(layout.get("shapes") or [], axes, layout, area)
+    parts += _annotations(layout.get("annotations") or [], axes, layout, area)
     parts.append("</svg>")
     title = _text(layout.get("title"))
     out = [f'<div class="{STILL_CLASS}" style="{BOX_STYLE}">']
@@ -363,18 +369,12 @@ def plot_axes(spec: dict, W: int, H: int) -> tuple[dict[str, Axis], tuple]:
     traces = shown_traces(spec)
     axes: dict[str, Axis] = {}
 
-    def axis(ref: str | None, letter: str) -> Axis:
-        name = _axis_name(ref or letter, letter)
-        if name not in axes:
-            axes[name] = Axis(layout.get(name), letter)
-        return axes[name]
-
     for name in layout:
         if re.fullmatch(r"[xy]axis\d*", name):
-            axis(name[0] + name[5:], name[0])
+            _axis(axes, layout, name[0] + name[5:], name[0])
     padded = set()
     for t in traces:
-        ax, ay = axis(t.get("xaxis"), "x"), axis(t.get("yaxis"), "y")
+        ax, ay = _axis(axes, layout, t.get("xaxis"), "x"), _axis(axes, layout, t.get("yaxis"), "y")
         kind = t.get("type", "scatter")
         if kind == "image":
             w, h = _image_size(t)
@@ -401,14 +401,9 @@ def plot_axes(spec: dict, W: int, H: int) -> tuple[dict[str, Axis], tuple]:
                 ys = np.concatenate([ys, [0.0]])
                 half = 0.4 if ax.categories else _bar_half(xs)
                 xs = np.concatenate([xs - half, xs + half])
-            error = t.get("error_y") or {}
-            if error.get("array") is not None:
-                up = _numbers(error["array"])
-                down = _numbers(error.get("arrayminus", error["array"]))
-                raw = _numbers(t.get("y"))
-                if raw is not None and up is not None and len(up) == len(raw):
-                    low, high = raw - (down if down is not None else up), raw + up
-                    ys = np.concatenate([ys, ay.data(low), ay.data(high)])
+            bounds = _error_bounds(t)
+            if bounds is not None:
+                ys = np.concatenate([ys, ay.data(bounds[0]), ay.data(bounds[1])])
             fx, fy = xs[np.isfinite(xs)], ys[np.isfinite(ys)]
             if fx.size:
                 ax.extend(fx.min(), fx.max())
@@ -440,7 +435,7 @@ def plot_axes(spec: dict, W: int, H: int) -> tuple[dict[str, Axis], tuple]:
     for a in axes.values():  # equal scales (a square map stays square): the wider one shrinks
         anchor = a.spec.get("scaleanchor")
         if a.letter == "y" and isinstance(anchor, str) and re.fullmatch(r"x\d*", anchor):
-            _equal_scale(axis(anchor, "x"), a)
+            _equal_scale(_axis(axes, layout, anchor, "x"), a)
     return axes, area
 
 
@@ -595,18 +590,14 @@ def _trace(t: dict, ax: Axis, ay: Axis, color: str, previous: dict | None,
                      if finite.any() else "")
             out.append(f'<path d="{d}" fill="{_color(t.get("fillcolor"), color)}" '
                        'fill-opacity="0.25" stroke="none"/>')
-    error = t.get("error_y") or {}
-    if error.get("array") is not None and error.get("visible", True) is not False:
-        up = _numbers(error["array"])
-        down = _numbers(error.get("arrayminus", error["array"]))
-        raw = _numbers(t.get("y"))
-        if raw is not None and up is not None and len(up) >= len(xs):
-            lows, highs = ay.px(ay.data(raw - down[:len(raw)])), ay.px(ay.data(raw + up[:len(raw)]))
-            for x, lo, hi in zip(px, lows, highs, strict=False):
-                if np.isfinite(x) and np.isfinite(lo) and np.isfinite(hi):
-                    out.append(f'<path d="M{x:.1f},{lo:.1f}L{x:.1f},{hi:.1f}M{x - 3:.1f},{lo:.1f}'
-                               f'L{x + 3:.1f},{lo:.1f}M{x - 3:.1f},{hi:.1f}L{x + 3:.1f},{hi:.1f}" '
-                               f'stroke="{color}" stroke-width="1"/>')
+    bounds = _error_bounds(t)
+    if bounds is not None:
+        lows, highs = ay.px(ay.data(bounds[0])), ay.px(ay.data(bounds[1]))
+        for x, lo, hi in zip(px, lows, highs, strict=False):
+            if np.isfinite(x) and np.isfinite(lo) and np.isfinite(hi):
+                out.append(f'<path d="M{x:.1f},{lo:.1f}L{x:.1f},{hi:.1f}M{x - 3:.1f},{lo:.1f}'
+                           f'L{x + 3:.1f},{lo:.1f}M{x - 3:.1f},{hi:.1f}L{x + 3:.1f},{hi:.1f}" '
+                           f'stroke="{color}" stroke-width="1"/>')
     if "lines" in mode and line.get("width", 2) != 0:
         d = _path(px, py)
         if d:
@@ -676,6 +667,20 @@ def _trace_bar(t: dict, layout: dict) -> str | None:
     return None
 
 
+def _axis(axes: dict, layout: dict, ref: str | None, letter: str) -> Axis:
+    """The Axis a trace's reference names ("x2": layout's xaxis2), made on first use."""
+    name = _axis_name(ref or letter, letter)
+    if name not in axes:
+        axes[name] = Axis(layout.get(name), letter)
+    return axes[name]
+
+
+def _ref_axis(axes: dict, layout: dict, ref: str, letter: str) -> Axis:
+    """The axis a shape's or annotation's reference ("x2", "x2 domain", "paper") places it on;
+    for "paper", the first one."""
+    return _axis(axes, layout, letter if ref.startswith("paper") else ref.split()[0], letter)
+
+
 def _ref_px(ref: str, v: float, a: Axis, area: tuple, letter: str) -> float:
     """A shape's or annotation's coordinate in pixels: on an axis, or a fraction of the plot
     area ("paper") or of an axis's domain ("x domain")."""
@@ -687,14 +692,13 @@ def _ref_px(ref: str, v: float, a: Axis, area: tuple, letter: str) -> float:
     return float(a.px(math.log10(v) if a.log and v > 0 else v))
 
 
-def _shapes(shapes: list, axes: dict, area: tuple, axis) -> list[str]:
+def _shapes(shapes: list, axes: dict, layout: dict, area: tuple) -> list[str]:
     out = []
     for s in shapes:
         if s.get("type", "line") not in ("line", "rect") or s.get("visible", True) is False:
             continue
         xref, yref = str(s.get("xref", "x")), str(s.get("yref", "y"))
-        ax = axis(xref.split()[0] if not xref.startswith("paper") else "x", "x")
-        ay = axis(yref.split()[0] if not yref.startswith("paper") else "y", "y")
+        ax, ay = _ref_axis(axes, layout, xref, "x"), _ref_axis(axes, layout, yref, "y")
         try:
             x0, x1 = (_ref_px(xref, float(s[k]), ax, area, "x") for k in ("x0", "x1"))
             y0, y1 = (_ref_px(yref, float(s[k]), ay, area, "y") for k in ("y0", "y1"))
@@ -715,7 +719,7 @@ def _shapes(shapes: list, axes: dict, area: tuple, axis) -> list[str]:
     return out
 
 
-def _annotations(notes: list, axes: dict, area: tuple, axis) -> list[str]:
+def _annotations(notes: list, axes: dict, layout: dict, area: tuple) -> list[str]:
     """The figure's notes (subplot titles among them), each line shrunk to the width of the
     subplot it stands over (or of the plot), at 8 px at least."""
     out = []
@@ -726,8 +730,7 @@ def _annotations(notes: list, axes: dict, area: tuple, axis) -> list[str]:
         if not lines or n.get("visible", True) is False:
             continue
         xref, yref = str(n.get("xref", "x")), str(n.get("yref", "y"))
-        ax = axis(xref.split()[0] if not xref.startswith("paper") else "x", "x")
-        ay = axis(yref.split()[0] if not yref.startswith("paper") else "y", "y")
+        ax, ay = _ref_axis(axes, layout, xref, "x"), _ref_axis(axes, layout, yref, "y")
         try:
             fx = float(n.get("x", 0.5))
             x = _ref_px(xref, fx, ax, area, "x")
