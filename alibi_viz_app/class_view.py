@@ -469,13 +469,14 @@ def panel(step: int, present: bool) -> None:
         # back whole.
         if st.session_state.setdefault("cls_join_step", step) != step:
             st.session_state.update(cls_join=False, cls_join_small=True)
-    with st.sidebar:
+    with st.sidebar:  # always drawn: a phone's settings popover runs no script until opened
         if room and st.session_state.pop("cls_set_cookie", False):
             st.html(COOKIE_JS % (COOKIE, session_id()), unsafe_allow_javascript=True)
         if held := st.session_state.pop("cls_teacher_cookie", None):
             st.html(COOKIE_JS % (TEACHER_COOKIE, held), unsafe_allow_javascript=True)
         if st.session_state.pop("cls_forget_teacher", False):
             st.html(FORGET_COOKIE_JS % TEACHER_COOKIE, unsafe_allow_javascript=True)
+    with ui.settings():
         st.subheader(_("Class"))
         if not room:
             st.button(_("Start a class"), key="cls_start", on_click=start, icon=":material/groups:",

@@ -240,8 +240,11 @@ def text_ui(prefix: str) -> str:
     if len(text) > MAX_TEXT_CHARS:  # not cut by the callback (set by code, not typed)
         cut_from, text = len(text), text[:MAX_TEXT_CHARS]
     if cut_from:
-        st.warning(_("The text had {n} characters; only the first {kept} are kept (and the model "
-                     "reads at most the token limit in the sidebar).").format(
+        st.warning(ui.where_settings(
+            _("The text had {n} characters; only the first {kept} are kept (and the model "
+              "reads at most the token limit in the sidebar)."),
+            _("The text had {n} characters; only the first {kept} are kept (and the model "
+              "reads at most the token limit in Settings).")).format(
                          n=number(cut_from), kept=number(MAX_TEXT_CHARS)), icon="✂️")
     return text
 
@@ -264,7 +267,7 @@ def controls_ui(prefix: str, info) -> Choice:
                 "layer 1."))
     _in_range(prefix, "head", info.num_heads,
               _("Head {value} is out of range for this model (heads 1-{count}): showing head 1."))
-    with st.sidebar:
+    with ui.settings():
         max_tokens = st.number_input(
             _("Max tokens"), 8, MAX_TOKENS, step=64, key=_key(prefix, "tokens"),
             help=_("The model reads at most this many tokens of the text (8-{n}).").format(

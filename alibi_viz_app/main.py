@@ -35,6 +35,8 @@ st.set_page_config(page_title="alibi-viz", page_icon=FAVICON,
 # The language comes first: page titles, navigation and every string below depend on it.
 ui.keep_page_state()
 ui.choose_language()
+ui.place_settings()
+ui.language_switch()
 
 PAGES = [
     st.Page("app_pages/bias_explorer.py", title=_("Bias explorer"), icon=":material/grid_on:", url_path="", default=True),
@@ -53,6 +55,7 @@ st.html("<style>[data-testid='stSidebarNavLink'] span { white-space: normal !imp
         "[data-testid='InputInstructions'] { display: none !important; }" + ui.WIDE_CSS
         + ui.SCROLLBAR_CSS + ui.MODEBAR_CSS + ui.TABLE_CSS
         + ui.READABLE_CSS + " [data-testid='stLayoutWrapper']:has(> .st-key-alibi_touch) { display: none; }"
+        + ui.SETTINGS_CSS
         + "</style>")
 # The touch script in a hidden container: an element with a script is laid out, and at the top
 # of every page its empty box pushed the content 16 px down (a lesson step's figure past the

@@ -103,11 +103,12 @@ LANG_KEY = "app_lang"  # the sidebar switch's key
 
 
 def choose_language() -> str:
-    """Set this run's language and draw the switch. main.py calls it first thing in every run.
+    """Set this run's language. main.py calls it first thing in every run, then draws the
+    switch (`language_switch`) where the settings go (`place_settings`).
 
     The session's first run takes the URL's `lang`, else the browser's Accept-Language, else
-    English; after that the sidebar switch decides, and `write_url` keeps it in the URL, so a
-    shared link opens in the same language. A bad `lang` falls back with a warning.
+    English; after that the switch decides, and `write_url` keeps it in the URL, so a shared
+    link opens in the same language. A bad `lang` falls back with a warning.
     """
     if LANG_KEY not in st.session_state:
         raw = st.query_params.get_all("lang") or None
@@ -118,15 +119,54 @@ def choose_language() -> str:
         st.session_state["_lang_warning"] = warning
     else:  # a widget's value survives a run that does not draw it only if handed back
         st.session_state[LANG_KEY] = st.session_state[LANG_KEY]
-    with st.sidebar:
+    return i18n.set_language(st.session_state[LANG_KEY])
+
+
+def language_switch() -> None:
+    """The language switch, in the settings (`settings`), and the warning of a bad `lang`."""
+    with settings():
         # The label names the switch in all three languages: a reader who cannot read the
         # current one can still find it.
         st.selectbox("Language · Idioma · Язык", list(i18n.LANGUAGES), key=LANG_KEY,
                      format_func=i18n.LANGUAGES.get)
-    language = i18n.set_language(st.session_state[LANG_KEY])
     if warning := st.session_state.pop("_lang_warning", None):
         st.warning(_("URL parameter ignored: {warning}").format(warning=warning), icon="⚠️")
-    return language
+
+
+# On a phone the controls wait in a popover at the top of the page: a phone's browser draws a
+# popover's widgets only once it is opened, and every widget drawn before a page's first figure
+# (a sidebar's too, collapsed or not: it comes first in the page) held that figure back by
+# hundreds of ms each on a phone's CPU (bench/README.md, phones).
+_SETTINGS = threading.local()
+
+
+# A page's heading in the Settings popover at a label's size: drawn as large as the page's own
+# headings, it took a third of a phone's screen.
+SETTINGS_CSS = " [data-testid='stPopoverBody'] :is(h2, h3) { font-size: 1.1rem; }"
+
+
+def place_settings() -> None:
+    """Put this run's settings box (`settings`) in place: main.py calls it before the page,
+    so that on a phone the Settings popover is the page's first element."""
+    _SETTINGS.box = None
+    if on_phone():
+        _SETTINGS.box = (get_script_run_ctx(), st.popover(_("Settings"), icon=":material/tune:"))
+
+
+def settings():
+    """Where a page's controls go: the sidebar, and on a phone the Settings popover at the top
+    of the page (`place_settings`). A script that runs there must go to the sidebar instead:
+    a popover not yet opened does not run it."""
+    box = getattr(_SETTINGS, "box", None)
+    if box is not None and box[0] is get_script_run_ctx():
+        return box[1]
+    return st.sidebar
+
+
+def where_settings(sidebar: str, phone: str) -> str:
+    """Of two sentences that say where a control is, the one for this screen: `sidebar` where
+    the controls are in the sidebar, `phone` where they are in the Settings popover."""
+    return phone if on_phone() else sidebar
 
 
 @contextlib.contextmanager
@@ -255,6 +295,41 @@ def still_figure(spec: dict, key: str) -> None:
                  icon=":material/touch_app:", type="tertiary"):
         st.session_state[CHARTS] = True
         st.rerun()  # the whole page, also from inside a fragment: every chart turns on
+    if on_phone():
+        first_figure_alone()
+
+
+FIRST_DRAWN = "_first_figure_drawn"  # session state: the pages whose first run ended at a figure
+REST_KEY = "first_figure_rest"  # the hidden button that asks for the rest of the page
+
+
+def first_figure_alone() -> None:
+    """On a phone, a page's first run ends at its first figure, and the browser asks for the
+    rest of the page once it has drawn that figure (it clicks a hidden button after the next
+    frame): a phone's browser draws what one run sends in one go, so every element after the
+    figure held it back (bench/README.md, phones). A class's student is left alone: the run
+    that follows the teacher sets controls further down the page."""
+    ctx = get_script_run_ctx()
+    if ctx is None or st.session_state.get("cls_watched") or ctx.fragment_ids_this_run:
+        return
+    drawn = st.session_state.setdefault(FIRST_DRAWN, set())
+    if ctx.page_script_hash in drawn:
+        return
+    drawn.add(ctx.page_script_hash)
+    with st.container(key=REST_KEY):
+        st.button("…", key=REST_KEY + "_button")
+    st.html(REST_JS, unsafe_allow_javascript=True)
+    st.stop()
+
+
+# The hidden button, clicked a frame after the figure is drawn; the button may be drawn a few
+# frames after this script (Streamlit loads a widget's code on its first use): looked for in
+# each frame, for up to 10 s.
+REST_JS = (f"<style>.st-key-{REST_KEY} {{ display: none; }}</style><script>(() => {{"
+           " let frames = 600; const ask = () => {"
+           f" const button = document.querySelector('.st-key-{REST_KEY} button');"
+           " if (button) button.click(); else if (--frames > 0) requestAnimationFrame(ask); };"
+           " requestAnimationFrame(() => requestAnimationFrame(ask)); })();</script>")
 
 
 PHONE_FIGURE_PX = 360  # a still figure's own width on a phone (a 390 px screen less the page's margins)
@@ -442,8 +517,11 @@ def failure_message(exc: Exception) -> str:
     input (AlibiVizError), else one plain sentence (the traceback stays in the server log)."""
     if isinstance(exc, AlibiVizError):
         return str(exc)
-    return _("The model could not run on this text ({kind}). Try fewer tokens (sidebar), or "
-             "reload the page.").format(kind=type(exc).__name__)
+    return where_settings(
+        _("The model could not run on this text ({kind}). Try fewer tokens (sidebar), or "
+          "reload the page."),
+        _("The model could not run on this text ({kind}). Try fewer tokens (Settings, at the "
+          "top of the page), or reload the page.")).format(kind=type(exc).__name__)
 
 
 LOOPBACK = {"localhost", "127.0.0.1", "::1"}

@@ -182,7 +182,7 @@ STILL_FIT_JS = """() => {
 }"""
 
 
-@pytest.mark.parametrize("path", ["lesson", "compare", "extrapolation"])
+@pytest.mark.parametrize("path", ["lesson", "compare", "extrapolation", "inspect"])
 def test_a_phone_sees_each_figure_still_with_no_plotly_and_can_turn_charts_on(phone,
                                                                                server_url, path):
     """At 390x844 with a phone's user agent, in Spanish: the page's figures are still pictures
@@ -202,3 +202,37 @@ def test_a_phone_sees_each_figure_still_with_no_plotly_and_can_turn_charts_on(ph
     wait_for_app(phone)
     assert phone.locator(".avz-still").count() == 0
     assert phone.locator(".js-plotly-plot").count() >= min(stills, 1)
+
+
+SIDEBAR_WIDGETS_JS = """() => document.querySelectorAll('[data-testid="stSidebar"] ' +
+  ':is(input, textarea, button[role="switch"], [role="combobox"], [role="radiogroup"])').length"""
+
+
+def test_a_phone_finds_the_controls_in_settings_and_gets_the_first_figure_first(phone,
+                                                                               server_url):
+    """At 390x844 with a phone's user agent, in Russian, on the bias explorer: the sidebar holds
+    only the pages, and the controls wait in a Settings popover at the top of the page, which
+    the text names; the first run ends at the first figure and the browser asks for the rest
+    itself (two runs, each asked and finished), after which the bias matrices are drawn. In
+    the popover, 4 heads redraw the matrices with 4 panels."""
+    with script_runs(phone) as runs:
+        phone.goto(f"{server_url}/?lang=ru")
+        maps = phone.locator(MAPS)
+        maps.and_(phone.locator("[data-drawn]")).wait_for()
+        wait_for_app(phone)
+        assert runs == {"asked": 2, "finished": 2}
+    assert phone.evaluate(SIDEBAR_WIDGETS_JS) == 0
+    assert maps.locator(".avm-grid canvas").count() == 8
+    main = phone.locator("[data-testid='stMain']")
+    assert "в «Настройках» вверху страницы" in main.inner_text()
+    settings = phone.get_by_role("button", name="Настройки")
+    box = settings.bounding_box()
+    assert box["y"] < 200 and box["x"] + box["width"] <= 390
+    settings.click()
+    body = phone.locator("[data-testid='stPopoverBody']")
+    expect(body.get_by_text("Language · Idioma · Язык")).to_be_visible()
+    heads = body.get_by_role("spinbutton", name="Головы", exact=True)
+    heads.fill("4")
+    heads.press("Enter")
+    expect(maps.locator(".avm-grid canvas")).to_have_count(4)
+    screenshot(phone, "phone_settings_ru")

@@ -127,7 +127,7 @@ def controls_ui():
     """The controls, seeded from the URL on the first run. Returns their values."""
     if ui.seed_from_url(PREFIX, PARAMS):  # the URL holds "0"/"1"; the toggle wants a bool
         st.session_state["be_decode"] = st.session_state["be_decode"] == "1"
-    with st.sidebar:
+    with ui.settings():
         st.header(_("Bias explorer"))
         num_heads = st.number_input(_("Heads"), 1, 128, step=1, key="be_heads",
                                     help=_("Number of attention heads (1-128)."))
@@ -181,9 +181,13 @@ st.title(_("ALiBi bias explorer"))
 st.markdown(_("**ALiBi** (Attention with Linear Biases, Press, Smith & Lewis, 2021) gives a "
               "transformer no position embeddings: each attention head subtracts a penalty "
               "proportional to the query-key distance, its slope m times the distance."))
-st.markdown(_("This page draws that penalty for any number of heads and any length: the slope "
-              "of every head (1), each head's bias matrix (2) and how fast attention decays "
-              "with distance (3). Change the heads and the length in the sidebar."))
+st.markdown(ui.where_settings(
+    _("This page draws that penalty for any number of heads and any length: the slope of every "
+      "head (1), each head's bias matrix (2) and how fast attention decays with distance (3). "
+      "Change the heads and the length in the sidebar."),
+    _("This page draws that penalty for any number of heads and any length: the slope of every "
+      "head (1), each head's bias matrix (2) and how fast attention decays with distance (3). "
+      "Change the heads and the length in Settings, at the top of the page.")))
 # One link a line: side by side in two columns, their labels were cut at 1024 px in Spanish.
 st.page_link("app_pages/lesson.py", label=_("New to ALiBi? Start with the Lesson"),
              icon=":material/school:")
@@ -275,14 +279,21 @@ if bias_display_size(query_rows(seq_len, decode), len(head_ids), seq_len) <= MAX
                        f"alibi_bias_{tag}.csv", "text/csv", key="be_dl_csv")
 else:
     c2.caption(_("CSV is offered up to 200,000 values; use .npy."))
-st.markdown(_(
+st.markdown(ui.where_settings(_(
     "**Decoding with a KV cache.** Generating token t, a model computes one new query against "
     "the t + 1 cached keys. Its bias row is −m·(t − j), j = 0..t: the bottom row of the full "
     "matrix, the bottom-right-aligned slice when there are more keys than queries (switch on "
     "*Decoding step* in the sidebar to draw it). The bias depends only on the distance "
     "t − j, so nothing computed for earlier tokens changes as the context grows: no position "
     "is re-encoded, each step only extends the row by one key (in the row-constant form "
-    "below, the new key simply gets m·t)."))
+    "below, the new key simply gets m·t)."), _(
+    "**Decoding with a KV cache.** Generating token t, a model computes one new query against "
+    "the t + 1 cached keys. Its bias row is −m·(t − j), j = 0..t: the bottom row of the full "
+    "matrix, the bottom-right-aligned slice when there are more keys than queries (switch on "
+    "*Decoding step* in Settings, at the top of the page, to draw it). The bias depends only "
+    "on the distance t − j, so nothing computed for earlier tokens changes as the context "
+    "grows: no position is re-encoded, each step only extends the row by one key (in the "
+    "row-constant form below, the new key simply gets m·t).")))
 
 GENTLEST = 2.0 ** -8  # the paper's gentlest slope (8 heads, head 8)
 st.subheader(_("3. Decay: what the bias alone does to attention"))

@@ -123,7 +123,7 @@ def controls_ui():
     """The controls, seeded from the URL on the first run. Returns their values."""
     ui.seed_from_url(PREFIX, PARAMS)
     finish_seeding()
-    with st.sidebar:
+    with ui.settings():
         st.html(METHODS_CSS)
         st.header(_("Compare methods"))
         methods = st.multiselect(
@@ -207,7 +207,9 @@ selection = checked_selection(params, mode)
 ui.write_url(url_state(methods, seq_len, mode, xscale, selection))
 
 if not selection:
-    st.info(_("Choose at least one method in the sidebar."))
+    st.info(ui.where_settings(_("Choose at least one method in the sidebar."),
+                              _("Choose at least one method in Settings, at the top of the "
+                                "page.")))
     st.stop()
 
 try:

@@ -122,7 +122,7 @@ def controls_ui(names: list[str], num_layers: int, num_heads: int):
     # options read the same wherever Streamlit formats them.
     labels = {name: model_label(name) for name in names}
     kinds = {kind: _(title) for kind, title in data.TEXT_KINDS.items()}
-    with st.sidebar:
+    with ui.settings():
         st.header(_("Extrapolation lab"))
         kind = st.selectbox(_("Held-out text"), list(kinds), key="xl_kind",
                             format_func=kinds.get,
@@ -174,8 +174,12 @@ def live_section(shipped: dict, results: dict, model: str, length: int, kind: st
     """Section 2: one point of the chart, computed now, beside the shipped number. Returns
     (protocol, token cap, this session's live runs on `kind`)."""
     st.subheader(_("2. Re-run it live"))
-    st.markdown(_("One point of the chart above, computed now: choose a model and a length in the "
-                  "sidebar, run it, and look at the live number beside the shipped one."))
+    st.markdown(ui.where_settings(
+        _("One point of the chart above, computed now: choose a model and a length in the "
+          "sidebar, run it, and look at the live number beside the shipped one."),
+        _("One point of the chart above, computed now: choose a model and a length in "
+          "Settings, at the top of the page, run it, and look at the live number beside the "
+          "shipped one.")))
     protocol, n_tokens, cap = view.live_controls_ui(length)
     st.caption(view.live_caption(model, length, protocol, cap))
     live_runs = st.session_state.setdefault("xl_live", [])

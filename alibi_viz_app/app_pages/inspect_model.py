@@ -146,7 +146,7 @@ def source_ui(models: dict, default: str):
     """Shipped model or local folder, in the sidebar. Returns (source, shipped name, path)."""
     if st.session_state["im_model"] not in models:
         st.session_state["im_model"] = default
-    with st.sidebar:
+    with ui.settings():
         st.header(_("Inspect a model"))
         source = st.radio(_("Model"), SOURCES, key="im_source", format_func=SOURCE_TITLES.get,
                           help=_("One of the models shipped with alibi-viz, or any Hugging Face "
@@ -252,8 +252,12 @@ if source == "shipped" and not name:
                    folder=SOURCE_TITLES["folder"]), icon="🚫")
     st.stop()
 if source == "folder" and not path:
-    st.info(_("Type the path of a model folder in the sidebar: a Hugging Face causal LM saved "
-              "with save_pretrained (config.json, model.safetensors, tokenizer files)."), icon="👈")
+    st.info(ui.where_settings(
+        _("Type the path of a model folder in the sidebar: a Hugging Face causal LM saved "
+          "with save_pretrained (config.json, model.safetensors, tokenizer files)."),
+        _("Type the path of a model folder in Settings, at the top of the page: a Hugging Face "
+          "causal LM saved with save_pretrained (config.json, model.safetensors, tokenizer "
+          "files).")), icon="👈")
     st.stop()
 
 target = str(models[name]) if source == "shipped" else repo if source == "cache" else path

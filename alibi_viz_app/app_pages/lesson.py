@@ -88,7 +88,7 @@ def controls_ui():
     if first_run:  # the URL holds "0"/"1"; the toggles want a bool
         for key in ("ls_present", "ls_print"):
             st.session_state[key] = st.session_state[key] == "1"
-    with st.sidebar:
+    with ui.settings():
         st.header(_("Lesson"))
         present = st.toggle(_("Presentation mode"), key="ls_present",
                             help=_("For a projector: short text, one figure sized to the screen, "
@@ -193,6 +193,11 @@ else:
         st.html(PRESENT_CSS)
     else:  # on a projector the step's own heading is the title
         st.title(_("Lesson: ALiBi in nine steps"))
-    if not class_view.following():  # a following student's first screen is the question
+    # A following student's first screen is the question, with no buttons; on a phone the
+    # buttons come after the step, which a reader scrolls through, so its figure comes first.
+    buttons = not class_view.following()
+    if buttons and not ui.on_phone():
         navigation_ui(step, present)
     show_step(step, present)
+    if buttons and ui.on_phone():
+        navigation_ui(step, present)

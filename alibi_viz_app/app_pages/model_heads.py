@@ -36,7 +36,7 @@ if st.session_state["mh_model"] not in models:  # its folder vanished since it w
     st.warning(_("The model '{model}' is no longer in assets/models; showing '{default}'.")
                .format(model=st.session_state["mh_model"], default=default), icon="⚠️")
     st.session_state["mh_model"] = default
-with st.sidebar:
+with ui.settings():
     st.header(_("Model heads"))
     name = st.selectbox(_("Model"), list(models), key="mh_model",
                         format_func=model_title,
