@@ -554,6 +554,7 @@ def _layer_view(prefix: str, loaded: Loaded, text: str, choice: Choice, key: tup
     filename = f"attention_{name}_L{choice.layer + 1}_T{analysis.seq_len}"
     canvas_maps.show(grid_maps(analysis, loaded, key, choice.layer, choice.scale, filename,
                                i18n.get_language()), key=f"{prefix}_maps_grid")
+    ui.first_figure_alone()
     st.caption(_("Tap or click a head's panel, or its number, to draw it alone; *All heads* "
                  "draws them all again."))
     if not choice.interactive:

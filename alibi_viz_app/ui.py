@@ -295,8 +295,7 @@ def still_figure(spec: dict, key: str) -> None:
                  icon=":material/touch_app:", type="tertiary"):
         st.session_state[CHARTS] = True
         st.rerun()  # the whole page, also from inside a fragment: every chart turns on
-    if on_phone():
-        first_figure_alone()
+    first_figure_alone()
 
 
 FIRST_DRAWN = "_first_figure_drawn"  # session state: the pages whose first run ended at a figure
@@ -304,13 +303,15 @@ REST_KEY = "first_figure_rest"  # the hidden button that asks for the rest of th
 
 
 def first_figure_alone() -> None:
-    """On a phone, a page's first run ends at its first figure, and the browser asks for the
-    rest of the page once it has drawn that figure (it clicks a hidden button after the next
-    frame): a phone's browser draws what one run sends in one go, so every element after the
-    figure held it back (bench/README.md, phones). A class's student is left alone: the run
-    that follows the teacher sets controls further down the page."""
+    """Called after each figure a page draws. On a phone, a page's first run ends at its first
+    figure, and the browser asks for the rest of the page once it has drawn that figure (it
+    clicks a hidden button after the next frame): a phone's browser draws what one run sends
+    in one go, so every element after the figure held it back (bench/README.md, phones). A
+    class's student is left alone: the run that follows the teacher sets controls further
+    down the page."""
     ctx = get_script_run_ctx()
-    if ctx is None or st.session_state.get("cls_watched") or ctx.fragment_ids_this_run:
+    if (not on_phone() or ctx is None or st.session_state.get("cls_watched")
+            or ctx.fragment_ids_this_run):
         return
     drawn = st.session_state.setdefault(FIRST_DRAWN, set())
     if ctx.page_script_hash in drawn:

@@ -148,25 +148,28 @@ def controls_ui(names: list[str], num_layers: int, num_heads: int):
 # ----------------------------------------------------------------------------- sections
 
 def shipped_results_section(results: dict, train_seq_len: int, kind: str):
-    """Section 1's text (the chart is drawn by `results_chart` once a live run may have added
-    its star). Returns (the chart's slot, the results, {} if they could not be read)."""
+    """Section 1: the chart, unless this run makes a live run (then `results_chart` draws it
+    once the live run has added its star), and its text. Returns (the chart's slot, None when
+    the chart is drawn, and the results, {} if they could not be read)."""
     st.subheader(_("1. Perplexity vs evaluation length (shipped results)"))
     st.markdown(_("Each model's perplexity (lower is better) on held-out text read in windows "
                   "of growing length, the training length dashed: look at which curves stay "
                   "flat or fall past the dashed line and which climb."))
-    chart_slot = st.container()  # filled at the end, once a live run may have added its star
-    summary_slot = st.container()
+    chart_slot = st.container()
     if not results:
         chart_slot.info(_("No shipped results for this text yet: assets/results/extrapolation-{kind}.json "
                           "is written by `python -m experiments.evaluate`. The live evaluation below "
                           "works without it.").format(kind=kind))
         return chart_slot, results
-    with summary_slot:
-        try:
-            view.results_summary_ui(results, train_seq_len)
-        except AlibiVizError as exc:
-            st.error(_("The shipped results could not be read: {error}").format(error=exc))
-            results = {}
+    if not st.session_state.get("xl_run"):  # drawn before its text: a phone shows it sooner
+        results_chart(chart_slot, results, [r for r in st.session_state.get("xl_live", [])
+                                            if r["kind"] == kind])
+        chart_slot = None
+    try:
+        view.results_summary_ui(results, train_seq_len)
+    except AlibiVizError as exc:
+        st.error(_("The shipped results could not be read: {error}").format(error=exc))
+        results = {}
     return chart_slot, results
 
 
@@ -222,8 +225,9 @@ def live_section(shipped: dict, results: dict, model: str, length: int, kind: st
 
 
 def results_chart(chart_slot, results: dict, live_runs: list) -> None:
-    """Section 1's chart, drawn last into its slot, with this text's live runs starred."""
-    if not results:
+    """Section 1's chart, drawn into its slot (None: drawn already), with this text's live
+    runs starred."""
+    if not results or chart_slot is None:
         return
     try:
         fig = ui.perplexity_fig(results)

@@ -209,6 +209,12 @@ def zoo_model(bug: str):
 
 
 def zoo_ui() -> None:
+    """The conformance check's demo, in an expander."""
+    with st.expander(_("Conformance demo: a zoo of broken ALiBi models")):
+        zoo_demo()
+
+
+def zoo_demo() -> None:
     """The conformance check's demo: a tiny BLOOM with one injected bug, checked on a click."""
     st.markdown(_("Tiny random BLOOM models, each with one bug that engineers hit when they "
                   "port, quantise or serve ALiBi models, injected through forward hooks. Pick "
@@ -224,7 +230,10 @@ st.title(_("Inspect a model"))
 st.caption(_("Load a checkpoint and see how it encodes position, its ALiBi slopes against the "
              "standard schedules, and then its heads on any text."))
 
-with st.expander(_("Conformance demo: a zoo of broken ALiBi models")):
+# On a phone the demo comes after the model's heads: a closed expander's widgets are still
+# drawn, and ahead of the page's first figure they held it back on a phone's CPU.
+demo_first = not ui.on_phone()
+if demo_first:
     zoo_ui()
 
 models = shipped_models()
@@ -285,3 +294,5 @@ ui.write_url({"source": source, "model": name if source == "shipped" else None,
               "path": path if source == "folder" and path else None,
               "repo": repo or None, **heads_view.url_values(PREFIX, choice, text)})
 heads_view.show(PREFIX, loaded, text, choice)
+if not demo_first:
+    zoo_ui()
