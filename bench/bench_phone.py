@@ -10,7 +10,9 @@ Emulation.setCPUThrottlingRate. The network is not throttled: the server is on t
 
 One app server, warmed first (every page run once over the websocket, `warm_up.run_page`), and
 beside it, in the same run, two bare Streamlit pages as yardsticks: one small plotly chart, and
-no chart at all. For each page, `--repeats` times each:
+no chart at all; and (unless --no-bare) four bare pages of one still picture: alone, after ten
+widgets, after the same widgets in a popover, and before them (what the app's phone layout
+rests on: widgets drawn before a figure, or with it, hold it back). For each page, `--repeats` times each:
 
   cold   a new browser context (empty cache), then the page opened;
   warm   the same context, the page reloaded (Streamlit's and plotly's scripts cached).
@@ -71,6 +73,40 @@ BARE_NONE = """import streamlit as st
 st.title("A bare page")
 st.write("No chart.")
 """
+# What holds a phone's first figure back: one still picture (`figures.still`'s kind of figure,
+# an SVG image) after ten widgets, the same widgets in a popover (drawn only when opened), and
+# the picture before them (drawn in the same go).
+BARE_STILL = """import base64
+import streamlit as st
+
+SVG = ('<svg xmlns="http://www.w3.org/2000/svg" width="360" height="240">'
+       '<rect x="10" y="10" width="300" height="200" fill="#a33"/></svg>')
+URI = "data:image/svg+xml;base64," + base64.b64encode(SVG.encode()).decode()
+
+
+def widgets():
+    for k in range(4):
+        st.slider(f"slider {k}", 0, 10, 5)
+    for k in range(3):
+        st.selectbox(f"select {k}", ["a", "b"])
+    for k in range(3):
+        st.toggle(f"toggle {k}")
+
+
+def still():
+    st.html(f'<div class="avz-still"><img src="{URI}" width="360" height="240"></div>')
+
+
+st.title("A bare page")
+LAYOUT
+"""
+BARE_STILLS = {
+    "bare: still picture": "still()",
+    "bare: 10 widgets, then the picture": "widgets()\nstill()",
+    "bare: 10 widgets in a popover, then the picture": "with st.popover('Settings'):\n"
+                                                       "    widgets()\nstill()",
+    "bare: the picture, then 10 widgets": "still()\nwidgets()",
+}
 
 # Watches the page from its first script on (an init script, run again on every navigation).
 WATCH_JS = """(() => {
@@ -205,6 +241,8 @@ def main(argv=None) -> int:
     parser.add_argument("--pages", nargs="*", default=list(PAGES), choices=list(PAGES))
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--throttle", type=float, default=4.0, help="CPU slowdown (Lighthouse: 4)")
+    parser.add_argument("--no-bare", dest="bare", action="store_false",
+                        help="leave out the bare pages of a still picture among widgets")
     args = parser.parse_args(argv)
     from playwright.sync_api import sync_playwright
 
@@ -215,9 +253,14 @@ def main(argv=None) -> int:
         with tempfile.TemporaryDirectory() as folder:
             bare = [serve_bare(Path(folder), BARE_PLOTLY, "bare_plotly"),
                     serve_bare(Path(folder), BARE_NONE, "bare_none")]
+            stills = {name: serve_bare(Path(folder), BARE_STILL.replace("LAYOUT", layout),
+                                       f"bare_still_{k}")
+                      for k, (name, layout) in enumerate(BARE_STILLS.items())} if args.bare else {}
+            bare += stills.values()
             warm(app_url, pages)
             targets = [("bare: one plotly chart", bare[0][1] + "/", False),
                        ("bare: no chart", bare[1][1] + "/", True)]
+            targets += [(name, url + "/", False) for name, (_proc, url) in stills.items()]
             targets += [(f"/{path}", f"{app_url}/{path}", False) for path in pages.values()]
             rows = {}
             with sync_playwright() as playwright:
@@ -236,18 +279,20 @@ def main(argv=None) -> int:
           f"{args.repeats} (ms from navigation start)\n")
     head = ("| page | cold first figure | cold LCP | cold settled | warm first figure | "
             "warm LCP | warm settled | head switch | cold first figure / bare plotly | "
-            "cold settled / bare none |")
+            "cold settled / bare none | first figure / bare none's LCP, cold and warm |")
     print(head)
     print("|" + "---|" * (head.count("|") - 1))
     base_figure = median(s["figure"] for s in rows["bare: one plotly chart"]["cold"])
     base_settled = median(s["settled"] for s in rows["bare: no chart"]["cold"])
+    base_lcp = [median(s["lcp"] for s in rows["bare: no chart"][kind]) for kind in ("cold", "warm")]
     for name, samples in rows.items():
         cold, warm_ = samples["cold"], samples["warm"]
         values = [median(s[k] for s in cold) for k in ("figure", "lcp", "settled")]
         values += [median(s[k] for s in warm_) for k in ("figure", "lcp", "settled")]
         switch = median(s.get("switch") for s in cold + warm_)
         print(f"| {name} | " + " | ".join(cell(v) for v in values) + f" | {cell(switch)} | "
-              f"{ratio(values[0], base_figure)} | {ratio(values[2], base_settled)} |")
+              f"{ratio(values[0], base_figure)} | {ratio(values[2], base_settled)} | "
+              f"{ratio(values[0], base_lcp[0])}, {ratio(values[3], base_lcp[1])} |")
     return 0
 
 
