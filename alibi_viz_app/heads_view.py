@@ -215,8 +215,9 @@ def _edited_text(prefix: str) -> None:
         st.session_state[_key(prefix, "example")] = CUSTOM
 
 
-def text_ui(prefix: str) -> str:
-    """Example picker and text area. Returns the text, cut to MAX_TEXT_CHARS with a warning."""
+def _example_titles(prefix: str) -> dict:
+    """The example picker's titles; the chosen example's text put in the page's language when
+    the language changed since it was drawn."""
     titles = ({slug: _(title) for slug, (title, _text) in examples().items()}
               | {CUSTOM: _("Your own text")})
     if st.session_state.get(_key(prefix, "example")) not in titles:
@@ -225,6 +226,19 @@ def text_ui(prefix: str) -> str:
     if slug in examples() and st.session_state.get(shown_in) not in (None, i18n.get_language()):
         st.session_state[_key(prefix, "text")] = examples()[slug][1]  # the language changed
     st.session_state[shown_in] = i18n.get_language()
+    return titles
+
+
+def text_value(prefix: str) -> str:
+    """The text `text_ui` returns, before its box is drawn (a phone draws it after the maps:
+    `show`'s text_box)."""
+    _example_titles(prefix)
+    return str(st.session_state.get(_key(prefix, "text")) or "")[:MAX_TEXT_CHARS]
+
+
+def text_ui(prefix: str) -> str:
+    """Example picker and text area. Returns the text, cut to MAX_TEXT_CHARS with a warning."""
+    titles = _example_titles(prefix)
     left, right = st.columns([1, 3])
     left.selectbox(_("Example"), list(titles), key=_key(prefix, "example"),
                    format_func=titles.__getitem__, on_change=_pick_example, args=(prefix,),
@@ -475,13 +489,15 @@ def cached_behaviour(_loaded: Loaded, model_key: tuple):
 
 # ----------------------------------------------------------------------------- views
 
-def show(prefix: str, loaded: Loaded, text: str, choice: Choice) -> None:
+def show(prefix: str, loaded: Loaded, text: str, choice: Choice, text_box: bool = False) -> None:
     """The grid of every head of the chosen layer, the chosen head's decomposition row and the
-    head statistics, with notes on truncation and the training length.
+    head statistics, with notes on truncation and the training length. On a phone the layer
+    picker and the *Interactive charts* toggle come after the maps, and so does the text box
+    (`text_ui`) with `text_box`: what is drawn before a phone's first figure holds it back.
 
     Bad input is reported by the library as AlibiVizError and shown as it is; anything else
     is a bug, logged with its traceback on the server and shown as one plain sentence."""
-    guarded(_show, prefix, loaded, text, choice)
+    guarded(_show, prefix, loaded, text, choice, text_box)
 
 
 def guarded(view, prefix: str, loaded: Loaded, text: str, choice: Choice, *args) -> None:
@@ -496,7 +512,7 @@ def guarded(view, prefix: str, loaded: Loaded, text: str, choice: Choice, *args)
                    "server log). Try another text, layer or head, or reload the page."), icon="🐞")
 
 
-def _show(prefix: str, loaded: Loaded, text: str, choice: Choice) -> None:
+def _show(prefix: str, loaded: Loaded, text: str, choice: Choice, text_box: bool) -> None:
     marker = loaded.train_seq_len
     key = analysis_key(loaded, text, choice.max_tokens)
     lang = i18n.get_language()
@@ -523,8 +539,14 @@ def _show(prefix: str, loaded: Loaded, text: str, choice: Choice) -> None:
                   "keys, and keys further away, than the model ever saw in training.").format(
                       n=number(T), train=number(marker)), icon="📏")
 
-    choice = dataclasses.replace(choice, interactive=interactive_ui(prefix))
+    phone = ui.on_phone()
+    choice = dataclasses.replace(choice, interactive=(interactive(prefix) if phone else
+                                                      interactive_ui(prefix)))
     layer_view(prefix, loaded, text, key, analysis, choice)
+    if phone:
+        interactive_ui(prefix)
+        if text_box:
+            text_ui(prefix)
     if choice.interactive:
         gallery_ui(prefix, loaded)
     st.subheader(_("5. Conformance: is this model applying ALiBi correctly?"))
@@ -544,7 +566,10 @@ def layer_view(prefix: str, loaded: Loaded, text: str, key: tuple, analysis,
 
 
 def _layer_view(prefix: str, loaded: Loaded, text: str, choice: Choice, key: tuple, analysis):
-    choice = dataclasses.replace(choice, layer=layer_ui(prefix, loaded.info))
+    phone = ui.on_phone()  # the picker after the maps (`show`): its value read first
+    layer = (int(st.session_state.get(_key(prefix, "layer"), 1)) - 1 if phone else
+             layer_ui(prefix, loaded.info))  # in this fragment's rerun: the choice just made
+    choice = dataclasses.replace(choice, layer=layer)
     ui.set_url_value("layer", choice.layer + 1)
     name = Path(loaded.folder).name or "model"
     st.subheader(_("1. Every head of layer {layer}").format(layer=choice.layer + 1))
@@ -555,6 +580,8 @@ def _layer_view(prefix: str, loaded: Loaded, text: str, choice: Choice, key: tup
     canvas_maps.show(grid_maps(analysis, loaded, key, choice.layer, choice.scale, filename,
                                i18n.get_language()), key=f"{prefix}_maps_grid")
     ui.first_figure_alone()
+    if phone:
+        layer_ui(prefix, loaded.info)
     st.caption(_("Tap or click a head's panel, or its number, to draw it alone; *All heads* "
                  "draws them all again."))
     if not choice.interactive:

@@ -310,8 +310,11 @@ def first_figure_alone() -> None:
     class's student is left alone: the run that follows the teacher sets controls further
     down the page."""
     ctx = get_script_run_ctx()
-    if (not on_phone() or ctx is None or st.session_state.get("cls_watched")
-            or ctx.fragment_ids_this_run):
+    if ctx is None or not on_phone() or st.session_state.get("cls_watched"):
+        return
+    if ctx.fragment_ids_this_run:  # a figure in a fragment: its button reruns only the fragment
+        if st.session_state.get(REST_KEY + "_button"):
+            st.rerun()  # the whole page
         return
     drawn = st.session_state.setdefault(FIRST_DRAWN, set())
     if ctx.page_script_hash in drawn:

@@ -7,6 +7,7 @@ from urllib.parse import quote
 
 import pytest
 from helpers import screenshot, wait_for_app
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import expect
 
 from alibi_viz_app.testing import PHONE_UA
@@ -100,6 +101,7 @@ def test_a_phone_sees_model_heads_on_a_canvas_and_switches_heads_in_the_browser(
             assert maps.get_attribute("data-mode") == "one"
             pictures.append(one.evaluate("c => c.toDataURL()"))
         assert pictures[0] != pictures[1]
+        one.scroll_into_view_if_needed()
         box = one.bounding_box()
         assert box["width"] > 300 and box["x"] + box["width"] <= 390
         phone.mouse.move(box["x"] + box["width"] * 0.2, box["y"] + box["height"] * 0.9)
@@ -236,3 +238,36 @@ def test_a_phone_finds_the_controls_in_settings_and_gets_the_first_figure_first(
     heads.press("Enter")
     expect(maps.locator(".avm-grid canvas")).to_have_count(4)
     screenshot(phone, "phone_settings_ru")
+
+
+def test_a_phone_sees_the_maps_before_the_text_box_and_still_changes_layer_and_text(phone,
+                                                                                    server_url):
+    """At 390x844 with a phone's user agent, /model draws the maps first: the layer picker and
+    the text box come after them. Layer 2 picked there redraws the maps of layer 2 (the
+    picker's rerun reads the choice just made), and a new text typed there is the one read."""
+    phone.goto(f"{server_url}/model?text={TEXT}")
+    maps = phone.locator(MAPS)
+    maps.and_(phone.locator("[data-drawn]")).wait_for()
+    wait_for_app(phone)
+    text = phone.get_by_role("textbox", name="Text")
+    layer = phone.locator("[data-testid='stSelectbox']").filter(has_text="Layer")
+    top = maps.bounding_box()["y"]
+    assert layer.bounding_box()["y"] > top and text.bounding_box()["y"] > top
+    main = phone.locator("[data-testid='stMain']")
+    assert "Every head of layer 1" in main.inner_text()
+    for _ in range(3):  # a tap can land while the page still settles: once or twice more
+        phone.get_by_role("combobox", name="Layer").click()
+        try:
+            phone.get_by_role("option", name="2", exact=True).click(timeout=5_000)
+            break
+        except PlaywrightTimeout:
+            phone.keyboard.press("Escape")
+    expect(main.get_by_text("Every head of layer 2")).to_be_visible()
+    tokens = main.get_by_text("tokens; trained on").first.inner_text()
+    text.fill("one two three four five six seven eight nine ten eleven twelve")
+    text.press("Tab")
+    expect(main.get_by_text("tokens; trained on").first).not_to_have_text(tokens)
+    wait_for_app(phone)
+    assert maps.locator(".avm-grid canvas").count() == 8
+    assert "Every head of layer 2" in main.inner_text()
+    assert "5. Conformance" in main.inner_text()  # the page drawn to its end

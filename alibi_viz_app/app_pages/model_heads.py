@@ -58,11 +58,13 @@ if loaded is None:
 if step is not None and step != steps[-1]:
     st.info(_("Showing the ALiBi model at training step {step} of {last}.").format(
         step=number(step), last=number(steps[-1])), icon="⏳")
-text = heads_view.text_ui(PREFIX)
+# On a phone the text box comes after the maps (heads_view.show), which are drawn first.
+phone = ui.on_phone()
+text = heads_view.text_value(PREFIX) if phone else heads_view.text_ui(PREFIX)
 choice = heads_view.controls_ui(PREFIX, loaded.info)
 ui.write_url({"model": name, **({"step": step} if step is not None else {}),
               **heads_view.url_values(PREFIX, choice, text)})
-heads_view.show(PREFIX, loaded, text, choice)
+heads_view.show(PREFIX, loaded, text, choice, text_box=phone)
 if heads_view.interactive(PREFIX):  # plotly's charts, on demand on a phone
     if step is None or step == steps[-1]:  # measured on the shipped models as trained
         heads_view.ablation_ui(name)
