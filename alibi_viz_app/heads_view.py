@@ -584,8 +584,11 @@ def _layer_view(prefix: str, loaded: Loaded, text: str, choice: Choice, key: tup
         layer_ui(prefix, loaded.info)
     st.caption(_("Tap or click a head's panel, or its number, to draw it alone; *All heads* "
                  "draws them all again."))
-    if not choice.interactive:
+    if not choice.interactive:  # the toggle: above the maps, on a phone after them (`show`)
         st.caption(_("One head split into content and bias, the head statistics and the head "
+                     "gallery are interactive charts: turn on *Interactive charts* below to see "
+                     "them.") if phone else
+                   _("One head split into content and bias, the head statistics and the head "
                      "gallery are interactive charts: turn on *Interactive charts* above to see "
                      "them."))
         return

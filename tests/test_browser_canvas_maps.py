@@ -242,8 +242,8 @@ def test_a_phone_finds_the_controls_in_settings_and_gets_the_first_figure_first(
 
 def test_a_phone_sees_the_maps_before_the_text_box_and_still_changes_layer_and_text(phone,
                                                                                     server_url):
-    """At 390x844 with a phone's user agent, /model draws the maps first: the layer picker and
-    the text box come after them. Layer 2 picked there redraws the maps of layer 2 (the
+    """At 390x844 with a phone's user agent, /model draws the maps first: the layer picker, the
+    text box and the *Interactive charts* toggle come after them, and the page says so. Layer 2 picked there redraws the maps of layer 2 (the
     picker's rerun reads the choice just made), and a new text typed there is the one read."""
     phone.goto(f"{server_url}/model?text={TEXT}")
     maps = phone.locator(MAPS)
@@ -271,3 +271,6 @@ def test_a_phone_sees_the_maps_before_the_text_box_and_still_changes_layer_and_t
     assert maps.locator(".avm-grid canvas").count() == 8
     assert "Every head of layer 2" in main.inner_text()
     assert "5. Conformance" in main.inner_text()  # the page drawn to its end
+    toggle = phone.get_by_role("switch", name="Interactive charts")
+    assert "turn on Interactive charts below" in main.inner_text()
+    assert toggle.bounding_box()["y"] > maps.bounding_box()["y"]
