@@ -171,3 +171,18 @@ def run_process(*args, env=None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "alibi_viz.cli", *map(str, args)],
                           capture_output=True, text=True, cwd=ROOT, timeout=300,
                           env={**os.environ, **(env or {})})
+
+
+def choose(page, label: str, option: str, exact: bool = False) -> None:
+    """Pick `option` in the selectbox labelled `label` (the first click can land while the
+    page is still settling, so try again once or twice)."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    for _ in range(3):
+        page.get_by_role("combobox", name=label).click()
+        try:
+            page.get_by_role("option", name=option, exact=exact).click(timeout=5_000)
+            return
+        except PlaywrightTimeout:
+            page.keyboard.press("Escape")
+    raise AssertionError(f"could not choose {option!r} in {label!r}")

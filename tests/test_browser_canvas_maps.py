@@ -6,8 +6,7 @@ import contextlib
 from urllib.parse import quote
 
 import pytest
-from helpers import screenshot, wait_for_app
-from playwright.sync_api import TimeoutError as PlaywrightTimeout
+from helpers import choose, screenshot, wait_for_app
 from playwright.sync_api import expect
 
 from alibi_viz_app.testing import PHONE_UA
@@ -255,13 +254,7 @@ def test_a_phone_sees_the_maps_before_the_text_box_and_still_changes_layer_and_t
     assert layer.bounding_box()["y"] > top and text.bounding_box()["y"] > top
     main = phone.locator("[data-testid='stMain']")
     assert "Every head of layer 1" in main.inner_text()
-    for _ in range(3):  # a tap can land while the page still settles: once or twice more
-        phone.get_by_role("combobox", name="Layer").click()
-        try:
-            phone.get_by_role("option", name="2", exact=True).click(timeout=5_000)
-            break
-        except PlaywrightTimeout:
-            phone.keyboard.press("Escape")
+    choose(phone, "Layer", "2", exact=True)
     expect(main.get_by_text("Every head of layer 2")).to_be_visible()
     tokens = main.get_by_text("tokens; trained on").first.inner_text()
     text.fill("one two three four five six seven eight nine ten eleven twelve")

@@ -6,7 +6,7 @@ import re
 from urllib.parse import quote
 
 import pytest
-from helpers import screenshot, wait_for_app
+from helpers import choose, screenshot, wait_for_app
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from alibi_viz_app.query_params import MAX_PARAM_CHARS
@@ -21,19 +21,6 @@ def open_page(page, url: str, charts: int) -> None:
     page.goto(url)
     page.wait_for_selector(f".js-plotly-plot >> nth={charts - 1}")
     wait_for_app(page)
-
-
-def choose(page, label: str, option: str) -> None:
-    """Pick `option` in the selectbox labelled `label` (the first click can land while the
-    page is still settling, so try again once or twice)."""
-    for _ in range(3):
-        page.get_by_role("combobox", name=label).click()
-        try:
-            page.get_by_role("option", name=option).click(timeout=5_000)
-            return
-        except PlaywrightTimeout:
-            page.keyboard.press("Escape")
-    raise AssertionError(f"could not choose {option!r} in {label!r}")
 
 
 def chart_title(page, index: int) -> str:
