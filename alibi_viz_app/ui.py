@@ -133,16 +133,16 @@ def language_switch() -> None:
         st.warning(_("URL parameter ignored: {warning}").format(warning=warning), icon="⚠️")
 
 
+# A page's heading in the Settings popover at a label's size: drawn as large as the page's own
+# headings, it took a third of a phone's screen.
+SETTINGS_CSS = " [data-testid='stPopoverBody'] :is(h2, h3) { font-size: 1.1rem; }"
+
+
 # On a phone the controls wait in a popover at the top of the page: a phone's browser draws a
 # popover's widgets only once it is opened, and every widget drawn before a page's first figure
 # (a sidebar's too, collapsed or not: it comes first in the page) held that figure back by
 # hundreds of ms each on a phone's CPU (bench/README.md, phones).
 _SETTINGS = threading.local()
-
-
-# A page's heading in the Settings popover at a label's size: drawn as large as the page's own
-# headings, it took a third of a phone's screen.
-SETTINGS_CSS = " [data-testid='stPopoverBody'] :is(h2, h3) { font-size: 1.1rem; }"
 
 
 def place_settings() -> None:
