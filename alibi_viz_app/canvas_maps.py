@@ -266,7 +266,12 @@ class Maps {
     if (this.mode === 'grid') this.panels.forEach((canvas, k) => this.paint(canvas, k));
     else this.paint(this.oneCanvas, this.head);
     this.root.dataset.drawn = String((Number(this.root.dataset.drawn) || 0) + 1);
-    if (this.root.dataset.drawn === '1') performance.mark('alibi-viz:maps-drawn');  // bench_phone
+    if (this.root.dataset.drawn === '1') {
+      performance.mark('alibi-viz:maps-drawn');  // bench_phone
+      // outside the shadow root, for the page's script that waits for its first figure (ui.py)
+      const host = this.parent.getRootNode().host || this.parent;
+      host.dataset.avmDrawn = '1';
+    }
   }
 
   // Panel k on `canvas` at its shown size in device pixels (pixels stay crisp), with the

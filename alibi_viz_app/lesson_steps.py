@@ -264,10 +264,10 @@ def step_position(step: int, present: bool) -> None:
         # TRANSLATORS: the attention score of query i and key j, in the formula
         # score_ij = q·k/√d − m(i−j) (one word)
         score = _("score")
-        st.latex(r"\text{" + score + r"}_{ij} = \frac{q_i \cdot k_j}{\sqrt{d}} \;-\; m\,(i-j),"
-                 r"\qquad j \le i")
-    slope = st.select_slider(_("Slope m"), SLOPE_CHOICES, value=0.25, key="ls_s1_slope",
-                             format_func=ui.labels(SLOPE_CHOICES, slope_label))
+        ui.later(st.latex, r"\text{" + score + r"}_{ij} = \frac{q_i \cdot k_j}{\sqrt{d}} \;-\; "
+                 r"m\,(i-j),\qquad j \le i")
+    slope = ui.later(st.select_slider, _("Slope m"), SLOPE_CHOICES, value=0.25, key="ls_s1_slope",
+                     format_func=ui.labels(SLOPE_CHOICES, slope_label))
     chosen(_("Slope m"), slope_label(slope))
     asked = class_view.class_value("ls_s1_slope", slope)  # the class's slope, in a class
     content = toy_content_scores(24, seed=3)
@@ -301,7 +301,7 @@ def step_bias(step: int, present: bool) -> None:
           "softmax ignores that, so the attention is identical (in exact arithmetic)."),
         _("One matrix per head: **B_ij = −m·(i−j)**, 0 on the diagonal, −m per step back, "
           "masked above."), present)
-    seq_len = st.slider(_("Sequence length"), 4, 128, 16, key="ls_s2_len")
+    seq_len = ui.later(st.slider, _("Sequence length"), 4, 128, value=16, key="ls_s2_len")
     chosen(_("Sequence length"), number(seq_len))
     matrix = alibi_bias(alibi_slopes(8)[[0]], max(seq_len, 11))[0]  # head 1, m = 1/2
     diagonal, back = matrix[10, 10] + 0.0, float(matrix[10, 0])
@@ -343,7 +343,7 @@ def step_slopes(step: int, present: bool) -> None:
           "for twice that many heads, so the order zigzags: try 12 heads."),
         _("Head h gets **m_h = 2^(−8h/n)**: 8 heads → 1/2 … 1/256. Other head counts "
           "interleave a second schedule."), present)
-    num_heads = int(st.number_input(_("Heads"), 1, 64, 8, key="ls_s3_heads"))
+    num_heads = int(ui.later(st.number_input, _("Heads"), 1, 64, value=8, key="ls_s3_heads"))
     chosen(_("Heads"), number(num_heads))
     asked = int(class_view.class_value("ls_s3_heads", num_heads))  # the class's, in a class
     slopes = alibi_slopes(asked)
@@ -377,8 +377,8 @@ def step_decay(step: int, present: bool) -> None:
           "{shortest} tokens (m = 1/2) to {longest} (m = 1/256).").format(shortest=shortest,
                                                                          longest=longest),
         present)
-    seq_len = st.select_slider(_("Sequence length"), [16, 32, 64, 128, 256, 512, 1024, 2048],
-                               value=256, key="ls_s4_len")
+    seq_len = ui.later(st.select_slider, _("Sequence length"),
+                       [16, 32, 64, 128, 256, 512, 1024, 2048], value=256, key="ls_s4_len")
     chosen(_("Sequence length"), number(seq_len))
     far = int(np.argmax(lives))
     if ask(step, _("Which of the 8 heads looks furthest back?"),

@@ -291,10 +291,11 @@ def still_figure(spec: dict, key: str) -> None:
     app's charts on (`charts_shown`) for hover, zoom and export."""
     width = PHONE_FIGURE_PX if on_phone() else None
     st.html(still.figure_html(spec, width=width))
-    if st.button(_("Interactive charts (values on hover)"), key=f"{key}_charts_on",
-                 icon=":material/touch_app:", type="tertiary"):
-        st.session_state[CHARTS] = True
-        st.rerun()  # the whole page, also from inside a fragment: every chart turns on
+    if not ends_at_first_figure():  # else the button comes with the rest of the page
+        if st.button(_("Interactive charts (values on hover)"), key=f"{key}_charts_on",
+                     icon=":material/touch_app:", type="tertiary"):
+            st.session_state[CHARTS] = True
+            st.rerun()  # the whole page, also from inside a fragment: every chart turns on
     first_figure_alone()
 
 
@@ -302,38 +303,62 @@ FIRST_DRAWN = "_first_figure_drawn"  # session state: the pages whose first run 
 REST_KEY = "first_figure_rest"  # the hidden button that asks for the rest of the page
 
 
+def ends_at_first_figure() -> bool:
+    """Whether this run ends at the next figure the page draws (`first_figure_alone`): a
+    phone's first whole run of a page, outside a class's student. What a page would draw
+    before its first figure may wait for the rest of the page when this is True."""
+    ctx = get_script_run_ctx()
+    return (ctx is not None and on_phone() and not st.session_state.get("cls_watched")
+            and not ctx.fragment_ids_this_run
+            and ctx.page_script_hash not in st.session_state.get(FIRST_DRAWN, set()))
+
+
+def later(draw, *args, **kwargs):
+    """`draw(*args, **kwargs)` (an element or a widget), or, in a run that ends at the page's
+    first figure (`ends_at_first_figure`), its place kept empty for the next run to draw it: a
+    widget's value is then its `key`'s in session state, else its `value` argument. For what
+    is costly to draw before the first figure (a formula, a slider's scripts)."""
+    if not ends_at_first_figure():
+        return draw(*args, **kwargs)
+    st.empty()
+    key = kwargs.get("key")
+    return st.session_state.get(key, kwargs.get("value")) if key else None
+
+
 def first_figure_alone() -> None:
     """Called after each figure a page draws. On a phone, a page's first run ends at its first
     figure, and the browser asks for the rest of the page once it has drawn that figure (it
-    clicks a hidden button after the next frame): a phone's browser draws what one run sends
-    in one go, so every element after the figure held it back (bench/README.md, phones). A
-    class's student is left alone: the run that follows the teacher sets controls further
-    down the page."""
+    clicks a hidden button): a phone's browser draws what one run sends in one go, so every
+    element after the figure held it back (bench/README.md, phones). A class's student is left
+    alone: the run that follows the teacher sets controls further down the page."""
     ctx = get_script_run_ctx()
-    if ctx is None or not on_phone() or st.session_state.get("cls_watched"):
+    if ctx is not None and ctx.fragment_ids_this_run and on_phone():
+        if st.session_state.get(REST_KEY + "_button"):  # the button of a figure in a fragment
+            st.rerun()  # reruns only the fragment: the whole page instead
         return
-    if ctx.fragment_ids_this_run:  # a figure in a fragment: its button reruns only the fragment
-        if st.session_state.get(REST_KEY + "_button"):
-            st.rerun()  # the whole page
+    if not ends_at_first_figure():
         return
-    drawn = st.session_state.setdefault(FIRST_DRAWN, set())
-    if ctx.page_script_hash in drawn:
-        return
-    drawn.add(ctx.page_script_hash)
+    st.session_state.setdefault(FIRST_DRAWN, set()).add(ctx.page_script_hash)
     with st.container(key=REST_KEY):
         st.button("…", key=REST_KEY + "_button")
     st.html(REST_JS, unsafe_allow_javascript=True)
     st.stop()
 
 
-# The hidden button, clicked a frame after the figure is drawn; the button may be drawn a few
-# frames after this script (Streamlit loads a widget's code on its first use): looked for in
-# each frame, for up to 10 s.
+# The hidden button, clicked a frame after the figure is drawn (a still figure's image decoded,
+# or canvas maps marked drawn by canvas_maps): what the rest of the page sends is drawn in the
+# same frames, so an earlier click held the figure back. The button may be drawn a few frames
+# after this script (Streamlit loads a widget's code on its first use). A figure not drawn in
+# 600 frames (about 10 s) does not hold the page back: the button is clicked as soon as found.
 REST_JS = (f"<style>.st-key-{REST_KEY} {{ display: none; }}</style><script>(() => {{"
-           " let frames = 600; const ask = () => {"
+           " const drawn = () => { const stills = [...document.querySelectorAll('.avz-still img')];"
+           " return document.querySelector('[data-avm-drawn]') !== null || (stills.length > 0"
+           " && stills.every((img) => img.complete && img.naturalWidth > 0)); };"
+           " let frames = 1200; const ask = () => {"
            f" const button = document.querySelector('.st-key-{REST_KEY} button');"
-           " if (button) button.click(); else if (--frames > 0) requestAnimationFrame(ask); };"
-           " requestAnimationFrame(() => requestAnimationFrame(ask)); })();</script>")
+           " if (button && (frames < 600 || drawn())) requestAnimationFrame(() => button.click());"
+           " else if (--frames > 0) requestAnimationFrame(ask); };"
+           " requestAnimationFrame(ask); })();</script>")
 
 
 PHONE_FIGURE_PX = 360  # a still figure's own width on a phone (a 390 px screen less the page's margins)

@@ -267,3 +267,89 @@ def test_a_phone_sees_the_maps_before_the_text_box_and_still_changes_layer_and_t
     toggle = phone.get_by_role("switch", name="Interactive charts")
     assert "turn on Interactive charts below" in main.inner_text()
     assert toggle.bounding_box()["y"] > maps.bounding_box()["y"]
+
+
+# Watches a page from its first script on: the frame in which its first figure is drawn (a
+# still figure's image decoded, or canvas maps drawn), and when the hidden button that asks for
+# the rest of the page was clicked.
+SPLIT_WATCH_JS = """(() => {
+  const w = window.__split = {figure: null, click: null};
+  const drawn = () => document.querySelector('[data-avm-drawn]') !== null ||
+    [...document.querySelectorAll('.avz-still img')].some((i) => i.complete && i.naturalWidth > 0);
+  const frame = () => { if (drawn()) w.figure = performance.now(); else requestAnimationFrame(frame); };
+  requestAnimationFrame(frame);
+  document.addEventListener('click', (event) => {
+    if (w.click === null && event.target.closest('.st-key-first_figure_rest')) w.click = performance.now();
+  }, true);
+})();"""
+
+
+@contextlib.contextmanager
+def first_run_elements(page):
+    """The elements the page's first script run sent to the main area, out of the Settings
+    popover (drawn only when opened), in order, as (type, text) pairs: read from the websocket
+    until its first script_finished."""
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+    elements, done, popovers = [], [], []
+
+    def received(frame):
+        msg = ForwardMsg()
+        msg.ParseFromString(frame if isinstance(frame, bytes) else frame.encode())
+        kind = msg.WhichOneof("type")
+        if done or kind not in ("delta", "script_finished"):
+            return
+        path = list(msg.metadata.delta_path)
+        if kind == "script_finished":
+            done.append(True)
+        elif msg.delta.WhichOneof("type") == "add_block":
+            if msg.delta.add_block.WhichOneof("type") == "popover":
+                popovers.append(path)
+        elif (msg.delta.WhichOneof("type") == "new_element" and path[0] == 0
+              and not any(path[:len(p)] == p for p in popovers)):  # the main area
+            element = msg.delta.new_element
+            kind = element.WhichOneof("type")
+            body = getattr(element, kind)
+            elements.append((kind, getattr(body, "body", "") or getattr(body, "label", "")))
+
+    page.on("websocket", lambda ws: ws.on("framereceived", received))
+    yield elements
+
+
+def top(page, selector: str) -> float:
+    return page.locator(f"[data-testid='stMain'] {selector}").first.bounding_box()["y"]
+
+
+@pytest.mark.parametrize("path", ["lesson", "", "model"])
+def test_a_phone_draws_the_first_figure_before_what_waits_for_the_rest_of_the_page(
+        phone, server_url, path):
+    """At 390x844 with a phone's user agent: the page's first run ends at its first figure,
+    and the browser asks for the rest of the page (the hidden button's click) only once that
+    figure is drawn. What would hold the figure back is not in that first run and comes with
+    the rest: the button under a still figure, and on the Lesson the formula and the slope
+    slider, which then take their places above the figure."""
+    phone.context.add_init_script(SPLIT_WATCH_JS)
+    with script_runs(phone) as runs, first_run_elements(phone) as first:
+        phone.goto(f"{server_url}/{path}")
+        phone.wait_for_function("() => window.__split && window.__split.click !== null")
+        wait_for_app(phone)
+        if path == "lesson":
+            phone.locator("[data-testid='stMain'] .katex").first.wait_for()
+        wait_for_app(phone)
+        # /model's maps sit in a fragment: the click reruns it, which reruns the whole page
+        assert runs == {"asked": 2, "finished": 3 if path == "model" else 2}
+    split = phone.evaluate("() => window.__split")
+    assert split["figure"] is not None and split["click"] >= split["figure"]
+    kinds = [kind for kind, _text in first]
+    figure = "bidi_component" if path == "model" else "html"
+    assert figure in kinds and kinds[-1] == "html" and kinds[-2] == "button"  # then the split
+    assert [text for kind, text in first if kind == "button"] == ["…"]  # the hidden one alone
+    if path == "lesson":
+        assert "slider" not in kinds and not any(text.startswith("$$") for _kind, text in first)
+        figure = top(phone, ".avz-still")
+        assert top(phone, ".katex") < top(phone, "[data-testid='stSlider']") < figure
+        assert phone.get_by_role("button", name="Interactive charts (values on hover)").is_visible()
+    elif path == "":
+        assert phone.get_by_role("button", name="Interactive charts (values on hover)").first.is_visible()
+    else:
+        assert phone.locator(MAPS).locator(".avm-grid canvas").count() == 8
