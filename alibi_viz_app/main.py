@@ -59,9 +59,12 @@ st.html("<style>[data-testid='stSidebarNavLink'] span { white-space: normal !imp
         + "</style>")
 # The touch script in a hidden container: an element with a script is laid out, and at the top
 # of every page its empty box pushed the content 16 px down (a lesson step's figure past the
-# bottom of a 1024x768 projector).
+# bottom of a 1024x768 projector). It tends plotly charts only, so it is sent only while they
+# are shown: a phone starts without them, and its watch on every change to the page costs a
+# slow CPU time before the first figure (bench/README.md, phones).
 with st.container(key="alibi_touch"):
-    st.html(ui.TOUCH_JS, unsafe_allow_javascript=True)
+    if ui.charts_shown():
+        st.html(ui.TOUCH_JS, unsafe_allow_javascript=True)
 page = st.navigation(PAGES)
 if page.url_path != "lesson" and st.session_state.get("cls_watched"):
     from alibi_viz_app import class_view  # a class's student who left the Lesson: not rerun for it

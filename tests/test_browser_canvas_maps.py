@@ -341,8 +341,8 @@ def test_a_phone_draws_the_first_figure_before_what_waits_for_the_rest_of_the_pa
     split = phone.evaluate("() => window.__split")
     assert split["figure"] is not None and split["click"] >= split["figure"]
     kinds = [kind for kind, _text in first]
-    figure = "bidi_component" if path == "model" else "html"
-    assert figure in kinds and kinds[-1] == "html" and kinds[-2] == "button"  # then the split
+    figure = "bidi_component" if path == "model" else "html"  # the canvas maps, or a still one
+    assert kinds[-3:] == [figure, "button", "html"]  # the figure, then the split
     assert [text for kind, text in first if kind == "button"] == ["…"]  # the hidden one alone
     if path == "lesson":
         assert "slider" not in kinds and not any(text.startswith("$$") for _kind, text in first)
@@ -353,3 +353,19 @@ def test_a_phone_draws_the_first_figure_before_what_waits_for_the_rest_of_the_pa
         assert phone.get_by_role("button", name="Interactive charts (values on hover)").first.is_visible()
     else:
         assert phone.locator(MAPS).locator(".avm-grid canvas").count() == 8
+
+
+def test_a_phone_gets_the_touch_script_with_the_charts_it_tends(phone, server_url):
+    """At 390x844 with a phone's user agent: while the charts are off, the script that keeps
+    plotly from taking a finger's swipe is not sent (its watch on the page's changes would cost
+    the first figure); turned on, the charts come with it and do not zoom on a swipe."""
+    phone.goto(server_url)
+    phone.locator(".avz-still img").first.wait_for()
+    wait_for_app(phone)
+    assert phone.evaluate("() => window.__alibiVizTouch") is None
+    phone.get_by_role("button", name="Interactive charts (values on hover)").first.click()
+    phone.locator(".js-plotly-plot .main-svg").first.wait_for()
+    wait_for_app(phone)
+    assert phone.evaluate("() => window.__alibiVizTouch") is True
+    phone.wait_for_function("() => [...document.querySelectorAll('.js-plotly-plot')]"
+                            ".every((p) => p._fullLayout && p._fullLayout.dragmode === false)")
