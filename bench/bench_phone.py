@@ -12,7 +12,8 @@ One app server, warmed first (every page run once over the websocket, `warm_up.r
 beside it, in the same run, two bare Streamlit pages as yardsticks: one small plotly chart, and
 no chart at all; and (unless --no-bare) four bare pages of one still picture: alone, after ten
 widgets, after the same widgets in a popover, and before them (what the app's phone layout
-rests on: widgets drawn before a figure, or with it, hold it back). For each page, `--repeats` times each:
+rests on: widgets drawn before a figure, or with it, hold it back). For each page, `--repeats` times each, in rounds (every page once a round, so that the
+machine's drift over the run touches every page alike):
 
   cold   a new browser context (empty cache), then the page opened;
   warm   the same context, the page reloaded (Streamlit's and plotly's scripts cached).
@@ -262,13 +263,16 @@ def main(argv=None) -> int:
                        ("bare: no chart", bare[1][1] + "/", True)]
             targets += [(name, url + "/", False) for name, (_proc, url) in stills.items()]
             targets += [(f"/{path}", f"{app_url}/{path}", False) for path in pages.values()]
-            rows = {}
+            rows = {name: {"cold": [], "warm": []} for name, _url, _no_figure in targets}
             with sync_playwright() as playwright:
                 browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-                for name, url, no_figure in targets:
-                    print(f"measuring {name} ...", file=sys.stderr, flush=True)
-                    rows[name] = run(browser, url, args.throttle, args.repeats, no_figure,
-                                     switch=name == "/model")
+                for repeat in range(args.repeats):  # every page once a round: drift hits all alike
+                    print(f"round {repeat + 1} of {args.repeats} ...", file=sys.stderr, flush=True)
+                    for name, url, no_figure in targets:
+                        samples = run(browser, url, args.throttle, 1, no_figure,
+                                      switch=name == "/model")
+                        for kind, values in samples.items():
+                            rows[name][kind] += values
                 browser.close()
     finally:
         stop_streamlit(app)
