@@ -12,8 +12,8 @@ One app server, warmed first (every page run once over the websocket, `warm_up.r
 beside it, in the same run, two bare Streamlit pages as yardsticks: one small plotly chart, and
 no chart at all; and (unless --no-bare) four bare pages of one still picture: alone, after ten
 widgets, after the same widgets in a popover, and before them (what the app's phone layout
-rests on: widgets drawn before a figure, or with it, hold it back). For each page, `--repeats` times each, in rounds (every page once a round, so that the
-machine's drift over the run touches every page alike):
+rests on: widgets drawn before a figure, or with it, hold it back). For each page, `--repeats` times each, in rounds (every page once a round, every other round
+in reverse order, so that the machine's drift over the run touches every page alike):
 
   cold   a new browser context (empty cache), then the page opened;
   warm   the same context, the page reloaded (Streamlit's and plotly's scripts cached).
@@ -34,11 +34,19 @@ Measured from the navigation's start, in the page itself (an init script):
 
 Prints one table of medians (ms) and each page's ratio to the bare pages' times. The numbers go
 to bench/README.md with the machine, its load and the commit.
+
+    .venv/bin/python bench/bench_phone.py --before-tree /tmp/before --pages lesson model --repeats 6
+
+With --before-tree (a checkout of an earlier commit, e.g. `git worktree add /tmp/before HEAD~1`,
+with the corpus linked in if a page needs it), a second app server runs that checkout's code,
+each of its pages measured in the same rounds, next to this one's; a last table gives each
+page's first figure now / before, a ratio per round (median and range), cold and warm.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import statistics
 import subprocess
@@ -168,6 +176,27 @@ def serve_bare(folder: Path, script: str, name: str):
     raise RuntimeError(f"the bare page {name} did not start")
 
 
+def serve_tree(tree: Path):
+    """The app of another checkout (`--before-tree`): `streamlit run` of its main.py, that tree
+    first on Python's path, on a free port; (process, base url)."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", str(tree / "alibi_viz_app" / "main.py"),
+         "--server.port", str(port), "--server.headless", "true", "--server.address", "127.0.0.1",
+         "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false"],
+        cwd=tree, env={**os.environ, "PYTHONPATH": str(tree)},
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(200):
+        try:
+            with urllib.request.urlopen(url + "/_stcore/health", timeout=2):
+                return proc, url
+        except OSError:
+            time.sleep(0.3)
+    proc.kill()
+    raise RuntimeError(f"the app of {tree} did not start")
+
+
 def warm(url: str, pages: dict) -> None:
     """Every page run once on the server before any is timed (a browser-less visit)."""
     import asyncio
@@ -244,6 +273,8 @@ def main(argv=None) -> int:
     parser.add_argument("--throttle", type=float, default=4.0, help="CPU slowdown (Lighthouse: 4)")
     parser.add_argument("--no-bare", dest="bare", action="store_false",
                         help="leave out the bare pages of a still picture among widgets")
+    parser.add_argument("--before-tree", type=Path, default=None,
+                        help="a checkout of an earlier commit: its pages measured alongside")
     args = parser.parse_args(argv)
     from playwright.sync_api import sync_playwright
 
@@ -258,17 +289,24 @@ def main(argv=None) -> int:
                                        f"bare_still_{k}")
                       for k, (name, layout) in enumerate(BARE_STILLS.items())} if args.bare else {}
             bare += stills.values()
+            if args.before_tree:
+                bare.append(serve_tree(args.before_tree.resolve()))
+                warm(bare[-1][1], pages)
             warm(app_url, pages)
             targets = [("bare: one plotly chart", bare[0][1] + "/", False),
                        ("bare: no chart", bare[1][1] + "/", True)]
             targets += [(name, url + "/", False) for name, (_proc, url) in stills.items()]
-            targets += [(f"/{path}", f"{app_url}/{path}", False) for path in pages.values()]
+            for path in pages.values():
+                targets.append((f"/{path}", f"{app_url}/{path}", False))
+                if args.before_tree:
+                    targets.append((f"/{path} (before)", f"{bare[-1][1]}/{path}", False))
             rows = {name: {"cold": [], "warm": []} for name, _url, _no_figure in targets}
             with sync_playwright() as playwright:
                 browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
                 for repeat in range(args.repeats):  # every page once a round: drift hits all alike
                     print(f"round {repeat + 1} of {args.repeats} ...", file=sys.stderr, flush=True)
-                    for name, url, no_figure in targets:
+                    # every other round backwards: no page always measured before its neighbour
+                    for name, url, no_figure in targets[::1 if repeat % 2 == 0 else -1]:
                         samples = run(browser, url, args.throttle, 1, no_figure,
                                       switch=name == "/model")
                         for kind, values in samples.items():
@@ -297,6 +335,19 @@ def main(argv=None) -> int:
         print(f"| {name} | " + " | ".join(cell(v) for v in values) + f" | {cell(switch)} | "
               f"{ratio(values[0], base_figure)} | {ratio(values[2], base_settled)} | "
               f"{ratio(values[0], base_lcp[0])}, {ratio(values[3], base_lcp[1])} |")
+    if args.before_tree:
+        print(f"\nFirst figure now / before ({args.before_tree}): the median of the rounds' "
+              "ratios [lowest-highest]\n")
+        print("| page | cold | warm |\n|---|---|---|")
+        for path in pages.values():
+            now, before = rows[f"/{path}"], rows[f"/{path} (before)"]
+            cells = []
+            for kind in ("cold", "warm"):
+                ratios = [a["figure"] / b["figure"] for a, b in zip(now[kind], before[kind], strict=True)
+                          if a["figure"] and b["figure"]]
+                cells.append(f"{statistics.median(ratios):.2f} [{min(ratios):.2f}-"
+                             f"{max(ratios):.2f}]" if ratios else "-")
+            print(f"| /{path} | " + " | ".join(cells) + " |")
     return 0
 
 
