@@ -72,3 +72,4 @@ if page.url_path != "lesson" and st.session_state.get("cls_watched"):
     class_view.away()
 with ui.timed_run(page.url_path):
     page.run()
+ui.draw_what_waited()  # not reached when the run ends at a figure (ui.first_figure_alone)

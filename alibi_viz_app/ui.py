@@ -320,9 +320,25 @@ def later(draw, *args, **kwargs):
     is costly to draw before the first figure (a formula, a slider's scripts)."""
     if not ends_at_first_figure():
         return draw(*args, **kwargs)
+    st.session_state[WAITING] = get_script_run_ctx().page_script_hash
     st.empty()
     key = kwargs.get("key")
     return st.session_state.get(key, kwargs.get("value")) if key else None
+
+
+WAITING = "_later_waiting"  # session state: the page whose run left places to `later`
+
+
+def draw_what_waited() -> None:
+    """After a page's run (main.py): a run that left places to `later` and then drew no figure
+    to end at (a question not yet revealed, the charts on, an error) reruns at once, with the
+    page no longer split, so that nothing waits for a rest that is never asked for."""
+    ctx = get_script_run_ctx()
+    if ctx is None or st.session_state.get(WAITING) != ctx.page_script_hash:
+        return
+    del st.session_state[WAITING]
+    st.session_state.setdefault(FIRST_DRAWN, set()).add(ctx.page_script_hash)
+    st.rerun()
 
 
 def first_figure_alone() -> None:
@@ -339,6 +355,7 @@ def first_figure_alone() -> None:
     if not ends_at_first_figure():
         return
     st.session_state.setdefault(FIRST_DRAWN, set()).add(ctx.page_script_hash)
+    st.session_state.pop(WAITING, None)  # the rest of the page draws what waited
     with st.container(key=REST_KEY):
         st.button("…", key=REST_KEY + "_button")
     st.html(REST_JS, unsafe_allow_javascript=True)

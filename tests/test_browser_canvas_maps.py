@@ -329,17 +329,17 @@ def test_a_phone_draws_the_first_figure_before_what_waits_for_the_rest_of_the_pa
     the rest: the button under a still figure, and on the Lesson the formula and the slope
     slider, which then take their places above the figure."""
     phone.context.add_init_script(SPLIT_WATCH_JS)
+    last = {"lesson": "[data-testid='stMain'] .katex", "": "text=Interactive charts (values on hover)",
+            "model": "text=5. Conformance"}[path]  # drawn by the rest of the page
     with script_runs(phone) as runs, first_run_elements(phone) as first:
         phone.goto(f"{server_url}/{path}")
-        phone.wait_for_function("() => window.__split && window.__split.click !== null")
-        wait_for_app(phone)
-        if path == "lesson":
-            phone.locator("[data-testid='stMain'] .katex").first.wait_for()
+        phone.locator(last).first.wait_for()
         wait_for_app(phone)
         # /model's maps sit in a fragment: the click reruns it, which reruns the whole page
         assert runs == {"asked": 2, "finished": 3 if path == "model" else 2}
     split = phone.evaluate("() => window.__split")
-    assert split["figure"] is not None and split["click"] >= split["figure"]
+    assert split["figure"] is not None and split["click"] is not None, split
+    assert split["click"] >= split["figure"]
     kinds = [kind for kind, _text in first]
     figure = "bidi_component" if path == "model" else "html"  # the canvas maps, or a still one
     assert kinds[-3:] == [figure, "button", "html"]  # the figure, then the split
@@ -369,3 +369,26 @@ def test_a_phone_gets_the_touch_script_with_the_charts_it_tends(phone, server_ur
     assert phone.evaluate("() => window.__alibiVizTouch") is True
     phone.wait_for_function("() => [...document.querySelectorAll('.js-plotly-plot')]"
                             ".every((p) => p._fullLayout && p._fullLayout.dragmode === false)")
+
+
+@pytest.mark.parametrize("how", ["present", "charts on"])
+def test_a_phone_run_with_no_figure_to_end_at_still_draws_what_waited(phone, server_url, how):
+    """At 390x844 with a phone's user agent, the Lesson's step 1 keeps its formula's and its
+    slider's places for the rest of the page. A first run that draws no figure to end at (on a
+    projector's question not yet revealed, or with the charts turned on, drawn by plotly)
+    reruns at once, and the slider (and off a projector the formula) is there."""
+    if how == "charts on":
+        phone.goto(server_url)
+        phone.locator(".avz-still img").first.wait_for()
+        wait_for_app(phone)
+        phone.get_by_role("button", name="Interactive charts (values on hover)").first.click()
+        phone.locator(".js-plotly-plot .main-svg").first.wait_for()
+        wait_for_app(phone)
+        phone.goto(f"{server_url}/lesson")
+        phone.locator("[data-testid='stMain'] .katex").first.wait_for()
+    else:
+        phone.goto(f"{server_url}/lesson?present=1")
+        phone.get_by_role("button", name="Reveal the answer").wait_for()
+    phone.locator("[data-testid='stMain'] [data-testid='stSlider']").first.wait_for()
+    wait_for_app(phone)
+    assert phone.get_by_role("slider").first.is_visible()
