@@ -155,16 +155,15 @@ HEAD_SWITCH_JS = """(button) => new Promise((done) => {
 })"""
 
 
-def serve_bare(folder: Path, script: str, name: str):
-    """`streamlit run` of a one-page script on a free port: (process, base url)."""
-    path = folder / f"{name}.py"
-    path.write_text(script)
+def serve(script: Path, what: str, cwd: Path | None = None, env: dict | None = None):
+    """`streamlit run` of `script` on a free port, once healthy: (process, base url); `what`
+    names it if it does not start."""
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(path), "--server.port", str(port),
+        [sys.executable, "-m", "streamlit", "run", str(script), "--server.port", str(port),
          "--server.headless", "true", "--server.address", "127.0.0.1",
          "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     for _ in range(200):
         try:
@@ -173,28 +172,21 @@ def serve_bare(folder: Path, script: str, name: str):
         except OSError:
             time.sleep(0.3)
     proc.kill()
-    raise RuntimeError(f"the bare page {name} did not start")
+    raise RuntimeError(f"{what} did not start")
+
+
+def serve_bare(folder: Path, script: str, name: str):
+    """A one-page script served (`serve`): (process, base url)."""
+    path = folder / f"{name}.py"
+    path.write_text(script)
+    return serve(path, f"the bare page {name}")
 
 
 def serve_tree(tree: Path):
-    """The app of another checkout (`--before-tree`): `streamlit run` of its main.py, that tree
-    first on Python's path, on a free port; (process, base url)."""
-    port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(tree / "alibi_viz_app" / "main.py"),
-         "--server.port", str(port), "--server.headless", "true", "--server.address", "127.0.0.1",
-         "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false"],
-        cwd=tree, env={**os.environ, "PYTHONPATH": str(tree)},
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(200):
-        try:
-            with urllib.request.urlopen(url + "/_stcore/health", timeout=2):
-                return proc, url
-        except OSError:
-            time.sleep(0.3)
-    proc.kill()
-    raise RuntimeError(f"the app of {tree} did not start")
+    """The app of another checkout (`--before-tree`), that tree first on Python's path
+    (`serve`): (process, base url)."""
+    return serve(tree / "alibi_viz_app" / "main.py", f"the app of {tree}", cwd=tree,
+                 env={**os.environ, "PYTHONPATH": str(tree)})
 
 
 def warm(url: str, pages: dict) -> None:
