@@ -301,6 +301,7 @@ def still_figure(spec: dict, key: str) -> None:
 
 FIRST_DRAWN = "_first_figure_drawn"  # session state: the pages whose first run ended at a figure
 REST_KEY = "first_figure_rest"  # the hidden button that asks for the rest of the page
+WAITING = "_later_waiting"  # session state: the page whose run left places to `later`
 
 
 def ends_at_first_figure() -> bool:
@@ -324,9 +325,6 @@ def later(draw, *args, **kwargs):
     st.empty()
     key = kwargs.get("key")
     return st.session_state.get(key, kwargs.get("value")) if key else None
-
-
-WAITING = "_later_waiting"  # session state: the page whose run left places to `later`
 
 
 def draw_what_waited() -> None:
