@@ -65,7 +65,7 @@ st.html("<style>[data-testid='stSidebarNavLink'] span { white-space: normal !imp
 with st.container(key="alibi_touch"):
     if ui.charts_shown():
         st.html(ui.TOUCH_JS, unsafe_allow_javascript=True)
-page = st.navigation(PAGES)
+page = ui.navigation(PAGES)
 if page.url_path != "lesson" and st.session_state.get("cls_watched"):
     from alibi_viz_app import class_view  # a class's student who left the Lesson: not rerun for it
 

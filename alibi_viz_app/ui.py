@@ -12,10 +12,12 @@ import json
 import os
 import threading
 import time
+from typing import NoReturn
 
 import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
+from streamlit.navigation.page import StreamlitPage
 from streamlit.runtime.scriptrunner import add_script_run_ctx, get_script_run_ctx
 
 from alibi_viz import i18n
@@ -301,7 +303,7 @@ def still_figure(spec: dict, key: str) -> None:
 
 FIRST_DRAWN = "_first_figure_drawn"  # session state: the pages whose first run ended at a figure
 REST_KEY = "first_figure_rest"  # the hidden button that asks for the rest of the page
-WAITING = "_later_waiting"  # session state: the page whose run left places to `later`
+WAITING = "_later_waiting"  # session state: the page whose run left something for its rest
 
 
 def ends_at_first_figure() -> bool:
@@ -327,8 +329,28 @@ def later(draw, *args, **kwargs):
     return st.session_state.get(key, kwargs.get("value")) if key else None
 
 
+PAGE_LIST_DRAWN = "_page_list_drawn"  # session state: a run of this session drew the page list
+
+
+def navigation(pages: list) -> StreamlitPage:
+    """st.navigation of `pages` (main.py), its page list in the sidebar; in a phone's first
+    run of a session, hidden: the list is drawn in the sidebar even while a phone's sidebar
+    is closed, and drawn before the page it held the first figure back (bench/README.md,
+    phones). It comes with the rest of the page (`first_figure_alone`), or at once in a run
+    that ends with no figure (`draw_what_waited`); at most one run of a session hides it, so
+    a page that stops before its figure has it again from its next run on."""
+    hidden = (on_phone() and not st.session_state.get("cls_watched")
+              and not st.session_state.get(PAGE_LIST_DRAWN))
+    st.session_state[PAGE_LIST_DRAWN] = True
+    page = st.navigation(pages, position="hidden" if hidden else "sidebar")
+    if hidden:
+        st.session_state[WAITING] = get_script_run_ctx().page_script_hash
+    return page
+
+
 def draw_what_waited() -> None:
-    """After a page's run (main.py): a run that left places to `later` and then drew no figure
+    """After a page's run (main.py): a run that left places to `later`, or hid the page list
+    (`navigation`), and then drew no figure
     to end at (a question not yet revealed, the charts on, an error) reruns at once, with the
     page no longer split, so that nothing waits for a rest that is never asked for."""
     ctx = get_script_run_ctx()
@@ -337,6 +359,14 @@ def draw_what_waited() -> None:
     del st.session_state[WAITING]
     st.session_state.setdefault(FIRST_DRAWN, set()).add(ctx.page_script_hash)
     st.rerun()
+
+
+def stop() -> NoReturn:
+    """st.stop for a page that stops before its end (an error): a run that left something for
+    the rest of the page (`later`, `navigation`) reruns at once instead, no longer split
+    (`draw_what_waited`), so that the page list and what waited are drawn with the error."""
+    draw_what_waited()
+    st.stop()
 
 
 def first_figure_alone() -> None:

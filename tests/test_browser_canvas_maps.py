@@ -316,6 +316,28 @@ def first_run_elements(page):
     yield elements
 
 
+@contextlib.contextmanager
+def page_list_positions(page):
+    """Where each script run put the page list, in order ("SIDEBAR", "HIDDEN"): read from the
+    navigation messages on the websocket (a fragment's run sends none)."""
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+    from streamlit.proto.Navigation_pb2 import Navigation
+
+    positions = []
+
+    def received(frame):
+        msg = ForwardMsg()
+        msg.ParseFromString(frame if isinstance(frame, bytes) else frame.encode())
+        if msg.WhichOneof("type") == "navigation":
+            positions.append(Navigation.Position.Name(msg.navigation.position))
+
+    page.on("websocket", lambda ws: ws.on("framereceived", received))
+    yield positions
+
+
+PAGE_LIST = "[data-testid='stSidebarNav'] a"  # the page list's links, in the sidebar
+
+
 def top(page, selector: str) -> float:
     return page.locator(f"[data-testid='stMain'] {selector}").first.bounding_box()["y"]
 
@@ -326,17 +348,20 @@ def test_a_phone_draws_the_first_figure_before_what_waits_for_the_rest_of_the_pa
     """At 390x844 with a phone's user agent: the page's first run ends at its first figure,
     and the browser asks for the rest of the page (the hidden button's click) only once that
     figure is drawn. What would hold the figure back is not in that first run and comes with
-    the rest: the button under a still figure, and on the Lesson the formula and the slope
-    slider, which then take their places above the figure."""
+    the rest: the page list, the button under a still figure, and on the Lesson the formula
+    and the slope slider, which then take their places above the figure."""
     phone.context.add_init_script(SPLIT_WATCH_JS)
     last = {"lesson": "[data-testid='stMain'] .katex", "": "text=Interactive charts (values on hover)",
             "model": "text=5. Conformance"}[path]  # drawn by the rest of the page
-    with script_runs(phone) as runs, first_run_elements(phone) as first:
+    with (script_runs(phone) as runs, first_run_elements(phone) as first,
+          page_list_positions(phone) as positions):
         phone.goto(f"{server_url}/{path}")
         phone.locator(last).first.wait_for()
         wait_for_app(phone)
         # /model's maps sit in a fragment: the click reruns it, which reruns the whole page
         assert runs == {"asked": 2, "finished": 3 if path == "model" else 2}
+    assert positions == ["HIDDEN", "SIDEBAR"]  # the page list came with the rest of the page
+    assert phone.locator(PAGE_LIST).count() == 6
     split = phone.evaluate("() => window.__split")
     assert split["figure"] is not None and split["click"] is not None, split
     assert split["click"] >= split["figure"]
@@ -374,9 +399,10 @@ def test_a_phone_gets_the_touch_script_with_the_charts_it_tends(phone, server_ur
 @pytest.mark.parametrize("how", ["present", "charts on"])
 def test_a_phone_run_with_no_figure_to_end_at_still_draws_what_waited(phone, server_url, how):
     """At 390x844 with a phone's user agent, the Lesson's step 1 keeps its formula's and its
-    slider's places for the rest of the page. A first run that draws no figure to end at (on a
-    projector's question not yet revealed, or with the charts turned on, drawn by plotly)
-    reruns at once, and the slider (and off a projector the formula) is there."""
+    slider's places for the rest of the page, and a phone's first run hides the page list. A
+    first run that draws no figure to end at (on a projector's question not yet revealed, or
+    with the charts turned on, drawn by plotly) reruns at once, and the slider (and off a
+    projector the formula) and the page list are there."""
     if how == "charts on":
         phone.goto(server_url)
         phone.locator(".avz-still img").first.wait_for()
@@ -392,3 +418,16 @@ def test_a_phone_run_with_no_figure_to_end_at_still_draws_what_waited(phone, ser
     phone.locator("[data-testid='stMain'] [data-testid='stSlider']").first.wait_for()
     wait_for_app(phone)
     assert phone.get_by_role("slider").first.is_visible()
+    assert phone.locator(PAGE_LIST).count() == 6
+
+
+def test_a_phone_page_that_stops_at_a_message_has_its_page_list(phone, server_url):
+    """At 390x844 with a phone's user agent, a first run that stops at a message before any
+    figure (Inspect a model with no folder typed yet) reruns at once, the page list shown:
+    the message is where a phone's user would go to another page."""
+    with page_list_positions(phone) as positions:
+        phone.goto(f"{server_url}/inspect?source=folder")
+        phone.get_by_text("Type the path of a model folder in Settings").wait_for()
+        wait_for_app(phone)
+    assert positions == ["HIDDEN", "SIDEBAR"]
+    assert phone.locator(PAGE_LIST).count() == 6

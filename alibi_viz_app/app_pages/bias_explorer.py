@@ -212,7 +212,7 @@ try:
                               scale, decode)
 except AlibiVizError as exc:  # the controls keep values valid; this guards the library's checks
     st.error(str(exc))
-    st.stop()
+    ui.stop()
 
 query = default_query(seq_len, mode)
 st.subheader(_("1. Slopes"))

@@ -210,14 +210,14 @@ if not selection:
     st.info(ui.where_settings(_("Choose at least one method in the sidebar."),
                               _("Choose at least one method in Settings, at the top of the "
                                 "page.")))
-    st.stop()
+    ui.stop()
 
 try:
     curve_fig = curves_fig(selection_key(selection), seq_len, mode, xscale == "log")
     matrix_fig = matrices_fig(selection_key(selection), seq_len, mode)
 except AlibiVizError as exc:  # the controls keep values valid; this guards the library's checks
     st.error(str(exc))
-    st.stop()
+    ui.stop()
 
 tag = f"{'-'.join(selection)}_L{seq_len}_{mode}"
 st.subheader(_("1. Contribution to the score vs distance"))

@@ -254,12 +254,12 @@ source, name, path = source_ui(models, default)
 repo, missing = cache_ui(allowed) if source == "cache" else ("", None)
 if source == "cache" and not repo:
     ui.write_url({"source": source, "repo": missing})  # the asked-for repo stays in the URL
-    st.stop()
+    ui.stop()
 if source == "shipped" and not name:
     st.error(_("No shipped models were found in assets/models: choose *{folder}*, or train "
                "them with `python -m experiments.train` (see the README).").format(
                    folder=SOURCE_TITLES["folder"]), icon="🚫")
-    st.stop()
+    ui.stop()
 if source == "folder" and not path:
     st.info(ui.where_settings(
         _("Type the path of a model folder in the sidebar: a Hugging Face causal LM saved "
@@ -267,7 +267,7 @@ if source == "folder" and not path:
         _("Type the path of a model folder in Settings, at the top of the page: a Hugging Face "
           "causal LM saved with save_pretrained (config.json, model.safetensors, tokenizer "
           "files).")), icon="👈")
-    st.stop()
+    ui.stop()
 
 target = str(models[name]) if source == "shipped" else repo if source == "cache" else path
 restricted = ", ".join(f"`{v}={os.environ[v]}`" for v in (MODEL_ROOT_ENV, ALLOW_CUSTOM_ENV)
@@ -284,7 +284,7 @@ if loaded is None:
         + (" " + _("This deployment restricts which folders can be loaded ({settings}).").format(
             settings=restricted) if restricted else ""))
     ui.write_url({"source": source, "model": name, "path": path or None, "repo": repo or None})
-    st.stop()
+    ui.stop()
 
 info_ui(loaded)
 st.subheader(_("Its heads on a text"))

@@ -21,7 +21,7 @@ if not models:
     st.error(_("No shipped models were found in assets/models.") + " "
              + train_hint(DEFAULT_MODEL) + " "
              + _("Or open *Inspect a model* to load a model folder of your own."), icon="🚫")
-    st.stop()
+    ui.stop()
 
 default = DEFAULT_MODEL if DEFAULT_MODEL in models else next(iter(models))
 snapshots = snapshot_folders(DEFAULT_MODEL) if DEFAULT_MODEL in models else {}
@@ -54,7 +54,7 @@ with ui.settings():
 folder = snapshots[step] if step is not None and step != steps[-1] else models[name]
 loaded = heads_view.load(str(folder))
 if loaded is None:
-    st.stop()
+    ui.stop()
 if step is not None and step != steps[-1]:
     st.info(_("Showing the ALiBi model at training step {step} of {last}.").format(
         step=number(step), last=number(steps[-1])), icon="⏳")
