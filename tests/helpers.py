@@ -4,6 +4,7 @@ modules, as it does for conftest.py)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -186,3 +187,25 @@ def choose(page, label: str, option: str, exact: bool = False) -> None:
         except PlaywrightTimeout:
             page.keyboard.press("Escape")
     raise AssertionError(f"could not choose {option!r} in {label!r}")
+
+
+@contextlib.contextmanager
+def page_list_positions(page):
+    """Where each script run put the page list, in order ("SIDEBAR", "HIDDEN"): read from the
+    navigation messages on the websocket (a fragment's run sends none)."""
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+    from streamlit.proto.Navigation_pb2 import Navigation
+
+    positions = []
+
+    def received(frame):
+        msg = ForwardMsg()
+        msg.ParseFromString(frame if isinstance(frame, bytes) else frame.encode())
+        if msg.WhichOneof("type") == "navigation":
+            positions.append(Navigation.Position.Name(msg.navigation.position))
+
+    page.on("websocket", lambda ws: ws.on("framereceived", received))
+    yield positions
+
+
+PAGE_LIST = "[data-testid='stSidebarNav'] a"  # the page list's links, in the sidebar

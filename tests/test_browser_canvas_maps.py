@@ -6,7 +6,7 @@ import contextlib
 from urllib.parse import quote
 
 import pytest
-from helpers import choose, screenshot, wait_for_app
+from helpers import PAGE_LIST, choose, page_list_positions, screenshot, wait_for_app
 from playwright.sync_api import expect
 
 from alibi_viz_app.testing import PHONE_UA
@@ -314,28 +314,6 @@ def first_run_elements(page):
 
     page.on("websocket", lambda ws: ws.on("framereceived", received))
     yield elements
-
-
-@contextlib.contextmanager
-def page_list_positions(page):
-    """Where each script run put the page list, in order ("SIDEBAR", "HIDDEN"): read from the
-    navigation messages on the websocket (a fragment's run sends none)."""
-    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
-    from streamlit.proto.Navigation_pb2 import Navigation
-
-    positions = []
-
-    def received(frame):
-        msg = ForwardMsg()
-        msg.ParseFromString(frame if isinstance(frame, bytes) else frame.encode())
-        if msg.WhichOneof("type") == "navigation":
-            positions.append(Navigation.Position.Name(msg.navigation.position))
-
-    page.on("websocket", lambda ws: ws.on("framereceived", received))
-    yield positions
-
-
-PAGE_LIST = "[data-testid='stSidebarNav'] a"  # the page list's links, in the sidebar
 
 
 def top(page, selector: str) -> float:

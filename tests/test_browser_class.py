@@ -20,10 +20,10 @@ import zlib
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from helpers import screenshot, wait_for_app, wait_for_apps
+from helpers import PAGE_LIST, page_list_positions, screenshot, wait_for_app, wait_for_apps
 
 from alibi_viz_app.class_store import SETTING, open_store
-from alibi_viz_app.testing import free_port, start_streamlit, stop_streamlit
+from alibi_viz_app.testing import PHONE_UA, free_port, start_streamlit, stop_streamlit
 
 # Every student's follow lag is held to 2 s: with other tests' browsers and servers on the
 # same 2 cores (make test's parallel part), a loaded run measured up to 4.2 s, so these run
@@ -307,6 +307,41 @@ def test_projector_shows_each_reveal_whole_and_its_url_makes_a_student(class_ser
         teacher.locator(".st-key-cls_end").wait_for(state="attached")
         store.end(code, key)  # as a teacher on another replica would: the store alone tells
         other.get_by_text("El profesor ha terminado la clase.").first.wait_for(timeout=30_000)
+    finally:
+        for context in contexts:
+            context.close()
+
+
+def test_a_student_on_a_phone_answers_follows_and_has_the_page_list(class_server, browser):
+    """A student whose browser says it is a phone (390x844, a phone's user agent) joins with
+    the class's code: a phone's first run hides the page list, and the student's run, which
+    is not split at its first figure, reruns once with it; the student answers step 1's
+    question and follows the teacher to step 2."""
+    url, _store = class_server
+    contexts = []
+    try:
+        context, teacher = open_page(browser, f"{url}/lesson?class=new")
+        contexts.append(context)
+        code, _key = teacher_code_and_key(context, teacher)
+        context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True,
+                                      has_touch=True, user_agent=PHONE_UA)
+        contexts.append(context)
+        context.add_init_script(STEP_SEEN_JS)
+        student = context.new_page()
+        student.set_default_timeout(60_000)
+        answer = student.locator("[class*='st-key-cls_answer_'] label:has(input)")
+        with page_list_positions(student) as positions:
+            student.goto(f"{url}/lesson?class={code}")
+            answer.first.wait_for()
+            wait_for_app(student)
+        # the class may rerun the student's page again: the page list stays in the sidebar
+        assert positions[0] == "HIDDEN" and set(positions[1:]) == {"SIDEBAR"}, positions
+        assert student.locator(PAGE_LIST).count() == 6
+        answer.first.click()
+        wait_for_app(student)
+        teacher.get_by_text("1 answered").wait_for(timeout=30_000)
+        teacher_moves(teacher, ".st-key-ls_next", 2)
+        on_step(student, 2, FOLLOW_S * 1000 + 5_000)
     finally:
         for context in contexts:
             context.close()
