@@ -407,5 +407,6 @@ def test_a_phone_page_that_stops_at_a_message_has_its_page_list(phone, server_ur
         phone.goto(f"{server_url}/inspect?source=folder")
         phone.get_by_text("Type the path of a model folder in Settings").wait_for()
         wait_for_app(phone)
-    assert positions == ["HIDDEN", "SIDEBAR"]
+    # the first run's hidden list may never be sent: a rerun drops what its run has not sent
+    assert positions[-1] == "SIDEBAR", positions
     assert phone.locator(PAGE_LIST).count() == 6
