@@ -350,9 +350,9 @@ def navigation(pages: list) -> StreamlitPage:
 
 def draw_what_waited() -> None:
     """After a page's run (main.py): a run that left places to `later`, or hid the page list
-    (`navigation`), and then drew no figure
-    to end at (a question not yet revealed, the charts on, an error) reruns at once, with the
-    page no longer split, so that nothing waits for a rest that is never asked for."""
+    (`navigation`), and then drew no figure to end at (a question not yet revealed, the charts
+    on, an error) reruns at once, with the page no longer split, so that nothing waits for a
+    rest that is never asked for."""
     ctx = get_script_run_ctx()
     if ctx is None or st.session_state.get(WAITING) != ctx.page_script_hash:
         return

@@ -67,7 +67,6 @@ from alibi_viz_app.testing import (
 PAGES = {"bias": "", "lesson": "lesson", "model": "model", "compare": "compare",
          "extrapolation": "extrapolation", "inspect": "inspect"}
 QUIET_MS = 1000
-
 TIMEOUT_MS = 300_000
 
 BARE_PLOTLY = """import plotly.graph_objects as go
