@@ -147,8 +147,10 @@ def projector_spec(lang: str, name: str, args: tuple, height: int) -> dict:
 
 def step_figure(name: str, present: bool, *args) -> dict:
     """The step's one figure, for a projector or for the page (cached either way); in a class
-    on a projector, no taller than CLASS_PROJECTOR_PX."""
-    if present:
+    on a projector, no taller than CLASS_PROJECTOR_PX. A phone in presentation mode gets the
+    page's figure: a projector's, its texts fitted to a projector's width, shrinks on a 390 px
+    screen to letters too small to read and side-by-side axis titles that run into each other."""
+    if present and not ui.on_phone():
         height = PROJECTOR[name][1]
         if class_view.code():
             height = min(height, CLASS_PROJECTOR_PX)

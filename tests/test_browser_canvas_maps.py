@@ -410,3 +410,21 @@ def test_a_phone_page_that_stops_at_a_message_has_its_page_list(phone, server_ur
     # the first run's hidden list may never be sent: a rerun drops what its run has not sent
     assert positions[-1] == "SIDEBAR", positions
     assert phone.locator(PAGE_LIST).count() == 6
+
+
+def test_a_phone_in_presentation_mode_draws_the_pages_figure(phone, server_url):
+    """At 390x844 with a phone's user agent, a Lesson step in presentation mode draws the
+    figure the page draws outside it, fitted to the phone, not a projector's (its texts fitted
+    to a projector's width: on a phone, letters too small to read and step 1's side-by-side
+    axis titles running into each other)."""
+    def stills(url: str) -> list[str]:
+        phone.goto(url)
+        if "present=1" in url:
+            phone.get_by_role("button", name="Reveal the answer").click()
+        phone.locator(".avz-still img").first.wait_for()
+        wait_for_app(phone)
+        return phone.locator(".avz-still img").evaluate_all("(imgs) => imgs.map((i) => i.src)")
+
+    page_figures = stills(f"{server_url}/lesson?step=1")
+    presented = stills(f"{server_url}/lesson?step=1&present=1")
+    assert len(presented) == 1 and presented[0] in page_figures
