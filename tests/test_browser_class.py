@@ -61,13 +61,22 @@ def class_server(tmp_path_factory):
     stop_streamlit(proc)
 
 
-def open_page(browser, url: str, width: int = 1024, height: int = 768, wait: bool = True):
-    """A browser of its own on `url`; with wait=False the page is still loading (the caller
-    waits for it, so several pages load at once, as a class's do)."""
-    context = browser.new_context(viewport={"width": width, "height": height})
+def new_page(browser, width: int = 1024, height: int = 768, phone: bool = False):
+    """A browser of its own, its page not yet opened: (context, page); with `phone`, a touch
+    screen whose user agent says it is a phone, as a real one's does."""
+    context = browser.new_context(viewport={"width": width, "height": height},
+                                  **({"is_mobile": True, "has_touch": True,
+                                      "user_agent": PHONE_UA} if phone else {}))
     context.add_init_script(STEP_SEEN_JS)
     page = context.new_page()
     page.set_default_timeout(60_000)
+    return context, page
+
+
+def open_page(browser, url: str, width: int = 1024, height: int = 768, wait: bool = True):
+    """A browser of its own on `url` (`new_page`); with wait=False the page is still loading
+    (the caller waits for it, so several pages load at once, as a class's do)."""
+    context, page = new_page(browser, width, height)
     page.goto(url, wait_until="commit")
     if wait:
         wait_for_app(page, timeout_ms=FIRST_LOAD_MS)
@@ -323,12 +332,8 @@ def test_a_student_on_a_phone_answers_follows_and_has_the_page_list(class_server
         context, teacher = open_page(browser, f"{url}/lesson?class=new")
         contexts.append(context)
         code, _key = teacher_code_and_key(context, teacher)
-        context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True,
-                                      has_touch=True, user_agent=PHONE_UA)
+        context, student = new_page(browser, 390, 844, phone=True)
         contexts.append(context)
-        context.add_init_script(STEP_SEEN_JS)
-        student = context.new_page()
-        student.set_default_timeout(60_000)
         answer = student.locator("[class*='st-key-cls_answer_'] label:has(input)")
         with page_list_positions(student) as positions:
             student.goto(f"{url}/lesson?class={code}")
